@@ -1,0 +1,33 @@
+# uipc - System V IPC in user space.  `make` builds build/libuipc.so and build/uipc.
+CC      ?= gcc
+OPT     ?= -O2
+CFLAGS  ?= $(OPT) -g
+WARN     = -Wall -Wextra -Werror
+BASECFLAGS = -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -pthread
+LIBCFLAGS  = $(BASECFLAGS) -Iipc -fPIC
+B        = build
+
+LIB_SRCS := $(sort $(wildcard ipc/*.c))
+LIB_OBJS := $(LIB_SRCS:ipc/%.c=$(B)/ipc/%.o)
+LIB_HDRS := $(wildcard ipc/*.h) include/uipc.h
+
+all: $(B)/libuipc.so $(B)/uipc
+
+$(B)/ipc/%.o: ipc/%.c $(LIB_HDRS) | $(B)/ipc
+	$(CC) $(CFLAGS) $(LIBCFLAGS) -c $< -o $@
+
+$(B)/libuipc.so: $(LIB_OBJS)
+	$(CC) $(CFLAGS) -shared -pthread -Wl,-z,defs -Wl,--version-script=ipc/exports.map -o $@ $(LIB_OBJS) -ldl
+
+$(B)/ipc:
+	mkdir -p $@
+
+# The command, the tests and the benchmarks each keep their rules in a fragment.
+include tools/tools.mk
+include tests/tests.mk
+include bench/bench.mk
+
+clean:
+	rm -rf $(B)
+
+.PHONY: all clean test bench

@@ -1,0 +1,224 @@
+/*
+ * arena.c - the allocator inside a namespace file.
+ *
+ * Power-of-two size classes with one free list per class and pool, fed by a
+ * bump pointer (brk).  Memory below brk is populated (MADV_POPULATE_WRITE)
+ * before it is handed out, so a full tmpfs gives ENOMEM instead of SIGBUS.
+ * Semaphore arrays come from a pool of their own: their memory is only ever
+ * reused for semaphore arrays, which the lock-free semop fast path relies on.
+ *
+ * Each block carries a generation number; journal entries that allocate or
+ * free a block record it, so that rolling an allocation back or redoing a
+ * deferred free acts on exactly that allocation and is idempotent.
+ */
+#include <string.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+#define BLK_MAGIC  0x424c4b31u
+#define BLK_HDR    32u
+#define MIN_CLASS  6
+#define MAX_CLASS  39
+#define POPULATE_CHUNK (2u << 20)
+
+struct blk {
+	uint32_t magic;
+	uint8_t cls;
+	uint8_t pool;
+	uint8_t allocated;
+	uint8_t pad;
+	uint64_t gen;
+	uoff_t next_free;
+	uint64_t pad2;
+};
+
+static int size_class(uint64_t size)
+{
+	uint64_t need = size + BLK_HDR;
+	int cls = MIN_CLASS;
+
+	while (cls <= MAX_CLASS && (1ULL << cls) < need)
+		cls++;
+	return cls > MAX_CLASS ? -1 : cls;
+}
+
+int arena_populate(struct ns *ns, uoff_t off, uint64_t len)
+{
+	uint64_t start = off & ~(uint64_t)(UIPC_PAGE - 1);
+	uint64_t end = (off + len + UIPC_PAGE - 1) & ~(uint64_t)(UIPC_PAGE - 1);
+
+	if (end > ns->size)
+		return -ENOMEM;
+	if (madvise(ns->base + start, end - start, MADV_POPULATE_WRITE) == 0)
+		return 0;
+	if (errno == EINVAL) {
+		/* kernel without MADV_POPULATE_WRITE: touch the pages */
+		for (uint64_t p = start; p < end; p += UIPC_PAGE)
+			__atomic_fetch_add((volatile char *)(ns->base + p), 0, __ATOMIC_RELAXED);
+		return 0;
+	}
+	return -ENOMEM;
+}
+
+static uoff_t bump(struct ns *ns, struct alloc_state *a, int cls)
+{
+	uint64_t bsize = 1ULL << cls;
+	uint64_t align = bsize < UIPC_PAGE ? bsize : UIPC_PAGE;
+	uint64_t start = (a->brk + align - 1) & ~(align - 1);
+	uint64_t end = start + bsize;
+
+	if (end > ns->size || end < start)
+		return 0;
+	if (end > a->populated) {
+		uint64_t to = (end + POPULATE_CHUNK - 1) & ~(uint64_t)(POPULATE_CHUNK - 1);
+
+		if (to > ns->size)
+			to = ns->size;
+		if (arena_populate(ns, a->populated, to - a->populated))
+			return 0;
+		J_SET(ns, a->populated, to);
+	}
+	J_SET(ns, a->brk, end);
+	return start;
+}
+
+/* Allocate; if the caller is inside a section, fill OUTER_SLOT with an ALLOC
+ * entry for it before the allocation commits. */
+static uoff_t alloc_block(struct ns *ns, uint64_t size, int pool,
+			  struct jframe *outer, struct jentry *outer_slot)
+{
+	struct alloc_state *a = &ns->hdr->alloc;
+	struct blk *b;
+	uoff_t off;
+	uint64_t gen;
+	int cls = size_class(size);
+
+	if (cls < 0 || pool < 0 || pool > 1)
+		return 0;
+	if (ulock_acquire(ns, &a->lock))
+		return 0;
+	off = a->free[pool][cls];
+	if (off) {
+		b = ns_ptr(ns, off, sizeof(*b));
+		if (!b || b->magic != BLK_MAGIC || b->cls != cls || b->allocated) {
+			ns_corrupt(ns, "allocator free list");
+			J_SET(ns, a->free[pool][cls], (uoff_t)0);
+			off = 0;
+		} else {
+			J_SET(ns, a->free[pool][cls], b->next_free);
+		}
+	}
+	if (!off) {
+		off = bump(ns, a, cls);
+		if (!off) {
+			ulock_release(ns, &a->lock);
+			return 0;
+		}
+		b = ns_ptr(ns, off, sizeof(*b));
+		/* fresh memory: unreachable until brk commits, no journal needed */
+		b->magic = BLK_MAGIC;
+		b->cls = (uint8_t)cls;
+		b->pool = (uint8_t)pool;
+		b->allocated = 0;
+		b->gen = 0;
+	}
+	gen = a->gen + 1;
+	J_SET(ns, a->gen, gen);
+	J_SET(ns, b->allocated, (uint8_t)1);
+	J_SET(ns, b->gen, gen);
+	J_SET(ns, b->next_free, (uoff_t)0);
+	J_SET(ns, a->used, a->used + (1ULL << cls));
+	if (outer_slot)
+		j_push(outer, outer_slot, (off + BLK_HDR) | (J_KIND_ALLOC << 60), gen);
+	ulock_release(ns, &a->lock);
+	memset(ns->base + off + BLK_HDR, 0, (1ULL << cls) - BLK_HDR);
+	return off + BLK_HDR;
+}
+
+/* Allocate zeroed memory; rolled back with the caller's section, if any. */
+uoff_t arena_alloc(struct ns *ns, uint64_t size, int pool)
+{
+	struct jframe *outer = j_top(ns);
+	struct jentry *slot = NULL;
+
+	if (outer) {
+		slot = j_slot(ns, outer, atomic_load(&outer->n), true);
+		if (!slot)
+			return 0;
+	}
+	return alloc_block(ns, size, pool, outer, slot);
+}
+
+/* Allocate without telling the caller's section (journal chunks). */
+uoff_t arena_alloc_raw(struct ns *ns, uint64_t size, int pool)
+{
+	return alloc_block(ns, size, pool, NULL, NULL);
+}
+
+/*
+ * Free the block whose payload is at OFF, if it is still the allocation of
+ * generation GEN (any generation unless check_gen).  Takes the allocator lock.
+ */
+static void free_block(struct ns *ns, uoff_t off, bool check_gen, uint64_t gen)
+{
+	struct alloc_state *a = &ns->hdr->alloc;
+	struct blk *b = off > BLK_HDR ? ns_ptr(ns, off - BLK_HDR, sizeof(*b)) : NULL;
+
+	if (!b || b->magic != BLK_MAGIC || b->cls < MIN_CLASS || b->cls > MAX_CLASS ||
+	    b->pool > 1) {
+		ns_corrupt(ns, "free of a bad block");
+		return;
+	}
+	if (ulock_acquire(ns, &a->lock))
+		return;
+	if (b->allocated && (!check_gen || b->gen == gen)) {
+		J_SET(ns, b->allocated, (uint8_t)0);
+		J_SET(ns, b->gen, b->gen + 1);
+		J_SET(ns, b->next_free, a->free[b->pool][b->cls]);
+		J_SET(ns, a->free[b->pool][b->cls], off - BLK_HDR);
+		J_SET(ns, a->used, a->used - (1ULL << b->cls));
+	}
+	ulock_release(ns, &a->lock);
+}
+
+uint64_t arena_block_gen(struct ns *ns, uoff_t off)
+{
+	struct blk *b = off > BLK_HDR ? ns_ptr(ns, off - BLK_HDR, sizeof(*b)) : NULL;
+
+	return b ? b->gen : 0;
+}
+
+/* Free now (used by journal replay: ALLOC rollback and deferred FREE redo). */
+void arena_free_now(struct ns *ns, uoff_t off, struct jentry *e)
+{
+	free_block(ns, off, e != NULL, e ? e->old : 0);
+}
+
+/* Free at the commit of the current section (or now, outside any section). */
+void arena_free(struct ns *ns, uoff_t off)
+{
+	struct jframe *f = j_top(ns);
+	struct jentry *slot;
+
+	if (!off)
+		return;
+	slot = f ? j_slot(ns, f, atomic_load(&f->n), true) : NULL;
+	if (!slot) {
+		free_block(ns, off, false, 0);
+		return;
+	}
+	j_push(f, slot, off | (J_KIND_FREE << 60), arena_block_gen(ns, off));
+}
+
+void arena_init(struct uipc_hdr *h, uoff_t heap_start)
+{
+	memset(&h->alloc, 0, sizeof(h->alloc));
+	ulock_init(&h->alloc.lock);
+	h->alloc.brk = heap_start;
+	h->alloc.populated = heap_start;
+}

@@ -1,0 +1,340 @@
+/*
+ * internal.h - the shapes every uipc module shares: the namespace (arena)
+ * header, offsets and bounds-checked access, robust locks with their journal
+ * frames, the process and thread registry, and ipc_ids.
+ *
+ * Everything that lives in the arena is addressed by offsets (uoff_t) from
+ * the start of the mapping, never by pointers, because every process maps
+ * the namespace file at its own address.  Offset 0 means "none".
+ */
+#ifndef UIPC_INTERNAL_H
+#define UIPC_INTERNAL_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "uipc.h"
+
+#define UIPC_HIDDEN __attribute__((visibility("hidden")))
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+typedef uint64_t uoff_t;
+
+/* ---- layout constants ---- */
+#define UIPC_MAGIC          0x31534e4350495555ULL /* "UUIPCNS1" */
+#define UIPC_LAYOUT_VERSION 1u
+#define UIPC_PAGE           4096u
+
+#define IPC_SEM_IDS 0
+#define IPC_MSG_IDS 1
+#define IPC_SHM_IDS 2
+#define IPC_NR_IDS  3
+
+/* kernel id layout (linux-semantics.md section 1) */
+#define IPCMNI_SHIFT        15
+#define IPCMNI              (1 << IPCMNI_SHIFT)
+#define IPCMNI_EXT_SHIFT    24
+#define IPCMNI_EXT          (1 << IPCMNI_EXT_SHIFT)
+#define IPC_MIN_CYCLE       64
+#define IPC_MIN_CYCLE_EXT   4096
+
+/* kernel defaults (section 8) */
+#define SEMMSL_DEF   32000
+#define SEMMNS_DEF   1024000000
+#define SEMOPM_DEF   500
+#define SEMMNI_DEF   32000
+#define SEMVMX_MAX   32767
+#define SEMAEM_MAX   32767
+#define SEMUME_DEF   500
+#define SEMUSZ_DEF   20
+#define MSGMAX_DEF   8192
+#define MSGMNB_DEF   16384
+#define MSGMNI_DEF   32000
+#define SHMMNI_DEF   4096
+#define SHMMAX_DEF   (~0UL - (1UL << 24))
+#define SHMALL_DEF   (~0UL - (1UL << 24))
+
+/* ---- robust lock, journal ---- */
+
+/*
+ * A lock in the arena: a robust, process-shared pthread mutex (the kernel
+ * marks it owner-dead when its holder dies) plus the offset of the holder's
+ * journal frame, so that the next locker can roll a dead holder's half-done
+ * change back.
+ */
+struct ulock {
+	pthread_mutex_t m;
+	_Atomic uoff_t frame;
+};
+
+/* One undo record: where (offset | size << 56 | kind << 60) and the old bytes. */
+struct jentry {
+	uint64_t where;
+	uint64_t old;
+};
+
+#define J_KIND_STORE 0ULL  /* restore the old bytes on rollback */
+#define J_KIND_ALLOC 1ULL  /* free the block (offset) on rollback */
+#define J_KIND_FREE  2ULL  /* free the block after commit (redo on recovery) */
+
+#define J_INLINE 16
+#define J_CHUNK  4096
+
+struct jchunk {
+	uoff_t next;
+	uint64_t pad;
+	struct jentry e[J_CHUNK];
+};
+
+/*
+ * A journal frame: the undo log of one critical section.  A thread has a
+ * small stack of them, one per lock it holds at once (locks nest at most
+ * JDEPTH deep: object lock -> process lock -> allocator lock).
+ */
+struct jframe {
+	_Atomic uoff_t lock;       /* the lock this frame journals, 0 if idle */
+	_Atomic uint32_t n;        /* entries recorded */
+	_Atomic uint32_t committed;/* 1: roll forward (deferred frees) */
+	uoff_t chunks;             /* overflow chunks, linked */
+	struct jentry e[J_INLINE];
+};
+
+#define JDEPTH 4
+
+/* ---- registry: processes and threads ----
+ * Fixed tables of slots claimed with one compare-and-swap, so that a process
+ * can register before it has any journal (which lives in its thread slot).
+ * A slot's state word is (id << 8 | state), id being the pid or tid.
+ */
+
+enum { SLOT_FREE = 0, SLOT_CLAIMING = 1, SLOT_LIVE = 2, SLOT_DEAD = 3 };
+#define SLOT_STATE(w) ((unsigned)((w) & 0xff))
+#define SLOT_ID(w)    ((int32_t)((w) >> 8))
+#define SLOT_WORD(id, st) (((uint64_t)(uint32_t)(id) << 8) | (st))
+
+struct uthread {
+	_Atomic uint64_t state;
+	pthread_mutex_t alive;     /* held by the thread for its whole life */
+	int32_t tid, pid;
+	uint32_t proc;             /* index of the process slot */
+	uint32_t depth;            /* frames in use */
+	struct jframe frames[JDEPTH];
+};
+
+struct uproc {
+	_Atomic uint64_t state;
+	struct ulock lock;         /* protects the undo list */
+	int32_t pid;
+	uint32_t pad;
+	uint64_t starttime;        /* /proc/PID/stat field 22: pid reuse guard */
+	uoff_t undo;               /* struct sem_undo list (list_proc) */
+};
+
+#define MAX_PROCS   32768
+#define MAX_THREADS 65536
+
+/* ---- ids ---- */
+
+/*
+ * ipc_ids: one per IPC type.  entries[idx] holds the offset of the object at
+ * idx (0 if free); used[] is a bitmap of the same; keys is an open-addressing
+ * hash of (key << 32 | idx + 1) for objects whose key is not IPC_PRIVATE.
+ */
+struct ipc_ids {
+	struct ulock lock;         /* the kernel's ids rwsem */
+	int32_t in_use;
+	uint32_t seq;
+	int32_t max_idx;
+	int32_t last_idx;
+	int32_t next_id;
+	uint32_t pad;
+	uoff_t entries;            /* uoff_t[ipcmni], sparse */
+	uoff_t used;               /* uint64_t bitmap[ipcmni/64] */
+	uoff_t keys;               /* uint64_t[keys_cap] */
+	uint32_t keys_cap;
+	uint32_t keys_used;
+	uint32_t keys_tombs;
+	uint32_t pad2;
+	uoff_t populated;          /* bitmap of populated pages of entries[] */
+};
+
+/* kern_ipc_perm, at the start of every object */
+struct uperm {
+	int32_t key;
+	int32_t id;
+	uint32_t uid, gid, cuid, cgid;
+	uint32_t mode;
+	_Atomic uint32_t deleted;
+	uint32_t type;             /* IPC_*_IDS, a guard against confusion */
+	uint32_t pad;
+};
+
+/* ---- namespace header ---- */
+
+struct uipc_limits {
+	int32_t semmsl, semmns, semopm, semmni;
+	int64_t msgmax, msgmnb, msgmni;
+	uint64_t shmmax, shmall, shmmni;
+	int32_t shm_rmid_forced;
+	int32_t pad;
+};
+
+struct alloc_state {
+	struct ulock lock;
+	uoff_t brk;                /* next never-used byte */
+	uoff_t populated;          /* bytes below this are backed by memory */
+	uoff_t free[2][40];        /* per pool, per size class (2^class bytes) */
+	uint64_t used;             /* bytes handed out */
+	uint64_t gen;              /* allocation generation counter */
+};
+
+#define NS_FLAG_EXTENDED 1u
+
+struct uipc_hdr {
+	_Atomic uint64_t magic;    /* written last at creation */
+	uint32_t version;
+	uint32_t hdr_size;
+	uint64_t arena_size;
+	uint32_t flags;
+	uint32_t ipcmni_shift;
+	int32_t ipcmni;
+	int32_t min_cycle;
+	uint32_t creator_uid;
+	uint32_t mode;
+	uint64_t heap_start;
+	uint64_t spare;
+
+	struct ulock ns_lock;      /* limits, used_sems and other ns-wide counters */
+	struct uipc_limits lim;
+	int64_t used_sems;
+	uint64_t shm_tot;
+
+	uoff_t procs;              /* struct uproc[MAX_PROCS], sparse */
+	uoff_t threads;            /* struct uthread[MAX_THREADS], sparse */
+	_Atomic uint32_t procs_hwm;
+	_Atomic uint32_t threads_hwm;
+
+	struct alloc_state alloc;
+	struct ipc_ids ids[IPC_NR_IDS];
+};
+
+/* ---- process-local view of a namespace ---- */
+
+struct ns {
+	char *base;                /* the mapping */
+	uint64_t size;             /* mapped bytes (== hdr->arena_size) */
+	struct uipc_hdr *hdr;
+	int shift;                 /* IPCMNI shift of this namespace */
+	int32_t ipcmni;
+	char path[4096];
+};
+
+/* bounds-checked translation of an offset into a pointer; NULL if outside */
+static inline void *ns_ptr(struct ns *ns, uoff_t off, size_t len)
+{
+	if (unlikely(off < UIPC_PAGE || off > ns->size || len > ns->size - off))
+		return NULL;
+	return ns->base + off;
+}
+
+static inline uoff_t ns_off(struct ns *ns, const void *p)
+{
+	return p ? (uoff_t)((const char *)p - ns->base) : 0;
+}
+
+/* ---- namespace.c ---- */
+UIPC_HIDDEN struct ns *ns_get(void);          /* the current ns; NULL + errno */
+UIPC_HIDDEN void ns_corrupt(struct ns *ns, const char *what);
+UIPC_HIDDEN int64_t ipc_now(void);
+
+/* ---- lock.c ---- */
+UIPC_HIDDEN int ulock_init(struct ulock *l);
+UIPC_HIDDEN int ulock_acquire(struct ns *ns, struct ulock *l);
+UIPC_HIDDEN void ulock_release(struct ns *ns, struct ulock *l);
+UIPC_HIDDEN void j_store(struct ns *ns, void *p, const void *val, unsigned size);
+UIPC_HIDDEN void j_abort(struct ns *ns);
+UIPC_HIDDEN void lock_recover_frame(struct ns *ns, struct jframe *f);
+UIPC_HIDDEN struct jentry *j_slot(struct ns *ns, struct jframe *f, uint32_t i, bool grow);
+UIPC_HIDDEN void j_push(struct jframe *f, struct jentry *e, uint64_t where, uint64_t old);
+UIPC_HIDDEN struct jframe *j_top(struct ns *ns);
+UIPC_HIDDEN struct jframe *j_target(struct ns *ns, struct ulock *l);
+UIPC_HIDDEN void j_target_restore(struct jframe *prev);
+UIPC_HIDDEN void j_forget_held(void);
+
+#define J_SET(ns, lv, v) do {                                    \
+		__typeof__(lv) _jv = (v);                         \
+		j_store((ns), &(lv), &_jv, sizeof(lv));           \
+	} while (0)
+
+/* ---- arena.c ---- */
+enum { POOL_GENERAL = 0, POOL_SEM = 1 };
+UIPC_HIDDEN uoff_t arena_alloc(struct ns *ns, uint64_t size, int pool);
+UIPC_HIDDEN uoff_t arena_alloc_raw(struct ns *ns, uint64_t size, int pool);
+UIPC_HIDDEN uint64_t arena_block_gen(struct ns *ns, uoff_t off);
+UIPC_HIDDEN void arena_free(struct ns *ns, uoff_t off);
+UIPC_HIDDEN void arena_free_now(struct ns *ns, uoff_t off, struct jentry *mark);
+UIPC_HIDDEN int arena_populate(struct ns *ns, uoff_t off, uint64_t len);
+UIPC_HIDDEN void arena_init(struct uipc_hdr *h, uoff_t heap_start);
+
+/* ---- proc.c ---- */
+UIPC_HIDDEN struct uthread *cur_thread(struct ns *ns);
+UIPC_HIDDEN struct uproc *cur_proc(struct ns *ns);
+UIPC_HIDDEN int cur_pid(void);
+UIPC_HIDDEN bool thread_alive(struct ns *ns, struct uthread *t);
+UIPC_HIDDEN struct uproc *proc_at(struct ns *ns, uint32_t idx);
+UIPC_HIDDEN void proc_exit_work(void);
+
+/* ---- util.c: ids, keys, permissions ---- */
+struct ipc_ops {
+	int (*getnew)(struct ns *ns, key_t key, int flg, long arg);
+	int (*more_checks)(struct ns *ns, struct uperm *p, long arg);
+};
+UIPC_HIDDEN int ipcget(struct ns *ns, int type, key_t key, int flg, long arg,
+		       const struct ipc_ops *ops);
+UIPC_HIDDEN int ipc_addid(struct ns *ns, int type, struct uperm *p, int limit);
+UIPC_HIDDEN void ipc_rmid(struct ns *ns, int type, struct uperm *p);
+UIPC_HIDDEN struct uperm *ipc_obtain(struct ns *ns, int type, int id);
+UIPC_HIDDEN struct uperm *ipc_obtain_check(struct ns *ns, int type, int id, int *err);
+UIPC_HIDDEN int ipc_get_maxidx(struct ns *ns, int type);
+UIPC_HIDDEN int ipcperms(struct uperm *p, int flag);
+UIPC_HIDDEN bool ipc_owner_or_admin(struct uperm *p);
+UIPC_HIDDEN void ipc_update_perm(struct ns *ns, struct uperm *p, const struct ipc_perm *in);
+UIPC_HIDDEN void ipc_fill_perm(const struct uperm *p, struct ipc_perm *out);
+UIPC_HIDDEN int ipc_ids_init(struct ns *ns, int type, uoff_t entries, uoff_t used,
+			     uoff_t populated);
+UIPC_HIDDEN uint64_t ipc_table_bytes(int ipcmni);
+
+/* credentials of the caller, cached (syscalls.c invalidates on set*id) */
+struct ucred_cache {
+	uid_t euid;
+	gid_t egid;
+	int ngroups;
+	gid_t groups[256];
+	uint64_t caps;             /* effective capabilities, low 64 bits */
+	int valid;
+};
+UIPC_HIDDEN const struct ucred_cache *cur_cred(void);
+UIPC_HIDDEN void cred_invalidate(void);
+UIPC_HIDDEN bool has_cap(int cap);
+
+/* ---- sem.c ---- */
+UIPC_HIDDEN void sem_exit_proc(struct ns *ns, struct uproc *p);
+UIPC_HIDDEN int sem_array_bytes(int nsems);
+
+/* errno helpers: internal functions return -errno */
+static inline long set_errno_ret(long r)
+{
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+#endif /* UIPC_INTERNAL_H */

@@ -1,0 +1,370 @@
+/*
+ * lock.c - robust locks in the arena and the undo journal behind them.
+ *
+ * Every critical section on shared state is bracketed by ulock_acquire() and
+ * ulock_release().  Inside it, every store to the arena goes through
+ * j_store() (or J_SET), which first records the old bytes in the holder's
+ * journal frame.  If the holder dies (SIGKILL at any instruction), the kernel
+ * marks the robust mutex owner-dead and the next locker rolls the frame back
+ * before it goes on, so a half-done change is never seen.  Blocks allocated
+ * inside a section are freed by the rollback; blocks freed by a section are
+ * freed only after it commits, and that deferred work is redone by the next
+ * locker if the holder died between commit and release.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define FUTEX_TID_MASK_    0x3fffffffu
+#define FUTEX_OWNER_DIED_  0x40000000u
+#define FUTEX_WAITERS_     0x80000000u
+
+int ulock_init(struct ulock *l)
+{
+	pthread_mutexattr_t a;
+	int r;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	r = pthread_mutex_init(&l->m, &a);
+	pthread_mutexattr_destroy(&a);
+	atomic_store(&l->frame, 0);
+	return -r;
+}
+
+struct jentry *j_slot(struct ns *ns, struct jframe *f, uint32_t i, bool grow)
+{
+	uoff_t *link;
+	uint32_t k;
+
+	if (i < J_INLINE)
+		return &f->e[i];
+	i -= J_INLINE;
+	link = &f->chunks;
+	for (k = 0; k <= i / J_CHUNK; k++) {
+		struct jchunk *c = *link ? ns_ptr(ns, *link, sizeof(*c)) : NULL;
+
+		if (!c) {
+			uoff_t n;
+
+			if (!grow)
+				return NULL;
+			n = arena_alloc_raw(ns, sizeof(struct jchunk), POOL_GENERAL);
+			if (!n)
+				return NULL;
+			c = ns_ptr(ns, n, sizeof(*c));
+			c->next = 0;
+			*link = n;
+		}
+		if (k == i / J_CHUNK)
+			return &c->e[i % J_CHUNK];
+		link = &c->next;
+	}
+	return NULL;
+}
+
+static void store_bytes(void *p, const void *val, unsigned size)
+{
+	switch (size) {
+	case 1: __atomic_store_n((uint8_t *)p, *(const uint8_t *)val, __ATOMIC_RELAXED); break;
+	case 2: __atomic_store_n((uint16_t *)p, *(const uint16_t *)val, __ATOMIC_RELAXED); break;
+	case 4: __atomic_store_n((uint32_t *)p, *(const uint32_t *)val, __ATOMIC_RELAXED); break;
+	case 8: __atomic_store_n((uint64_t *)p, *(const uint64_t *)val, __ATOMIC_RELAXED); break;
+	default: memcpy(p, val, size); break;
+	}
+}
+
+/*
+ * The frames a thread holds, most recent last (process-local: only this
+ * thread uses it).  Stores go to the frame of the most recent lock unless
+ * j_target() redirected them to the frame of another lock the thread holds:
+ * every store is journaled in the frame of the lock that protects it.
+ */
+static __thread int held[JDEPTH];
+static __thread int nheld;
+static __thread struct jframe *target;
+static __thread struct jframe *saved_target[JDEPTH];
+
+struct jframe *j_top(struct ns *ns)
+{
+	struct uthread *t;
+
+	if (target)
+		return target;
+	if (nheld == 0)
+		return NULL;
+	t = cur_thread(ns);
+	return t ? &t->frames[held[nheld - 1]] : NULL;
+}
+
+struct jframe *j_target(struct ns *ns, struct ulock *l)
+{
+	struct jframe *prev = target;
+
+	target = l ? ns_ptr(ns, atomic_load(&l->frame), sizeof(struct jframe)) : NULL;
+	return prev;
+}
+
+void j_target_restore(struct jframe *prev)
+{
+	target = prev;
+}
+
+void j_forget_held(void)
+{
+	nheld = 0;
+	target = NULL;
+}
+
+/* Fill entry E (the frame's next slot) and count it: complete before it counts. */
+void j_push(struct jframe *f, struct jentry *e, uint64_t where, uint64_t old)
+{
+	e->where = where;
+	e->old = old;
+	atomic_store_explicit(&f->n, atomic_load_explicit(&f->n, memory_order_relaxed) + 1,
+			      memory_order_release);
+}
+
+static bool frame_append(struct ns *ns, struct jframe *f, uint64_t where, uint64_t old)
+{
+	struct jentry *e = j_slot(ns, f, atomic_load_explicit(&f->n, memory_order_relaxed), true);
+
+	if (!e)
+		return false;
+	j_push(f, e, where, old);
+	return true;
+}
+
+void j_store(struct ns *ns, void *p, const void *val, unsigned size)
+{
+	struct jframe *f = j_top(ns);
+	uint64_t old = 0;
+
+	if (size > 8) {
+		/* wide stores are split so that each piece is journaled */
+		unsigned done;
+
+		for (done = 0; done < size; done += 8)
+			j_store(ns, (char *)p + done, (const char *)val + done,
+				size - done < 8 ? size - done : 8);
+		return;
+	}
+	if (f) {
+		memcpy(&old, p, size);
+		if (!frame_append(ns, f, ns_off(ns, p) | ((uint64_t)size << 56) |
+				  (J_KIND_STORE << 60), old)) {
+			/* no room for the journal: the arena is exhausted.  The
+			 * store still happens; a crash here could not be undone. */
+			ns_corrupt(ns, "journal cannot grow (arena full)");
+		}
+	}
+	store_bytes(p, val, size);
+}
+
+
+static void undo_entry(struct ns *ns, struct jentry *e)
+{
+	uint64_t kind = e->where >> 60;
+	uoff_t off = e->where & ((1ULL << 56) - 1);
+	unsigned size = (e->where >> 56) & 0xf;
+	void *p;
+
+	if (kind == J_KIND_STORE) {
+		p = ns_ptr(ns, off, size);
+		if (p && size <= 8)
+			store_bytes(p, &e->old, size);
+	} else if (kind == J_KIND_ALLOC) {
+		arena_free_now(ns, off, e);
+	}
+}
+
+static void redo_frees(struct ns *ns, struct jframe *f, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		struct jentry *e = j_slot(ns, f, i, false);
+
+		if (e && (e->where >> 60) == J_KIND_FREE)
+			arena_free_now(ns, e->where & ((1ULL << 56) - 1), e);
+	}
+}
+
+/* Roll a frame back (not committed) or forward (committed); idempotent. */
+void lock_recover_frame(struct ns *ns, struct jframe *f)
+{
+	uint32_t n = atomic_load(&f->n);
+
+	if (n > (uint32_t)J_INLINE + (1u << 24))
+		n = 0; /* corrupt count: nothing trustworthy to undo */
+	if (atomic_load(&f->committed)) {
+		redo_frees(ns, f, n);
+	} else {
+		while (n > 0) {
+			struct jentry *e = j_slot(ns, f, n - 1, false);
+
+			if (e)
+				undo_entry(ns, e);
+			n--;
+			atomic_store(&f->n, n);
+		}
+	}
+	atomic_store(&f->n, 0);
+	atomic_store(&f->committed, 0);
+}
+
+static void recover_lock(struct ns *ns, struct ulock *l)
+{
+	uoff_t fo = atomic_load(&l->frame);
+	struct jframe *f = fo ? ns_ptr(ns, fo, sizeof(*f)) : NULL;
+
+	if (f && atomic_load(&f->lock) == ns_off(ns, l)) {
+		lock_recover_frame(ns, f);
+		atomic_store(&f->lock, 0);
+	}
+	atomic_store(&l->frame, 0);
+}
+
+/*
+ * A lock word whose owner tid does not exist (a corrupt arena, or a holder in
+ * another pid namespace that vanished) would block forever: mark it owner-dead
+ * the way the kernel does, so that the next attempt recovers it.
+ */
+static void break_if_orphaned(struct ulock *l)
+{
+	unsigned *word = (unsigned *)&l->m.__data.__lock;
+	unsigned v = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+	pid_t tid = (pid_t)(v & FUTEX_TID_MASK_);
+
+	if (tid == 0 || (v & FUTEX_OWNER_DIED_))
+		return;
+	if (kill(tid, 0) == 0 || errno != ESRCH)
+		return;
+	__atomic_compare_exchange_n(word, &v, (v & FUTEX_WAITERS_) | FUTEX_OWNER_DIED_,
+				    false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+static int lock_mutex(struct ulock *l)
+{
+	for (;;) {
+		struct timespec ts;
+		int r = pthread_mutex_trylock(&l->m);
+
+		if (r != EBUSY)
+			return r;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += 2;
+		r = pthread_mutex_clocklock(&l->m, CLOCK_MONOTONIC, &ts);
+		if (r != ETIMEDOUT)
+			return r;
+		break_if_orphaned(l);
+	}
+}
+
+int ulock_acquire(struct ns *ns, struct ulock *l)
+{
+	struct uthread *t = cur_thread(ns);
+	struct jframe *f;
+	int r, fi;
+
+	if (!t)
+		return -ENOMEM;
+	for (fi = 0; fi < JDEPTH; fi++)
+		if (!atomic_load(&t->frames[fi].lock))
+			break;
+	if (fi == JDEPTH || nheld == JDEPTH) {
+		ns_corrupt(ns, "lock nesting too deep");
+		return -EDEADLK;
+	}
+	r = lock_mutex(l);
+	if (r == EOWNERDEAD) {
+		recover_lock(ns, l);
+		pthread_mutex_consistent(&l->m);
+	} else if (r == ENOTRECOVERABLE) {
+		/* only reachable through a corrupt arena */
+		ns_corrupt(ns, "lock not recoverable");
+		return -EIDRM;
+	} else if (r) {
+		return -r;
+	}
+	f = &t->frames[fi];
+	atomic_store(&f->n, 0);
+	atomic_store(&f->committed, 0);
+	atomic_store(&f->lock, ns_off(ns, l));
+	atomic_store(&l->frame, ns_off(ns, f));
+	/* a new section journals into its own frame until told otherwise */
+	saved_target[nheld] = target;
+	target = NULL;
+	held[nheld++] = fi;
+	t->depth = (uint32_t)nheld;
+	return 0;
+}
+
+static bool frame_has_frees(struct ns *ns, struct jframe *f, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		struct jentry *e = j_slot(ns, f, i, false);
+
+		if (e && (e->where >> 60) == J_KIND_FREE)
+			return true;
+	}
+	return false;
+}
+
+void ulock_release(struct ns *ns, struct ulock *l)
+{
+	struct uthread *t = cur_thread(ns);
+	struct jframe *f = ns_ptr(ns, atomic_load(&l->frame), sizeof(*f));
+	uint32_t n;
+	int i;
+
+	if (!f || atomic_load(&f->lock) != ns_off(ns, l)) {
+		ns_corrupt(ns, "release of a lock whose frame is not ours");
+		pthread_mutex_unlock(&l->m);
+		return;
+	}
+	n = atomic_load(&f->n);
+
+	if (n && frame_has_frees(ns, f, n)) {
+		atomic_store(&f->committed, 1);
+		redo_frees(ns, f, n);
+	}
+	atomic_store(&f->n, 0);             /* commit point */
+	atomic_store(&f->committed, 0);
+	atomic_store(&l->frame, 0);
+	atomic_store(&f->lock, 0);
+	for (i = nheld - 1; i >= 0; i--) {
+		if (&t->frames[held[i]] == f) {
+			struct jframe *st = saved_target[i];
+
+			if (i == nheld - 1)
+				target = st;
+			for (; i < nheld - 1; i++) {
+				held[i] = held[i + 1];
+				saved_target[i] = saved_target[i + 1];
+			}
+			nheld--;
+			break;
+		}
+	}
+	t->depth = (uint32_t)nheld;
+	if (target == f)
+		target = NULL;
+	pthread_mutex_unlock(&l->m);
+}
+
+/* Roll back everything the current section stored, keeping the lock. */
+void j_abort(struct ns *ns)
+{
+	struct jframe *f = j_top(ns);
+
+	if (f)
+		lock_recover_frame(ns, f);
+}

@@ -1,0 +1,622 @@
+/*
+ * namespace.c - a namespace is one file, mapped MAP_SHARED by every process
+ * in it.  This module names, creates (atomically), validates and maps that
+ * file, lays out its header, and serves the per-namespace sysctls
+ * (kernel.sem, kernel.msgmni, kernel.sem_next_id, ...).
+ *
+ * Creation never exposes a half-built file: the file is built under a
+ * temporary name and link()ed into place, so two processes creating the same
+ * namespace at once end up using the same, complete file.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define DEFAULT_ARENA (4ULL << 30)
+#define MIN_ARENA     (64ULL << 20)
+
+static pthread_mutex_t ns_mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct ns *g_ns;
+static int g_ns_err;
+static char g_sel_name[UIPC_NS_NAME_MAX + 1];
+
+int64_t ipc_now(void)
+{
+	return (int64_t)time(NULL);
+}
+
+static void say(const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (n > (int)sizeof(buf) - 2)
+		n = (int)sizeof(buf) - 2;
+	buf[n++] = '\n';
+	if (write(2, buf, (size_t)n) < 0)
+		return;
+}
+
+void ns_corrupt(struct ns *ns, const char *what)
+{
+	static _Atomic int said;
+
+	if (!atomic_exchange(&said, 1))
+		say("uipc: namespace %s is inconsistent (%s); calls may fail",
+		    ns ? ns->path : "?", what);
+}
+
+/* ---- naming ---- */
+
+static const char *ns_dir(void)
+{
+	const char *d = getenv("UIPC_DIR");
+
+	return d && *d ? d : "/dev/shm";
+}
+
+static bool valid_name(const char *n)
+{
+	size_t i, len = strlen(n);
+
+	if (len == 0 || len > UIPC_NS_NAME_MAX || n[0] == '.')
+		return false;
+	for (i = 0; i < len; i++) {
+		char c = n[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+static const char *current_name(void)
+{
+	const char *n;
+
+	if (g_sel_name[0])
+		return g_sel_name;
+	n = getenv("UIPC_NS");
+	return n && *n ? n : "default";
+}
+
+static int user_path(const char *name, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/uipc-%u-%s", ns_dir(), (unsigned)geteuid(), name);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static int shared_path(const char *name, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/uipc-shared-%s", ns_dir(), name);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* ---- layout ---- */
+
+static uint64_t page_up(uint64_t x)
+{
+	return (x + UIPC_PAGE - 1) & ~(uint64_t)(UIPC_PAGE - 1);
+}
+
+static int64_t env_num(const char *name, int64_t def)
+{
+	const char *v = getenv(name);
+	char *end;
+	long long x;
+
+	if (!v || !*v)
+		return def;
+	x = strtoll(v, &end, 0);
+	return *end ? def : x;
+}
+
+static void default_limits(struct uipc_limits *l)
+{
+	l->semmsl = SEMMSL_DEF;
+	l->semmns = SEMMNS_DEF;
+	l->semopm = SEMOPM_DEF;
+	l->semmni = SEMMNI_DEF;
+	l->msgmax = MSGMAX_DEF;
+	l->msgmnb = MSGMNB_DEF;
+	l->msgmni = MSGMNI_DEF;
+	l->shmmax = SHMMAX_DEF;
+	l->shmall = SHMALL_DEF;
+	l->shmmni = SHMMNI_DEF;
+	l->shm_rmid_forced = 0;
+}
+
+/* Build a complete namespace in the mapping at BASE (SIZE bytes). */
+static int init_arena(char *base, uint64_t size, int extended, unsigned mode)
+{
+	struct uipc_hdr *h = (struct uipc_hdr *)base;
+	struct ns tmp = { .base = base, .size = size, .hdr = h };
+	int shift = extended ? IPCMNI_EXT_SHIFT : IPCMNI_SHIFT;
+	int32_t mni = 1 << shift;
+	uint64_t off = page_up(sizeof(*h));
+	uint64_t eager_end;
+	int t;
+
+	tmp.shift = shift;
+	tmp.ipcmni = mni;
+	h->version = UIPC_LAYOUT_VERSION;
+	h->hdr_size = sizeof(*h);
+	h->arena_size = size;
+	h->flags = extended ? NS_FLAG_EXTENDED : 0;
+	h->ipcmni_shift = (uint32_t)shift;
+	h->ipcmni = mni;
+	h->min_cycle = extended ? IPC_MIN_CYCLE_EXT : IPC_MIN_CYCLE;
+	h->creator_uid = (uint32_t)geteuid();
+	h->mode = mode;
+	ulock_init(&h->ns_lock);
+	default_limits(&h->lim);
+
+	/* bitmaps first (small, populated now), then the sparse entry tables */
+	{
+		uoff_t used[IPC_NR_IDS], pop[IPC_NR_IDS], ent[IPC_NR_IDS];
+		uint64_t used_bytes = (uint64_t)mni / 8;
+		uint64_t pop_bytes = ((uint64_t)mni * 8 / UIPC_PAGE + 7) / 8;
+
+		for (t = 0; t < IPC_NR_IDS; t++) {
+			used[t] = off;
+			off = page_up(off + used_bytes);
+			pop[t] = off;
+			off = page_up(off + pop_bytes);
+		}
+		eager_end = off;
+		/* sparse from here on: populated as they are used */
+		h->procs = off;
+		off = page_up(off + (uint64_t)MAX_PROCS * sizeof(struct uproc));
+		h->threads = off;
+		off = page_up(off + (uint64_t)MAX_THREADS * sizeof(struct uthread));
+		for (t = 0; t < IPC_NR_IDS; t++) {
+			ent[t] = off;
+			off = page_up(off + (uint64_t)mni * sizeof(uoff_t));
+		}
+		if (off + MIN_ARENA / 2 > size)
+			return -EINVAL;
+		if (arena_populate(&tmp, UIPC_PAGE, eager_end - UIPC_PAGE))
+			return -ENOMEM;
+		for (t = 0; t < IPC_NR_IDS; t++)
+			ipc_ids_init(&tmp, t, ent[t], used[t], pop[t]);
+	}
+	h->heap_start = off;
+	arena_init(h, off);
+	atomic_store_explicit(&h->magic, UIPC_MAGIC, memory_order_release);
+	return 0;
+}
+
+/* ---- opening ---- */
+
+static int map_checked(int fd, const char *path, struct ns **out, bool owner_check)
+{
+	struct stat st;
+	struct uipc_hdr hdr;
+	struct ns *ns;
+	void *m;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode)) {
+		say("uipc: %s is not a regular file", path);
+		return -EINVAL;
+	}
+	if (owner_check && st.st_uid != geteuid()) {
+		say("uipc: %s belongs to uid %u, not to this user (%u); refusing it",
+		    path, (unsigned)st.st_uid, (unsigned)geteuid());
+		return -EACCES;
+	}
+	if ((uint64_t)st.st_size < sizeof(hdr) ||
+	    pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr)) {
+		say("uipc: %s is not a uipc namespace (truncated: %lld bytes)", path,
+		    (long long)st.st_size);
+		return -EINVAL;
+	}
+	if (hdr.magic != UIPC_MAGIC) {
+		say("uipc: %s is not a uipc namespace (bad magic)", path);
+		return -EINVAL;
+	}
+	if (hdr.version != UIPC_LAYOUT_VERSION || hdr.hdr_size != sizeof(hdr)) {
+		say("uipc: %s has namespace layout version %u; this uipc reads version %u",
+		    path, hdr.version, UIPC_LAYOUT_VERSION);
+		return -EINVAL;
+	}
+	if (hdr.arena_size != (uint64_t)st.st_size || hdr.arena_size < MIN_ARENA ||
+	    (hdr.ipcmni_shift != IPCMNI_SHIFT && hdr.ipcmni_shift != IPCMNI_EXT_SHIFT) ||
+	    hdr.heap_start >= hdr.arena_size) {
+		say("uipc: %s is a damaged uipc namespace (size %lld, header says %llu)",
+		    path, (long long)st.st_size, (unsigned long long)hdr.arena_size);
+		return -EINVAL;
+	}
+	m = mmap(NULL, hdr.arena_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
+		 fd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	ns = calloc(1, sizeof(*ns));
+	if (!ns) {
+		munmap(m, hdr.arena_size);
+		return -ENOMEM;
+	}
+	ns->base = m;
+	ns->size = hdr.arena_size;
+	ns->hdr = m;
+	ns->shift = (int)hdr.ipcmni_shift;
+	ns->ipcmni = 1 << ns->shift;
+	snprintf(ns->path, sizeof(ns->path), "%s", path);
+	*out = ns;
+	return 0;
+}
+
+static int create_file(const char *path, const struct uipc_ns_opts *o)
+{
+	char tmp[4200];
+	unsigned mode = o && o->mode ? (o->mode & 0777) : 0600;
+	uint64_t size = o && o->size ? o->size : (uint64_t)env_num("UIPC_NS_SIZE", (int64_t)DEFAULT_ARENA);
+	int extended = o ? o->extended : (env_num("UIPC_NS_EXTENDED", 0) != 0);
+	void *m;
+	int fd, r;
+
+	size = page_up(size);
+	if (size < MIN_ARENA)
+		return -EINVAL;
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d.%lx", path, (int)getpid(),
+		 (unsigned long)random());
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	r = 0;
+	if (fchmod(fd, mode) < 0 || ftruncate(fd, (off_t)size) < 0)
+		r = -errno;
+	if (!r) {
+		m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+		if (m == MAP_FAILED) {
+			r = -errno;
+		} else {
+			r = init_arena(m, size, extended, mode);
+			munmap(m, size);
+		}
+	}
+	close(fd);
+	if (!r && link(tmp, path) < 0)
+		r = -errno;
+	unlink(tmp);
+	return r;
+}
+
+static int open_path(const char *path, struct ns **out, bool owner_check)
+{
+	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	r = map_checked(fd, path, out, owner_check);
+	close(fd);
+	return r;
+}
+
+/* Open namespace NAME, creating the per-user file if neither it nor a shared
+ * namespace of that name exists. */
+static int open_ns(const char *name, struct ns **out)
+{
+	char up[4096], sp[4096];
+	int r, tries;
+
+	if (!valid_name(name)) {
+		say("uipc: invalid namespace name '%s' (letters, digits, . _ -; at most %d)",
+		    name, UIPC_NS_NAME_MAX);
+		return -EINVAL;
+	}
+	if (user_path(name, up, sizeof(up)) || shared_path(name, sp, sizeof(sp)))
+		return -ENAMETOOLONG;
+	for (tries = 0; tries < 5; tries++) {
+		r = open_path(up, out, true);
+		if (r != -ENOENT)
+			return r;
+		r = open_path(sp, out, false);
+		if (r != -ENOENT)
+			return r;
+		r = create_file(up, NULL);
+		if (r && r != -EEXIST) {
+			say("uipc: cannot create namespace file %s: %s", up, strerror(-r));
+			return r;
+		}
+	}
+	return -ENOENT;
+}
+
+struct ns *ns_get(void)
+{
+	struct ns *ns = __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
+	int r, saved_errno = errno;
+
+	if (likely(ns))
+		return ns;
+	pthread_mutex_lock(&ns_mutex);
+	if (!g_ns && !g_ns_err) {
+		r = open_ns(current_name(), &ns);
+		if (r)
+			g_ns_err = -r;
+		else
+			__atomic_store_n(&g_ns, ns, __ATOMIC_RELEASE);
+	}
+	ns = g_ns;
+	errno = ns ? saved_errno : g_ns_err;
+	pthread_mutex_unlock(&ns_mutex);
+	return ns;
+}
+
+/* ---- public namespace API ---- */
+
+int uipc_ns_path(const char *name, char *buf, size_t len)
+{
+	char sp[4096];
+
+	if (!name)
+		name = current_name();
+	if (!valid_name(name))
+		return set_errno_ret(-EINVAL);
+	if (shared_path(name, sp, sizeof(sp)) == 0 && access(sp, F_OK) == 0) {
+		char up[4096];
+
+		if (user_path(name, up, sizeof(up)) == 0 && access(up, F_OK) != 0) {
+			if (strlen(sp) >= len)
+				return set_errno_ret(-ENAMETOOLONG);
+			strcpy(buf, sp);
+			return 0;
+		}
+	}
+	return set_errno_ret(user_path(name, buf, len));
+}
+
+int uipc_ns_create(const char *name, const struct uipc_ns_opts *opts)
+{
+	char path[4096];
+	struct uipc_ns_opts o = { 0 };
+	int r;
+
+	if (!name || !valid_name(name))
+		return set_errno_ret(-EINVAL);
+	if (opts)
+		o = *opts;
+	if (o.shared && !(o.mode & 0077)) {
+		say("uipc: a shared namespace needs a group or world mode (e.g. 0660)");
+		return set_errno_ret(-EINVAL);
+	}
+	r = o.shared ? shared_path(name, path, sizeof(path)) : user_path(name, path, sizeof(path));
+	if (!r)
+		r = create_file(path, &o);
+	return set_errno_ret(r);
+}
+
+int uipc_ns_remove(const char *name)
+{
+	char path[4096];
+	int r;
+
+	if (!name || !valid_name(name))
+		return set_errno_ret(-EINVAL);
+	r = uipc_ns_path(name, path, sizeof(path));
+	if (r)
+		return r;
+	return unlink(path) < 0 ? -1 : 0;
+}
+
+int uipc_ns_select(const char *name)
+{
+	int r = 0;
+
+	if (!name || !valid_name(name))
+		return set_errno_ret(-EINVAL);
+	pthread_mutex_lock(&ns_mutex);
+	if (g_ns)
+		r = -EBUSY;
+	else {
+		snprintf(g_sel_name, sizeof(g_sel_name), "%s", name);
+		g_ns_err = 0;
+	}
+	pthread_mutex_unlock(&ns_mutex);
+	return set_errno_ret(r);
+}
+
+int uipc_ns_stats(struct uipc_ns_stats *st)
+{
+	struct ns *ns = ns_get();
+
+	if (!ns)
+		return -1;
+	st->arena_size = ns->size;
+	st->arena_used = ns->hdr->alloc.brk;
+	st->sem_array_bytes = (unsigned long long)sem_array_bytes(0);
+	st->sem_bytes = (unsigned long long)(sem_array_bytes(1) - sem_array_bytes(0));
+	st->extended = (ns->hdr->flags & NS_FLAG_EXTENDED) != 0;
+	return 0;
+}
+
+/* ---- sysctls ---- */
+
+struct sysctl_ent {
+	const char *name;
+	int kind;          /* 0: int64 limit field, 1: next_id, 2: kernel.sem */
+	size_t off;        /* offset in uipc_limits, or ids index */
+	int64_t min, max;
+};
+
+#define LIM(f) offsetof(struct uipc_limits, f)
+
+static const struct sysctl_ent sysctls[] = {
+	{ "kernel.sem", 2, 0, 0, 0 },
+	{ "kernel.msgmax", 0, LIM(msgmax), 0, INT_MAX },
+	{ "kernel.msgmnb", 0, LIM(msgmnb), 0, INT_MAX },
+	{ "kernel.msgmni", 0, LIM(msgmni), 0, -1 /* ipcmni */ },
+	{ "kernel.shmmax", 0, LIM(shmmax), 0, -2 /* unsigned long */ },
+	{ "kernel.shmall", 0, LIM(shmall), 0, -2 },
+	{ "kernel.shmmni", 0, LIM(shmmni), 0, -1 },
+	{ "kernel.shm_rmid_forced", 0, LIM(shm_rmid_forced), 0, 1 },
+	{ "kernel.sem_next_id", 1, IPC_SEM_IDS, -1, INT_MAX },
+	{ "kernel.msg_next_id", 1, IPC_MSG_IDS, -1, INT_MAX },
+	{ "kernel.shm_next_id", 1, IPC_SHM_IDS, -1, INT_MAX },
+};
+
+static const struct sysctl_ent *find_sysctl(const char *name)
+{
+	size_t i;
+
+	if (!strncmp(name, "/proc/sys/", 10)) {
+		static __thread char dotted[128];
+		size_t j;
+
+		snprintf(dotted, sizeof(dotted), "%s", name + 10);
+		for (j = 0; dotted[j]; j++)
+			if (dotted[j] == '/')
+				dotted[j] = '.';
+		name = dotted;
+	}
+	for (i = 0; i < sizeof(sysctls) / sizeof(sysctls[0]); i++)
+		if (!strcmp(sysctls[i].name, name))
+			return &sysctls[i];
+	return NULL;
+}
+
+static bool limit_is_int32(size_t off)
+{
+	return off == LIM(shm_rmid_forced);
+}
+
+static bool limit_is_u64(size_t off)
+{
+	return off == LIM(shmmax) || off == LIM(shmall) || off == LIM(shmmni);
+}
+
+int uipc_sysctl_get(const char *name, char *buf, size_t len)
+{
+	const struct sysctl_ent *e = name ? find_sysctl(name) : NULL;
+	struct ns *ns;
+	struct uipc_limits *l;
+	int n;
+
+	if (!e)
+		return set_errno_ret(-ENOENT);
+	ns = ns_get();
+	if (!ns)
+		return -1;
+	l = &ns->hdr->lim;
+	if (e->kind == 2)
+		n = snprintf(buf, len, "%d\t%d\t%d\t%d", l->semmsl, l->semmns, l->semopm,
+			     l->semmni);
+	else if (e->kind == 1)
+		n = snprintf(buf, len, "%d", ns->hdr->ids[e->off].next_id);
+	else if (limit_is_int32(e->off))
+		n = snprintf(buf, len, "%d", *(int32_t *)((char *)l + e->off));
+	else if (limit_is_u64(e->off))
+		n = snprintf(buf, len, "%llu",
+			     (unsigned long long)*(uint64_t *)((char *)l + e->off));
+	else
+		n = snprintf(buf, len, "%lld", (long long)*(int64_t *)((char *)l + e->off));
+	return n < 0 || (size_t)n >= len ? set_errno_ret(-ERANGE) : 0;
+}
+
+static int set_sem_limits(struct ns *ns, const char *value)
+{
+	struct uipc_limits *l = &ns->hdr->lim;
+	long long v[4];
+	int r;
+
+	if (sscanf(value, "%lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3]) != 4)
+		return -EINVAL;
+	/* the kernel bounds only semmni (by ipc_mni) */
+	if (v[3] < 0 || v[3] > ns->ipcmni)
+		return -EINVAL;
+	for (int i = 0; i < 4; i++)
+		if (v[i] < INT_MIN || v[i] > INT_MAX)
+			return -EINVAL;
+	r = ulock_acquire(ns, &ns->hdr->ns_lock);
+	if (r)
+		return r;
+	J_SET(ns, l->semmsl, (int32_t)v[0]);
+	J_SET(ns, l->semmns, (int32_t)v[1]);
+	J_SET(ns, l->semopm, (int32_t)v[2]);
+	J_SET(ns, l->semmni, (int32_t)v[3]);
+	ulock_release(ns, &ns->hdr->ns_lock);
+	return 0;
+}
+
+static int set_next_id(struct ns *ns, int type, long long v)
+{
+	struct ipc_ids *ids = &ns->hdr->ids[type];
+	int r = ulock_acquire(ns, &ids->lock);
+
+	if (r)
+		return r;
+	J_SET(ns, ids->next_id, (int32_t)v);
+	ulock_release(ns, &ids->lock);
+	return 0;
+}
+
+static int set_limit(struct ns *ns, const struct sysctl_ent *e, const char *value)
+{
+	struct uipc_limits *l = &ns->hdr->lim;
+	char *end;
+	unsigned long long u;
+	long long v;
+	int r;
+
+	errno = 0;
+	if (e->max == -2) {
+		u = strtoull(value, &end, 10);
+		if (errno || end == value || (*end && *end != '\n'))
+			return -EINVAL;
+		v = 0;
+	} else {
+		v = strtoll(value, &end, 10);
+		if (errno || end == value || (*end && *end != '\n'))
+			return -EINVAL;
+		if (v < e->min || v > (e->max == -1 ? ns->ipcmni : e->max))
+			return -EINVAL;
+		u = (unsigned long long)v;
+	}
+	if (e->kind == 1)
+		return set_next_id(ns, (int)e->off, v);
+	r = ulock_acquire(ns, &ns->hdr->ns_lock);
+	if (r)
+		return r;
+	if (limit_is_int32(e->off))
+		j_store(ns, (char *)l + e->off, &(int32_t){ (int32_t)v }, 4);
+	else
+		j_store(ns, (char *)l + e->off, &u, 8);
+	ulock_release(ns, &ns->hdr->ns_lock);
+	return 0;
+}
+
+int uipc_sysctl_set(const char *name, const char *value)
+{
+	const struct sysctl_ent *e = name ? find_sysctl(name) : NULL;
+	struct ns *ns;
+
+	if (!e || !value)
+		return set_errno_ret(-ENOENT);
+	ns = ns_get();
+	if (!ns)
+		return -1;
+	if (e->kind == 2)
+		return set_errno_ret(set_sem_limits(ns, value));
+	return set_errno_ret(set_limit(ns, e, value));
+}

@@ -1,0 +1,333 @@
+/*
+ * proc.c - the process and thread registry of a namespace, and the process
+ * lifecycle hooks (fork, exit, _exit).
+ *
+ * A process registers lazily on its first call that needs it; a thread gets a
+ * slot on its first lock.  The thread slot holds the thread's journal frames
+ * and an "alive" robust mutex that the thread holds for its whole life: when
+ * the thread dies (exit, SIGKILL, exec), the kernel marks it owner-dead, which
+ * lets any survivor tell, without a system call, whether a waiter is still
+ * there.  A process slot carries the pid and the process start time (so a
+ * recycled pid is never mistaken for the old process) and its SEM_UNDO list;
+ * it survives exec, as SEM_UNDO state does in the kernel.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static pid_t g_pid;                  /* cached getpid(), reset in the fork child */
+static uint32_t g_proc_idx = UINT32_MAX;
+static pthread_mutex_t reg_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t thread_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static __thread struct uthread *tls_thread;
+
+int cur_pid(void)
+{
+	if (unlikely(!g_pid))
+		g_pid = getpid();
+	return g_pid;
+}
+
+static bool frames_idle(struct uthread *t);
+
+static uint64_t read_starttime(pid_t pid)
+{
+	char path[64], buf[1024];
+	ssize_t n;
+	int fd;
+	char *p;
+	int field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	/* field 3 starts after ") "; starttime is field 22 */
+	for (field = 2; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+struct uproc *proc_at(struct ns *ns, uint32_t idx)
+{
+	if (idx >= MAX_PROCS)
+		return NULL;
+	return ns_ptr(ns, ns->hdr->procs + (uoff_t)idx * sizeof(struct uproc),
+		      sizeof(struct uproc));
+}
+
+static struct uthread *thread_at(struct ns *ns, uint32_t idx)
+{
+	if (idx >= MAX_THREADS)
+		return NULL;
+	return ns_ptr(ns, ns->hdr->threads + (uoff_t)idx * sizeof(struct uthread),
+		      sizeof(struct uthread));
+}
+
+static bool frames_idle(struct uthread *t)
+{
+	for (int i = 0; i < JDEPTH; i++)
+		if (atomic_load(&t->frames[i].lock))
+			return false;
+	return true;
+}
+
+/* A slot claimed by an id that no longer exists can be taken over. */
+static bool claimer_gone(uint64_t w)
+{
+	pid_t id = SLOT_ID(w);
+
+	return id <= 0 || (kill(id, 0) < 0 && errno == ESRCH);
+}
+
+/*
+ * Claim a slot of a table: first one whose state is FREE (or whose claimer
+ * died mid-claim), else the next above the high-water mark.
+ */
+static int claim_slot(struct ns *ns, bool threads, int32_t id)
+{
+	_Atomic uint32_t *hwm = threads ? &ns->hdr->threads_hwm : &ns->hdr->procs_hwm;
+	uint32_t max = threads ? MAX_THREADS : MAX_PROCS;
+	size_t sz = threads ? sizeof(struct uthread) : sizeof(struct uproc);
+	uoff_t base = threads ? ns->hdr->threads : ns->hdr->procs;
+	uint32_t i, top = atomic_load(hwm);
+
+	if (top > max)
+		top = max;
+	for (i = 0; i <= top && i < max; i++) {
+		_Atomic uint64_t *st = ns_ptr(ns, base + (uoff_t)i * sz, sz);
+		uint64_t w;
+
+		if (!st)
+			return -1;
+		if (i == top) {
+			/* extend the table: populate the slot's pages first */
+			if (arena_populate(ns, base + (uoff_t)i * sz, sz))
+				return -1;
+			atomic_compare_exchange_strong(hwm, &top, top + 1);
+			top = atomic_load(hwm);
+		}
+		w = atomic_load(st);
+		if (threads && (SLOT_STATE(w) == SLOT_LIVE || SLOT_STATE(w) == SLOT_DEAD)) {
+			struct uthread *t = (struct uthread *)st;
+
+			/* a dead thread's slot is reusable once its frames are idle */
+			if (SLOT_STATE(w) == SLOT_LIVE && thread_alive(ns, t))
+				continue;
+			w = atomic_load(st);
+			if (SLOT_STATE(w) != SLOT_DEAD || !frames_idle(t))
+				continue;
+		} else if (SLOT_STATE(w) == SLOT_CLAIMING && !claimer_gone(w))
+			continue;
+		if (SLOT_STATE(w) != SLOT_FREE && SLOT_STATE(w) != SLOT_CLAIMING &&
+		    SLOT_STATE(w) != SLOT_DEAD)
+			continue;
+		if (atomic_compare_exchange_strong(st, &w, SLOT_WORD(id, SLOT_CLAIMING)))
+			return (int)i;
+	}
+	return -1;
+}
+
+static uint32_t register_proc(struct ns *ns)
+{
+	pid_t pid = cur_pid();
+	uint64_t start = read_starttime(pid);
+	uint32_t i, top = atomic_load(&ns->hdr->procs_hwm);
+	struct uproc *p;
+	int idx;
+
+	/* after exec: the slot of this very process is still there */
+	for (i = 0; i < top && i < MAX_PROCS; i++) {
+		p = proc_at(ns, i);
+		if (p && atomic_load(&p->state) == SLOT_WORD(pid, SLOT_LIVE)) {
+			if (p->starttime == start)
+				return i;
+			/* a dead process with a recycled pid: its exit work is
+			 * left to the reaper; the slot is no longer this pid's */
+			uint64_t w = SLOT_WORD(pid, SLOT_LIVE);
+
+			atomic_compare_exchange_strong(&p->state, &w, SLOT_WORD(pid, SLOT_DEAD));
+		}
+	}
+	idx = claim_slot(ns, false, pid);
+	if (idx < 0)
+		return UINT32_MAX;
+	p = proc_at(ns, (uint32_t)idx);
+	ulock_init(&p->lock);
+	p->pid = pid;
+	p->starttime = start;
+	p->undo = 0;
+	atomic_store(&p->state, SLOT_WORD(pid, SLOT_LIVE));
+	return (uint32_t)idx;
+}
+
+static uint32_t cur_proc_idx(struct ns *ns)
+{
+	uint32_t idx = __atomic_load_n(&g_proc_idx, __ATOMIC_ACQUIRE);
+
+	if (likely(idx != UINT32_MAX))
+		return idx;
+	pthread_mutex_lock(&reg_mutex);
+	if (g_proc_idx == UINT32_MAX)
+		__atomic_store_n(&g_proc_idx, register_proc(ns), __ATOMIC_RELEASE);
+	idx = g_proc_idx;
+	pthread_mutex_unlock(&reg_mutex);
+	return idx;
+}
+
+struct uproc *cur_proc(struct ns *ns)
+{
+	uint32_t idx = cur_proc_idx(ns);
+
+	return idx == UINT32_MAX ? NULL : proc_at(ns, idx);
+}
+
+static void thread_exit_hook(void *arg)
+{
+	struct uthread *t = arg;
+
+	if (!t || t != tls_thread)
+		return;
+	/* a thread that ends normally holds no uipc lock: give the slot back */
+	tls_thread = NULL;
+	atomic_store(&t->state, SLOT_WORD(t->tid, SLOT_DEAD));
+	pthread_mutex_unlock(&t->alive);
+	atomic_store(&t->state, SLOT_WORD(0, SLOT_FREE));
+}
+
+static void make_key(void)
+{
+	pthread_key_create(&thread_key, thread_exit_hook);
+}
+
+static struct uthread *register_thread(struct ns *ns)
+{
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	uint32_t pidx = cur_proc_idx(ns);
+	pthread_mutexattr_t a;
+	struct uthread *t;
+	int idx;
+
+	if (pidx == UINT32_MAX)
+		return NULL;
+	idx = claim_slot(ns, true, tid);
+	if (idx < 0)
+		return NULL;
+	t = thread_at(ns, (uint32_t)idx);
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(&t->alive, &a);
+	pthread_mutexattr_destroy(&a);
+	pthread_mutex_lock(&t->alive);
+	t->tid = tid;
+	t->pid = cur_pid();
+	t->proc = pidx;
+	t->depth = 0;
+	memset(t->frames, 0, sizeof(t->frames));
+	atomic_store(&t->state, SLOT_WORD(tid, SLOT_LIVE));
+	pthread_once(&key_once, make_key);
+	pthread_setspecific(thread_key, t);
+	return t;
+}
+
+struct uthread *cur_thread(struct ns *ns)
+{
+	if (likely(tls_thread))
+		return tls_thread;
+	tls_thread = register_thread(ns);
+	return tls_thread;
+}
+
+/*
+ * Is the thread of slot T alive?  No system call: a live thread holds its
+ * alive mutex, and the kernel marks it owner-dead when the thread dies.
+ */
+bool thread_alive(struct ns *ns, struct uthread *t)
+{
+	uint64_t w = atomic_load(&t->state);
+	int r;
+
+	(void)ns;
+	if (SLOT_STATE(w) != SLOT_LIVE)
+		return false;
+	r = pthread_mutex_trylock(&t->alive);
+	if (r == EBUSY)
+		return true;
+	if (r == EOWNERDEAD) {
+		pthread_mutex_consistent(&t->alive);
+		/* keep the slot until its journal frames are recovered */
+		if (frames_idle(t))
+			atomic_compare_exchange_strong(&t->state, &w,
+						       SLOT_WORD(SLOT_ID(w), SLOT_DEAD));
+	}
+	if (r == 0 || r == EOWNERDEAD)
+		pthread_mutex_unlock(&t->alive);
+	return false;
+}
+
+/* ---- lifecycle ---- */
+
+static void atfork_child(void)
+{
+	/* the child is a new process: new pid, no undo list, no thread slot */
+	g_pid = 0;
+	g_proc_idx = UINT32_MAX;
+	tls_thread = NULL;
+	j_forget_held();
+	pthread_mutex_init(&reg_mutex, NULL);
+}
+
+/* The kernel's exit_sem(): apply this process's SEM_UNDO adjustments. */
+void proc_exit_work(void)
+{
+	struct ns *ns;
+	struct uproc *p;
+	uint32_t idx = __atomic_load_n(&g_proc_idx, __ATOMIC_ACQUIRE);
+
+	if (idx == UINT32_MAX || (pid_t)syscall(SYS_getpid) != g_pid)
+		return; /* never registered, or a vfork child sharing our memory */
+	ns = ns_get();
+	if (!ns)
+		return;
+	p = proc_at(ns, idx);
+	if (!p)
+		return;
+	sem_exit_proc(ns, p);
+}
+
+static void exit_hook(void)
+{
+	struct ns *ns;
+	struct uproc *p;
+
+	proc_exit_work();
+	if ((pid_t)syscall(SYS_getpid) != g_pid || g_proc_idx == UINT32_MAX)
+		return;
+	ns = ns_get();
+	p = ns ? proc_at(ns, g_proc_idx) : NULL;
+	thread_exit_hook(tls_thread);
+	if (p)
+		atomic_store(&p->state, SLOT_WORD(0, SLOT_FREE));
+}
+
+__attribute__((constructor)) static void proc_init(void)
+{
+	pthread_atfork(NULL, NULL, atfork_child);
+	atexit(exit_hook);
+}

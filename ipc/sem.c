@@ -1,0 +1,1725 @@
+/*
+ * sem.c - System V semaphores: semget, semop/semtimedop, semctl, SEM_UNDO.
+ *
+ * The algorithm is the kernel's (ipc/sem.c): per-semaphore locks and pending
+ * lists for single-op calls, the array lock and array-wide lists for
+ * multi-op calls ("complex" ops), a hysteresis before leaving global-lock
+ * mode, and a waker that performs the sleeper's operation and hands it the
+ * result.  On top of it, uipc adds a lock-free fast path: each semaphore is
+ * one 64-bit word (value, SLOW bit, sempid, array tag).  While SLOW is clear
+ * nobody waits on the semaphore and nobody holds a lock that reads it, so an
+ * uncontended semop without SEM_UNDO is a single compare-and-swap.
+ * Any lock holder sets SLOW first (so the word is stable under the lock), and
+ * clears it when it leaves with no waiter and no global-lock mode.
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <linux/futex.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "usercopy.h"
+
+/* ---- the semaphore word ---- */
+#define W_VAL_MASK   0x7fffULL
+#define W_SLOW       (1ULL << 15)
+#define W_PID_SHIFT  16
+#define W_PID_MASK   ((1ULL << 22) - 1)
+#define W_TAG_SHIFT  38
+#define W_TAG_MASK   ((1ULL << 26) - 1)
+
+#define W_VAL(w)  ((int)((w) & W_VAL_MASK))
+#define W_PID(w)  ((int)(((w) >> W_PID_SHIFT) & W_PID_MASK))
+#define W_TAG(w)  ((uint32_t)((w) >> W_TAG_SHIFT))
+
+static inline uint64_t w_make(uint64_t old, int val, int pid)
+{
+	return (old & ~(W_VAL_MASK | (W_PID_MASK << W_PID_SHIFT))) | (uint64_t)(unsigned)val |
+	       ((uint64_t)((unsigned)pid & W_PID_MASK) << W_PID_SHIFT);
+}
+
+#define USE_GLOBAL_LOCK_HYSTERESIS 10
+#define SEM_GLOBAL_LOCK (-1)
+#define LOCKS_MAGIC 0x4c4f434bu
+#define QS_WAITING 1
+
+struct qlist {
+	uoff_t first, last;
+};
+
+struct sem {
+	_Atomic uint64_t word;
+	struct ulock lock;
+	struct qlist pend_alter;
+	struct qlist pend_const;
+};
+
+struct sem_array {
+	struct uperm perm;
+	struct ulock glock;
+	uint32_t locks_magic;      /* LOCKS_MAGIC once glock is initialized */
+	int32_t locks_ready;       /* semaphores whose locks are initialized */
+	int64_t ctime;
+	_Atomic int64_t otime;     /* max of the kernel's per-semaphore otimes */
+	int32_t nsems;
+	uint32_t tag;
+	_Atomic int32_t use_global_lock;
+	int32_t complex_count;
+	struct qlist pend_alter;
+	struct qlist pend_const;
+	uoff_t undo_list;          /* sem_undo, linked by id_next/id_prev */
+	struct sem sems[];
+};
+
+struct semq {
+	uoff_t next, prev;
+	uoff_t undo;
+	uint32_t thread;           /* thread slot index of the sleeper */
+	int32_t pid;
+	_Atomic int32_t status;    /* futex word: QS_WAITING, then 0 or -errno */
+	int32_t nsops;
+	int32_t blocking;          /* index of the op it sleeps on */
+	uint8_t alter, dupsop;
+	uint16_t pad;
+	struct sembuf sops[];
+};
+
+struct sem_undo {
+	uoff_t proc_next;          /* the process's list (list_proc) */
+	uoff_t id_next, id_prev;   /* the array's list (list_id) */
+	uint32_t proc;             /* process slot */
+	int32_t semid;             /* -1 once the array is gone or applied */
+	int32_t nsems;
+	uint32_t in_array;         /* linked in the array's list (glock) */
+	int16_t semadj[];
+};
+
+int sem_array_bytes(int nsems)
+{
+	return (int)(sizeof(struct sem_array) + (size_t)nsems * sizeof(struct sem));
+}
+
+/* ---- small helpers ---- */
+
+static struct sem_array *sma_of(struct uperm *p)
+{
+	return (struct sem_array *)p;
+}
+
+static struct semq *q_at(struct ns *ns, uoff_t off)
+{
+	struct semq *q = off ? ns_ptr(ns, off, sizeof(struct semq)) : NULL;
+
+	if (q && (q->nsops < 1 || q->nsops > 65536 ||
+		  !ns_ptr(ns, off, sizeof(*q) + (size_t)q->nsops * sizeof(struct sembuf))))
+		q = NULL;
+	return q;
+}
+
+static struct sem_undo *un_at(struct ns *ns, uoff_t off)
+{
+	struct sem_undo *u = off ? ns_ptr(ns, off, sizeof(struct sem_undo)) : NULL;
+
+	if (u && (u->nsems < 0 || u->nsems > SEMMSL_DEF * 2 ||
+		  !ns_ptr(ns, off, sizeof(*u) + (size_t)u->nsems * 2)))
+		u = NULL;
+	return u;
+}
+
+static void list_add_tail(struct ns *ns, struct qlist *l, struct semq *q)
+{
+	uoff_t qo = ns_off(ns, q);
+	struct semq *last = q_at(ns, l->last);
+
+	J_SET(ns, q->next, (uoff_t)0);
+	J_SET(ns, q->prev, l->last);
+	if (last)
+		J_SET(ns, last->next, qo);
+	else
+		J_SET(ns, l->first, qo);
+	J_SET(ns, l->last, qo);
+}
+
+static void list_del(struct ns *ns, struct qlist *l, struct semq *q)
+{
+	struct semq *prev = q_at(ns, q->prev), *next = q_at(ns, q->next);
+
+	if (prev)
+		J_SET(ns, prev->next, q->next);
+	else
+		J_SET(ns, l->first, q->next);
+	if (next)
+		J_SET(ns, next->prev, q->prev);
+	else
+		J_SET(ns, l->last, q->prev);
+	J_SET(ns, q->next, (uoff_t)0);
+	J_SET(ns, q->prev, (uoff_t)0);
+}
+
+static bool list_empty(const struct qlist *l)
+{
+	return l->first == 0;
+}
+
+/* which list holds Q: the kernel knows by q->list; we keep it derivable */
+static struct qlist *q_list(struct sem_array *sma, struct semq *q)
+{
+	struct sem *s = &sma->sems[q->sops[0].sem_num];
+
+	if (q->nsops > 1)
+		return q->alter ? &sma->pend_alter : &sma->pend_const;
+	if (!q->alter)
+		return &s->pend_const;
+	/* a single alter op sleeps on its semaphore unless complex ops were
+	 * pending when it went to sleep (then on the array, see merge) */
+	return NULL;
+}
+
+static bool q_on_list(struct ns *ns, struct qlist *l, struct semq *q)
+{
+	uoff_t qo = ns_off(ns, q);
+	uoff_t o = l->first;
+	int guard = 0;
+
+	while (o && guard++ < 1 << 24) {
+		if (o == qo)
+			return true;
+		struct semq *x = q_at(ns, o);
+
+		if (!x)
+			break;
+		o = x->next;
+	}
+	return false;
+}
+
+static struct qlist *q_find_list(struct ns *ns, struct sem_array *sma, struct semq *q)
+{
+	struct qlist *l = q_list(sma, q);
+
+	if (l)
+		return l;
+	l = &sma->sems[q->sops[0].sem_num].pend_alter;
+	return q_on_list(ns, l, q) ? l : &sma->pend_alter;
+}
+
+static void unlink_queue(struct ns *ns, struct sem_array *sma, struct semq *q)
+{
+	list_del(ns, q_find_list(ns, sma, q), q);
+	if (q->nsops > 1)
+		J_SET(ns, sma->complex_count, sma->complex_count - 1);
+}
+
+static void set_word(struct ns *ns, struct sem *s, uint64_t w)
+{
+	j_store(ns, (void *)&s->word, &w, 8);
+}
+
+static void word_or_slow(struct ns *ns, struct sem *s)
+{
+	uint64_t w = atomic_load(&s->word);
+
+	/* under the lock only lock-free CASes race with us; set SLOW with a
+	 * CAS loop so none of theirs is lost, journaling the word we saw */
+	for (;;) {
+		if (w & W_SLOW)
+			return;
+		if (atomic_compare_exchange_weak(&s->word, &w, w | W_SLOW))
+			break;
+	}
+	{
+		struct jframe *f = j_top(ns);
+		struct jentry *e = f ? j_slot(ns, f, atomic_load(&f->n), true) : NULL;
+
+		if (e)
+			j_push(f, e, ns_off(ns, (void *)&s->word) | (8ULL << 56), w);
+	}
+}
+
+static bool sem_has_waiters(struct sem *s)
+{
+	return !list_empty(&s->pend_alter) || !list_empty(&s->pend_const);
+}
+
+/* ---- locking (the kernel's sem_lock/sem_unlock, plus SLOW bits) ---- */
+
+static void complexmode_enter(struct ns *ns, struct sem_array *sma)
+{
+	int i;
+
+	if (atomic_load(&sma->use_global_lock) > 0) {
+		J_SET(ns, *(int32_t *)&sma->use_global_lock, USE_GLOBAL_LOCK_HYSTERESIS);
+		return;
+	}
+	J_SET(ns, *(int32_t *)&sma->use_global_lock, USE_GLOBAL_LOCK_HYSTERESIS);
+	atomic_thread_fence(memory_order_seq_cst);
+	for (i = 0; i < sma->nsems; i++) {
+		struct sem *s = &sma->sems[i];
+
+		/* wait out a per-semaphore holder, then stop the fast path */
+		if (ulock_acquire(ns, &s->lock) == 0) {
+			atomic_fetch_or(&s->word, W_SLOW);
+			ulock_release(ns, &s->lock);
+		}
+	}
+}
+
+static void complexmode_tryleave(struct ns *ns, struct sem_array *sma)
+{
+	int g = atomic_load(&sma->use_global_lock);
+
+	if (sma->complex_count)
+		return;
+	if (g == 1) {
+		for (int i = 0; i < sma->nsems; i++) {
+			struct sem *s = &sma->sems[i];
+
+			if (!sem_has_waiters(s))
+				set_word(ns, s, atomic_load(&s->word) & ~W_SLOW);
+		}
+		J_SET(ns, *(int32_t *)&sma->use_global_lock, 0);
+	} else if (g > 1) {
+		J_SET(ns, *(int32_t *)&sma->use_global_lock, g - 1);
+	}
+}
+
+/* Move sleeping single alter ops back to their semaphores (kernel order). */
+static void unmerge_queues(struct ns *ns, struct sem_array *sma)
+{
+	if (sma->complex_count)
+		return;
+	while (!list_empty(&sma->pend_alter)) {
+		struct semq *q = q_at(ns, sma->pend_alter.first);
+
+		if (!q) {
+			ns_corrupt(ns, "semaphore queue");
+			J_SET(ns, sma->pend_alter.first, (uoff_t)0);
+			J_SET(ns, sma->pend_alter.last, (uoff_t)0);
+			break;
+		}
+		list_del(ns, &sma->pend_alter, q);
+		list_add_tail(ns, &sma->sems[q->sops[0].sem_num].pend_alter, q);
+	}
+}
+
+/* Move every per-semaphore alter sleeper to the array list (kernel order:
+ * each semaphore's list is spliced in front, semaphore 0 first). */
+static void merge_queues(struct ns *ns, struct sem_array *sma)
+{
+	for (int i = 0; i < sma->nsems; i++) {
+		struct qlist *l = &sma->sems[i].pend_alter;
+		struct semq *first = q_at(ns, l->first), *last = q_at(ns, l->last);
+		struct semq *gfirst = q_at(ns, sma->pend_alter.first);
+
+		if (!first || !last)
+			continue;
+		J_SET(ns, last->next, sma->pend_alter.first);
+		if (gfirst)
+			J_SET(ns, gfirst->prev, l->last);
+		else
+			J_SET(ns, sma->pend_alter.last, l->last);
+		J_SET(ns, sma->pend_alter.first, l->first);
+		J_SET(ns, l->first, (uoff_t)0);
+		J_SET(ns, l->last, (uoff_t)0);
+	}
+}
+
+static int lock_err(int r)
+{
+	/* SEM_GLOBAL_LOCK is -1: keep errors distinct from it */
+	return r == SEM_GLOBAL_LOCK ? -EIDRM : r;
+}
+
+static int sem_lock(struct ns *ns, struct sem_array *sma, struct sembuf *sops, int nsops)
+{
+	struct sem *s;
+	int r;
+
+	if (nsops != 1) {
+		r = ulock_acquire(ns, &sma->glock);
+		if (r)
+			return lock_err(r);
+		complexmode_enter(ns, sma);
+		return SEM_GLOBAL_LOCK;
+	}
+	s = &sma->sems[sops->sem_num];
+	for (;;) {
+		if (!atomic_load_explicit(&sma->use_global_lock, memory_order_relaxed)) {
+			r = ulock_acquire(ns, &s->lock);
+			if (r)
+				return lock_err(r);
+			if (!atomic_load_explicit(&sma->use_global_lock, memory_order_acquire)) {
+				word_or_slow(ns, s);
+				return sops->sem_num;
+			}
+			ulock_release(ns, &s->lock);
+		}
+		r = ulock_acquire(ns, &sma->glock);
+		if (r)
+			return lock_err(r);
+		if (atomic_load(&sma->use_global_lock))
+			return SEM_GLOBAL_LOCK;
+		ulock_release(ns, &sma->glock);
+	}
+}
+
+static void sem_unlock(struct ns *ns, struct sem_array *sma, int locknum)
+{
+	if (locknum == SEM_GLOBAL_LOCK) {
+		unmerge_queues(ns, sma);
+		complexmode_tryleave(ns, sma);
+		ulock_release(ns, &sma->glock);
+	} else {
+		struct sem *s = &sma->sems[locknum];
+
+		if (!sem_has_waiters(s) && !atomic_load(&sma->use_global_lock))
+			set_word(ns, s, atomic_load(&s->word) & ~W_SLOW);
+		ulock_release(ns, &s->lock);
+	}
+}
+
+static int sem_lock_all(struct ns *ns, struct sem_array *sma)
+{
+	return sem_lock(ns, sma, NULL, -1);
+}
+
+/* ---- wake queue: futex wakes issued after the locks are dropped ---- */
+
+struct wake_q {
+	int n;
+	uoff_t q[64];
+	bool overflow;
+};
+
+static void wake_q_add(struct wake_q *wq, struct ns *ns, struct semq *q)
+{
+	if (wq->n < 64)
+		wq->q[wq->n++] = ns_off(ns, q);
+	else
+		wq->overflow = true;
+}
+
+static void futex_wake_word(_Atomic int32_t *w)
+{
+	syscall(SYS_futex, (int *)w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static void wake_up_q(struct ns *ns, struct wake_q *wq, struct sem_array *sma)
+{
+	for (int i = 0; i < wq->n; i++) {
+		struct semq *q = ns_ptr(ns, wq->q[i], sizeof(*q));
+
+		/* the sleeper may already have freed q; a spurious wake of a
+		 * reused word is harmless, every sleeper rechecks */
+		if (q)
+			futex_wake_word(&q->status);
+	}
+	(void)sma;
+	/* overflowed wakes: those sleepers notice at their next time slice */
+}
+
+static void wake_up_sem_queue_prepare(struct ns *ns, struct semq *q, int error,
+				      struct wake_q *wq)
+{
+	J_SET(ns, *(int32_t *)&q->status, error);
+	wake_q_add(wq, ns, q);
+}
+
+/* ---- perform_atomic_semop ---- */
+
+static int16_t *undo_adj(struct ns *ns, uoff_t undo, int semnum)
+{
+	struct sem_undo *u = un_at(ns, undo);
+
+	return u && semnum < u->nsems ? &u->semadj[semnum] : NULL;
+}
+
+/*
+ * Try Q's operations on SMA: 0 done, 1 must sleep, <0 error.  Values are
+ * read and written through the semaphore words, which are stable because
+ * the caller holds the lock that covers them (and SLOW is set).
+ */
+static int perform_atomic_semop(struct ns *ns, struct sem_array *sma, struct sembuf *sops,
+				int nsops, uoff_t undo, int pid, int *blocking, bool dupsop)
+{
+	int i;
+
+	if (!dupsop) {
+		for (i = 0; i < nsops; i++) {
+			struct sembuf *sop = &sops[i];
+			int val = W_VAL(atomic_load(&sma->sems[sop->sem_num].word));
+			int r;
+
+			if (!sop->sem_op && val)
+				goto would_block;
+			r = val + sop->sem_op;
+			if (r < 0)
+				goto would_block;
+			if (r > SEMVMX_MAX)
+				return -ERANGE;
+			if (sop->sem_flg & SEM_UNDO) {
+				int16_t *adj = undo_adj(ns, undo, sop->sem_num);
+				int u = (adj ? *adj : 0) - sop->sem_op;
+
+				if (u < -SEMAEM_MAX - 1 || u > SEMAEM_MAX)
+					return -ERANGE;
+			}
+			continue;
+would_block:
+			*blocking = i;
+			return (sop->sem_flg & IPC_NOWAIT) ? -EAGAIN : 1;
+		}
+		for (i = 0; i < nsops; i++) {
+			struct sembuf *sop = &sops[i];
+			struct sem *s = &sma->sems[sop->sem_num];
+			uint64_t w = atomic_load(&s->word);
+
+			if (sop->sem_flg & SEM_UNDO) {
+				int16_t *adj = undo_adj(ns, undo, sop->sem_num);
+
+				if (adj)
+					J_SET(ns, *adj, (int16_t)(*adj - sop->sem_op));
+			}
+			set_word(ns, s, w_make(w, W_VAL(w) + sop->sem_op, pid));
+		}
+		return 0;
+	}
+	/* the same semaphore more than once: apply in order, roll back on failure */
+	{
+		int result = 0;
+
+		for (i = 0; i < nsops; i++) {
+			struct sembuf *sop = &sops[i];
+			struct sem *s = &sma->sems[sop->sem_num];
+			uint64_t w = atomic_load(&s->word);
+			int r = W_VAL(w);
+
+			if (!sop->sem_op && r)
+				goto dup_block;
+			r += sop->sem_op;
+			if (r < 0)
+				goto dup_block;
+			if (r > SEMVMX_MAX) {
+				result = -ERANGE;
+				goto dup_undo;
+			}
+			if (sop->sem_flg & SEM_UNDO) {
+				int16_t *adj = undo_adj(ns, undo, sop->sem_num);
+				int u = (adj ? *adj : 0) - sop->sem_op;
+
+				if (u < -SEMAEM_MAX - 1 || u > SEMAEM_MAX) {
+					result = -ERANGE;
+					goto dup_undo;
+				}
+				if (adj)
+					J_SET(ns, *adj, (int16_t)u);
+			}
+			set_word(ns, s, w_make(w, r, W_PID(w)));
+		}
+		for (i = nsops - 1; i >= 0; i--) {
+			struct sem *s = &sma->sems[sops[i].sem_num];
+			uint64_t w = atomic_load(&s->word);
+
+			set_word(ns, s, w_make(w, W_VAL(w), pid));
+		}
+		return 0;
+dup_block:
+		*blocking = i;
+		result = (sops[i].sem_flg & IPC_NOWAIT) ? -EAGAIN : 1;
+dup_undo:
+		for (i = i - 1; i >= 0; i--) {
+			struct sembuf *sop = &sops[i];
+			struct sem *s = &sma->sems[sop->sem_num];
+			uint64_t w = atomic_load(&s->word);
+
+			set_word(ns, s, w_make(w, W_VAL(w) - sop->sem_op, W_PID(w)));
+			if (sop->sem_flg & SEM_UNDO) {
+				int16_t *adj = undo_adj(ns, undo, sop->sem_num);
+
+				if (adj)
+					J_SET(ns, *adj, (int16_t)(*adj + sop->sem_op));
+			}
+		}
+		return result;
+	}
+}
+
+static int perform_q(struct ns *ns, struct sem_array *sma, struct semq *q)
+{
+	int blocking = q->blocking;
+	int r = perform_atomic_semop(ns, sma, q->sops, q->nsops, q->undo, q->pid, &blocking,
+				     q->dupsop);
+
+	if (r > 0 && blocking != q->blocking)
+		J_SET(ns, q->blocking, blocking);
+	return r;
+}
+
+/* ---- waking (update_queue and friends) ---- */
+
+/*
+ * A sleeper that died (SIGKILL while blocked) must not consume a value: the
+ * kernel would have taken it off the queue.  Drop it.
+ */
+static bool q_sleeper_gone(struct ns *ns, struct sem_array *sma, struct semq *q)
+{
+	struct uthread *t = ns_ptr(ns, ns->hdr->threads + (uoff_t)q->thread * sizeof(*t),
+				   sizeof(*t));
+
+	if (t && q->thread < MAX_THREADS && thread_alive(ns, t))
+		return false;
+	unlink_queue(ns, sma, q);
+	arena_free(ns, ns_off(ns, q));
+	return true;
+}
+
+static int wake_const_ops(struct ns *ns, struct sem_array *sma, int semnum, struct wake_q *wq)
+{
+	struct qlist *l = semnum == -1 ? &sma->pend_const : &sma->sems[semnum].pend_const;
+	uoff_t o = l->first;
+	int completed = 0;
+
+	while (o) {
+		struct semq *q = q_at(ns, o);
+		int err;
+
+		if (!q)
+			break;
+		o = q->next;
+		if (q_sleeper_gone(ns, sma, q))
+			continue;
+		err = perform_q(ns, sma, q);
+		if (err > 0)
+			continue;
+		unlink_queue(ns, sma, q);
+		wake_up_sem_queue_prepare(ns, q, err, wq);
+		if (err == 0)
+			completed = 1;
+	}
+	return completed;
+}
+
+static int do_smart_wakeup_zero(struct ns *ns, struct sem_array *sma, struct sembuf *sops,
+				int nsops, struct wake_q *wq)
+{
+	int completed = 0, got_zero = 0, i;
+
+	if (sops) {
+		for (i = 0; i < nsops; i++) {
+			int num = sops[i].sem_num;
+
+			if (W_VAL(atomic_load(&sma->sems[num].word)) == 0) {
+				got_zero = 1;
+				completed |= wake_const_ops(ns, sma, num, wq);
+			}
+		}
+	} else {
+		for (i = 0; i < sma->nsems; i++) {
+			if (W_VAL(atomic_load(&sma->sems[i].word)) == 0) {
+				got_zero = 1;
+				completed |= wake_const_ops(ns, sma, i, wq);
+			}
+		}
+	}
+	if (got_zero)
+		completed |= wake_const_ops(ns, sma, -1, wq);
+	return completed;
+}
+
+static int check_restart(struct sem_array *sma, struct semq *q)
+{
+	if (!list_empty(&sma->pend_alter))
+		return 1;
+	if (q->nsops > 1)
+		return 1;
+	return 0;
+}
+
+static int update_queue(struct ns *ns, struct sem_array *sma, int semnum, struct wake_q *wq)
+{
+	struct qlist *l = semnum == -1 ? &sma->pend_alter : &sma->sems[semnum].pend_alter;
+	int completed = 0;
+	uoff_t o;
+
+again:
+	o = l->first;
+	while (o) {
+		struct semq *q = q_at(ns, o);
+		int err, restart;
+
+		if (!q)
+			break;
+		o = q->next;
+		if (semnum != -1 && W_VAL(atomic_load(&sma->sems[semnum].word)) == 0)
+			break;
+		if (q_sleeper_gone(ns, sma, q))
+			continue;
+		err = perform_q(ns, sma, q);
+		if (err > 0)
+			continue;
+		unlink_queue(ns, sma, q);
+		if (err) {
+			restart = 0;
+		} else {
+			completed = 1;
+			do_smart_wakeup_zero(ns, sma, q->sops, q->nsops, wq);
+			restart = check_restart(sma, q);
+		}
+		wake_up_sem_queue_prepare(ns, q, err, wq);
+		if (restart)
+			goto again;
+	}
+	return completed;
+}
+
+static void set_semotime(struct ns *ns, struct sem_array *sma)
+{
+	int64_t now = ipc_now();
+
+	(void)ns;
+	/* not journaled: the kernel's otime is advisory and monotonic */
+	if (atomic_load_explicit(&sma->otime, memory_order_relaxed) != now)
+		atomic_store_explicit(&sma->otime, now, memory_order_relaxed);
+}
+
+static void do_smart_update(struct ns *ns, struct sem_array *sma, struct sembuf *sops,
+			    int nsops, int otime, struct wake_q *wq)
+{
+	int i;
+
+	otime |= do_smart_wakeup_zero(ns, sma, sops, nsops, wq);
+	if (!list_empty(&sma->pend_alter)) {
+		otime |= update_queue(ns, sma, -1, wq);
+	} else if (!sops) {
+		for (i = 0; i < sma->nsems; i++)
+			otime |= update_queue(ns, sma, i, wq);
+	} else {
+		for (i = 0; i < nsops; i++)
+			if (sops[i].sem_op > 0)
+				otime |= update_queue(ns, sma, sops[i].sem_num, wq);
+	}
+	if (otime)
+		set_semotime(ns, sma);
+}
+
+/* ---- GETNCNT / GETZCNT ---- */
+
+static int check_qop(struct semq *q, int semnum, bool count_zero)
+{
+	struct sembuf *sop = &q->sops[q->blocking];
+
+	if (sop->sem_num != semnum)
+		return 0;
+	if (count_zero && sop->sem_op == 0)
+		return 1;
+	if (!count_zero && sop->sem_op < 0)
+		return 1;
+	return 0;
+}
+
+static int count_list(struct ns *ns, struct qlist *l, int semnum, bool count_zero, bool all)
+{
+	int n = 0;
+	uoff_t o = l->first;
+
+	while (o) {
+		struct semq *q = q_at(ns, o);
+
+		if (!q)
+			break;
+		/* a sleeper that died is no longer waiting */
+		struct uthread *t = ns_ptr(ns, ns->hdr->threads +
+					   (uoff_t)q->thread * sizeof(*t), sizeof(*t));
+		if (t && thread_alive(ns, t))
+			n += all ? 1 : check_qop(q, semnum, count_zero);
+		o = q->next;
+	}
+	return n;
+}
+
+static int count_semcnt(struct ns *ns, struct sem_array *sma, int semnum, bool count_zero)
+{
+	int n;
+
+	n = count_list(ns, count_zero ? &sma->sems[semnum].pend_const
+				      : &sma->sems[semnum].pend_alter, semnum, count_zero, true);
+	n += count_list(ns, &sma->pend_alter, semnum, count_zero, false);
+	if (count_zero)
+		n += count_list(ns, &sma->pend_const, semnum, count_zero, false);
+	return n;
+}
+
+/* ---- lookup ---- */
+
+static struct sem_array *sem_obtain_check(struct ns *ns, int semid, int *err)
+{
+	struct uperm *p = ipc_obtain_check(ns, IPC_SEM_IDS, semid, err);
+
+	return p ? sma_of(p) : NULL;
+}
+
+static bool sma_valid(struct sem_array *sma, int semid)
+{
+	return !atomic_load(&sma->perm.deleted) && sma->perm.id == semid;
+}
+
+/* ---- semget ---- */
+
+static void init_locks(struct sem_array *sma, int nsems)
+{
+	if (sma->locks_magic != LOCKS_MAGIC) {
+		ulock_init(&sma->glock);
+		sma->locks_ready = 0;
+		sma->locks_magic = LOCKS_MAGIC;
+	}
+	for (int i = sma->locks_ready; i < nsems; i++)
+		ulock_init(&sma->sems[i].lock);
+	if (nsems > sma->locks_ready)
+		sma->locks_ready = nsems;
+}
+
+static int newary(struct ns *ns, key_t key, int semflg, long nsems)
+{
+	struct uipc_hdr *h = ns->hdr;
+	struct sem_array *sma;
+	uoff_t off;
+	uint32_t tag;
+	int id, i, r;
+
+	if (!nsems)
+		return -EINVAL;
+	if (h->used_sems + nsems > h->lim.semmns)
+		return -ENOSPC;
+	if (h->ids[IPC_SEM_IDS].in_use >= (h->lim.semmni < ns->ipcmni ? h->lim.semmni : ns->ipcmni))
+		return -ENOSPC;
+	/* ALLOC is journaled in the ids frame: a failure or crash frees it */
+	off = arena_alloc(ns, (uint64_t)sem_array_bytes((int)nsems), POOL_SEM);
+	if (!off)
+		return -ENOMEM;
+	sma = ns_ptr(ns, off, (size_t)sem_array_bytes((int)nsems));
+	/*
+	 * Semaphore-pool memory is never zeroed on reuse: a stale semop of a
+	 * removed array may still take its locks, so locks stay initialized
+	 * for ever and each semaphore word carries the array's tag.  The array
+	 * is built under its own lock, which shuts such stale callers out; they
+	 * see id -1 and give up.
+	 */
+	init_locks(sma, (int)nsems);
+	r = ulock_acquire(ns, &sma->glock);
+	if (r)
+		return r;
+	J_SET(ns, sma->perm.id, -1);
+	/* the block's allocation generation differs for every incarnation */
+	tag = (uint32_t)(arena_block_gen(ns, off) & W_TAG_MASK);
+	J_SET(ns, sma->perm.key, (int32_t)key);
+	J_SET(ns, sma->perm.mode, (uint32_t)(semflg & 0777));
+	J_SET(ns, *(uint32_t *)&sma->perm.deleted, 0u);
+	J_SET(ns, sma->nsems, (int32_t)nsems);
+	J_SET(ns, sma->tag, tag);
+	J_SET(ns, sma->ctime, ipc_now());
+	J_SET(ns, *(int64_t *)&sma->otime, (int64_t)0);
+	J_SET(ns, *(int32_t *)&sma->use_global_lock, USE_GLOBAL_LOCK_HYSTERESIS);
+	J_SET(ns, sma->complex_count, 0);
+	J_SET(ns, sma->pend_alter, ((struct qlist){ 0, 0 }));
+	J_SET(ns, sma->pend_const, ((struct qlist){ 0, 0 }));
+	J_SET(ns, sma->undo_list, (uoff_t)0);
+	for (i = 0; i < nsems; i++) {
+		struct sem *s = &sma->sems[i];
+
+		set_word(ns, s, W_SLOW | ((uint64_t)tag << W_TAG_SHIFT));
+		J_SET(ns, s->pend_alter, ((struct qlist){ 0, 0 }));
+		J_SET(ns, s->pend_const, ((struct qlist){ 0, 0 }));
+	}
+	ulock_release(ns, &sma->glock);
+	/* back in the ids section: publish it */
+	id = ipc_addid(ns, IPC_SEM_IDS, &sma->perm, h->lim.semmni);
+	if (id < 0)
+		return id;
+	J_SET(ns, h->used_sems, h->used_sems + nsems);
+	return id;
+}
+
+static int sem_more_checks(struct ns *ns, struct uperm *p, long nsems)
+{
+	(void)ns;
+	return nsems > sma_of(p)->nsems ? -EINVAL : 0;
+}
+
+int uipc_semget(key_t key, int nsems, int semflg)
+{
+	static const struct ipc_ops ops = { newary, sem_more_checks };
+	struct ns *ns = ns_get();
+
+	if (!ns)
+		return -1;
+	if (nsems < 0 || nsems > ns->hdr->lim.semmsl)
+		return set_errno_ret(-EINVAL);
+	return (int)set_errno_ret(ipcget(ns, IPC_SEM_IDS, key, semflg, nsems, &ops));
+}
+
+/* ---- SEM_UNDO bookkeeping ----
+ * An undo entry sits in two lists guarded by two locks: the process's list
+ * (its process lock) and the array's list (the array lock).  No section
+ * changes both atomically; instead each list's membership is explicit
+ * (in_array, semid) and every reader tolerates an entry that a crash left
+ * in one list only: entries with semid -1 are dropped from the process list
+ * lazily, and an entry found without in_array is linked to its array again.
+ */
+
+static struct sem_undo *lookup_undo(struct ns *ns, struct uproc *p, int semid)
+{
+	uoff_t o = p->undo;
+	int guard = 0;
+
+	while (o && guard++ < 1 << 20) {
+		struct sem_undo *u = un_at(ns, o);
+
+		if (!u)
+			break;
+		if (u->semid == semid)
+			return u;
+		o = u->proc_next;
+	}
+	return NULL;
+}
+
+/* unlink and free dead entries (semid -1) of P's list; P's lock held */
+static void prune_undo(struct ns *ns, struct uproc *p)
+{
+	uoff_t *link = &p->undo;
+	int guard = 0;
+
+	while (*link && guard++ < 1 << 20) {
+		struct sem_undo *u = un_at(ns, *link);
+
+		if (!u) {
+			J_SET(ns, *link, (uoff_t)0);
+			return;
+		}
+		if (u->semid == -1) {
+			uoff_t dead = *link;
+
+			J_SET(ns, *link, u->proc_next);
+			arena_free(ns, dead);
+			continue;
+		}
+		link = &u->proc_next;
+	}
+}
+
+static void link_undo_id(struct ns *ns, struct sem_array *sma, struct sem_undo *un)
+{
+	struct sem_undo *head = un_at(ns, sma->undo_list);
+	uoff_t off = ns_off(ns, un);
+
+	J_SET(ns, un->id_prev, (uoff_t)0);
+	J_SET(ns, un->id_next, sma->undo_list);
+	if (head)
+		J_SET(ns, head->id_prev, off);
+	J_SET(ns, sma->undo_list, off);
+	J_SET(ns, un->in_array, 1u);
+}
+
+static void unlink_undo_id(struct ns *ns, struct sem_array *sma, struct sem_undo *un)
+{
+	struct sem_undo *prev, *next;
+
+	if (!un->in_array)
+		return;
+	prev = un_at(ns, un->id_prev);
+	next = un_at(ns, un->id_next);
+	if (prev)
+		J_SET(ns, prev->id_next, un->id_next);
+	else if (sma->undo_list == ns_off(ns, un))
+		J_SET(ns, sma->undo_list, un->id_next);
+	if (next)
+		J_SET(ns, next->id_prev, un->id_prev);
+	J_SET(ns, un->in_array, 0u);
+}
+
+/* find_alloc_undo: the process's undo entry for SEMID, created if missing. */
+static int find_alloc_undo(struct ns *ns, int semid, uoff_t *out)
+{
+	struct uproc *p = cur_proc(ns);
+	struct sem_array *sma;
+	struct sem_undo *un;
+	uoff_t off = 0;
+	int err = 0, r, locknum;
+
+	if (!p)
+		return -ENOMEM;
+	r = ulock_acquire(ns, &p->lock);
+	if (r)
+		return r;
+	prune_undo(ns, p);
+	un = lookup_undo(ns, p, semid);
+	ulock_release(ns, &p->lock);
+	if (un && un->in_array) {
+		*out = ns_off(ns, un);
+		return 0;
+	}
+	sma = sem_obtain_check(ns, semid, &err);
+	if (!sma)
+		return err;
+	locknum = sem_lock_all(ns, sma);
+	if (locknum != SEM_GLOBAL_LOCK)
+		return locknum;
+	if (!sma_valid(sma, semid)) {
+		sem_unlock(ns, sma, locknum);
+		return -EIDRM;
+	}
+	r = ulock_acquire(ns, &p->lock);
+	if (r) {
+		sem_unlock(ns, sma, locknum);
+		return r;
+	}
+	un = lookup_undo(ns, p, semid);
+	if (!un) {
+		off = arena_alloc(ns, sizeof(*un) + (size_t)sma->nsems * 2, POOL_GENERAL);
+		un = off ? un_at(ns, off) : NULL;
+		if (!un) {
+			ulock_release(ns, &p->lock);
+			sem_unlock(ns, sma, locknum);
+			return -ENOMEM;
+		}
+		/* fresh zeroed block, unreachable until linked below */
+		un->nsems = sma->nsems;
+		un->semid = semid;
+		un->proc = (uint32_t)(p - proc_at(ns, 0));
+		un->proc_next = p->undo;
+		J_SET(ns, p->undo, off);
+	}
+	ulock_release(ns, &p->lock);
+	if (!un->in_array)
+		link_undo_id(ns, sma, un);
+	*out = ns_off(ns, un);
+	sem_unlock(ns, sma, locknum);
+	return 0;
+}
+
+/* ---- semop ---- */
+
+static int wait_slice(_Atomic int32_t *status, const struct timespec *deadline)
+{
+	struct timespec now, rel;
+	long long ns_left;
+	int r;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (deadline) {
+		ns_left = (deadline->tv_sec - now.tv_sec) * 1000000000LL +
+			  (deadline->tv_nsec - now.tv_nsec);
+		if (ns_left <= 0)
+			return -EAGAIN;
+	} else {
+		ns_left = 1000000000LL;
+	}
+	/* a bounded slice: a waker that died between commit and wake, or a
+	 * dead sleeper's queue entry, is noticed at the next slice */
+	if (ns_left > 1000000000LL)
+		ns_left = 1000000000LL;
+	rel.tv_sec = ns_left / 1000000000LL;
+	rel.tv_nsec = ns_left % 1000000000LL;
+	r = (int)syscall(SYS_futex, (int *)status, FUTEX_WAIT, QS_WAITING, &rel, NULL, 0);
+	if (r < 0 && errno == EINTR)
+		return -EINTR;
+	return 0;
+}
+
+static int semop_fast(struct ns *ns, int semid, struct sembuf *sop)
+{
+	struct sem_array *sma;
+	struct sem *s;
+	uint64_t w, nw;
+	uint32_t tag;
+	int err, val, pid;
+
+	sma = sem_obtain_check(ns, semid, &err);
+	if (!sma || sop->sem_num >= (unsigned)sma->nsems)
+		return 1;
+	tag = sma->tag;
+	if (atomic_load(&sma->perm.deleted) || sma->perm.id != semid)
+		return 1;
+	if (ipcperms(&sma->perm, sop->sem_op ? 0222 : 0444))
+		return 1;
+	s = &sma->sems[sop->sem_num];
+	pid = cur_pid();
+	w = atomic_load_explicit(&s->word, memory_order_acquire);
+	do {
+		if ((w & W_SLOW) || W_TAG(w) != tag)
+			return 1;
+		val = W_VAL(w) + sop->sem_op;
+		if ((!sop->sem_op && W_VAL(w)) || val < 0)
+			return (sop->sem_flg & IPC_NOWAIT) ? -EAGAIN : 1;
+		if (val > SEMVMX_MAX)
+			return -ERANGE;
+		nw = w_make(w, val, pid);
+		if (nw == w)
+			break;
+	} while (!atomic_compare_exchange_weak_explicit(&s->word, &w, nw, memory_order_acq_rel,
+							memory_order_acquire));
+	set_semotime(ns, sma);
+	return 0;
+}
+
+struct semop_args {
+	int semid;
+	struct sembuf *sops;
+	int nsops;
+	bool undos, alter, dupsop;
+	int max;
+};
+
+static void scan_sops(struct semop_args *a)
+{
+	unsigned long dup = 0;
+
+	a->max = 0;
+	for (int i = 0; i < a->nsops; i++) {
+		struct sembuf *sop = &a->sops[i];
+		unsigned long mask = 1UL << (sop->sem_num % 64);
+
+		if (sop->sem_num >= a->max)
+			a->max = sop->sem_num;
+		if (sop->sem_flg & SEM_UNDO)
+			a->undos = true;
+		if (dup & mask)
+			a->dupsop = true;
+		if (sop->sem_op != 0) {
+			a->alter = true;
+			dup |= mask;
+		}
+	}
+}
+
+static struct semq *enqueue(struct ns *ns, struct sem_array *sma, struct semop_args *a,
+			    uoff_t undo, int blocking)
+{
+	uoff_t off = arena_alloc(ns, sizeof(struct semq) + (size_t)a->nsops * sizeof(struct sembuf),
+				 POOL_GENERAL);
+	struct uthread *t = cur_thread(ns);
+	struct semq *q;
+
+	if (!off || !t)
+		return NULL;
+	q = ns_ptr(ns, off, sizeof(*q) + (size_t)a->nsops * sizeof(struct sembuf));
+	/* fresh block: filled before it is linked */
+	memcpy(q->sops, a->sops, (size_t)a->nsops * sizeof(struct sembuf));
+	q->nsops = a->nsops;
+	q->undo = undo;
+	q->pid = cur_pid();
+	q->alter = a->alter;
+	q->dupsop = a->dupsop;
+	q->blocking = blocking;
+	q->thread = (uint32_t)(((char *)t - (ns->base + ns->hdr->threads)) / sizeof(*t));
+	atomic_store(&q->status, QS_WAITING);
+	if (a->nsops == 1) {
+		struct sem *s = &sma->sems[a->sops[0].sem_num];
+
+		if (a->alter)
+			list_add_tail(ns, sma->complex_count ? &sma->pend_alter : &s->pend_alter, q);
+		else
+			list_add_tail(ns, &s->pend_const, q);
+	} else {
+		if (!sma->complex_count)
+			merge_queues(ns, sma);
+		list_add_tail(ns, a->alter ? &sma->pend_alter : &sma->pend_const, q);
+		J_SET(ns, sma->complex_count, sma->complex_count + 1);
+	}
+	return q;
+}
+
+static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct timespec *deadline)
+{
+	struct sem_array *sma;
+	struct wake_q wq = { 0 };
+	struct semq *q;
+	uoff_t undo = 0;
+	int err = 0, locknum, blocking = 0, r;
+
+	if (a->undos) {
+		err = find_alloc_undo(ns, a->semid, &undo);
+		if (err)
+			return err;
+	}
+	sma = sem_obtain_check(ns, a->semid, &err);
+	if (!sma)
+		return err;
+	if (a->max >= sma->nsems)
+		return -EFBIG;
+	if (ipcperms(&sma->perm, a->alter ? 0222 : 0444))
+		return -EACCES;
+	locknum = sem_lock(ns, sma, a->sops, a->nsops);
+	if (locknum < SEM_GLOBAL_LOCK)
+		return locknum;
+	if (!sma_valid(sma, a->semid) || (undo && (!un_at(ns, undo) ||
+						     un_at(ns, undo)->semid != a->semid))) {
+		sem_unlock(ns, sma, locknum);
+		return -EIDRM;
+	}
+	err = perform_atomic_semop(ns, sma, a->sops, a->nsops, undo, cur_pid(), &blocking,
+				   a->dupsop);
+	if (err == 0) {
+		if (a->alter)
+			do_smart_update(ns, sma, a->sops, a->nsops, 1, &wq);
+		else
+			set_semotime(ns, sma);
+		sem_unlock(ns, sma, locknum);
+		wake_up_q(ns, &wq, sma);
+		return 0;
+	}
+	if (err < 0) {
+		sem_unlock(ns, sma, locknum);
+		return err;
+	}
+	q = enqueue(ns, sma, a, undo, blocking);
+	if (!q) {
+		j_abort(ns);
+		sem_unlock(ns, sma, locknum);
+		return -ENOMEM;
+	}
+	for (;;) {
+		sem_unlock(ns, sma, locknum);
+		r = wait_slice(&q->status, deadline);
+		locknum = sem_lock(ns, sma, a->sops, a->nsops);
+		if (locknum < SEM_GLOBAL_LOCK)
+			return locknum; /* cannot happen short of a corrupt arena */
+		err = atomic_load(&q->status);
+		if (err != QS_WAITING) {
+			/* completed by a waker (committed: we hold its lock now) */
+			arena_free(ns, ns_off(ns, q));
+			sem_unlock(ns, sma, locknum);
+			return err;
+		}
+		if (!sma_valid(sma, a->semid)) {
+			/* cannot happen: removal completes every sleeper */
+			sem_unlock(ns, sma, locknum);
+			return -EIDRM;
+		}
+		if (r == -EINTR || r == -EAGAIN)
+			break;
+	}
+	unlink_queue(ns, sma, q);
+	arena_free(ns, ns_off(ns, q));
+	sem_unlock(ns, sma, locknum);
+	return r;
+}
+
+static int semtimedop_common(int semid, struct sembuf *tsops, size_t nsops,
+			     const struct timespec *timeout, bool has_timeout)
+{
+	struct ns *ns;
+	struct timespec ts, deadline;
+	struct sembuf fast[16], *sops = fast;
+	struct semop_args a = { 0 };
+	int r;
+
+	if (has_timeout && timeout && uipc_copy_from_user(&ts, timeout, sizeof(ts)))
+		return -EFAULT;
+	ns = ns_get();
+	if (!ns)
+		return -errno;
+	if (nsops < 1 || semid < 0)
+		return -EINVAL;
+	if (nsops > (size_t)ns->hdr->lim.semopm)
+		return -E2BIG;
+	if (nsops > 16) {
+		sops = malloc(nsops * sizeof(*sops));
+		if (!sops)
+			return -ENOMEM;
+	}
+	if (uipc_copy_from_user(sops, tsops, nsops * sizeof(*sops))) {
+		r = -EFAULT;
+		goto out;
+	}
+	if (has_timeout && timeout) {
+		if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= 1000000000L) {
+			r = -EINVAL;
+			goto out;
+		}
+	}
+	/* the fast path: one op, no SEM_UNDO, nobody waiting */
+	if (nsops == 1 && !(sops[0].sem_flg & SEM_UNDO)) {
+		r = semop_fast(ns, semid, sops);
+		if (r <= 0)
+			goto out;
+	}
+	if (has_timeout && timeout) {
+		clock_gettime(CLOCK_MONOTONIC, &deadline);
+		deadline.tv_sec += ts.tv_sec;
+		deadline.tv_nsec += ts.tv_nsec;
+		if (deadline.tv_nsec >= 1000000000L) {
+			deadline.tv_sec++;
+			deadline.tv_nsec -= 1000000000L;
+		}
+	}
+	a.semid = semid;
+	a.sops = sops;
+	a.nsops = (int)nsops;
+	scan_sops(&a);
+	r = do_semtimedop(ns, &a, has_timeout && timeout ? &deadline : NULL);
+out:
+	if (sops != fast)
+		free(sops);
+	return r;
+}
+
+int uipc_semtimedop(int semid, struct sembuf *sops, size_t nsops, const struct timespec *timeout)
+{
+	return (int)set_errno_ret(semtimedop_common(semid, sops, nsops, timeout, true));
+}
+
+int uipc_semop(int semid, struct sembuf *sops, size_t nsops)
+{
+	return (int)set_errno_ret(semtimedop_common(semid, sops, nsops, NULL, false));
+}
+
+/* ---- semctl ---- */
+
+union semun {
+	int val;
+	struct semid_ds *buf;
+	unsigned short *array;
+	struct seminfo *__buf;
+};
+
+static int semctl_info(struct ns *ns, int cmd, void *p)
+{
+	struct uipc_hdr *h = ns->hdr;
+	struct seminfo si;
+	int r, maxidx;
+
+	memset(&si, 0, sizeof(si));
+	si.semmni = h->lim.semmni;
+	si.semmns = h->lim.semmns;
+	si.semmsl = h->lim.semmsl;
+	si.semopm = h->lim.semopm;
+	si.semvmx = SEMVMX_MAX;
+	si.semmnu = h->lim.semmns;
+	si.semmap = h->lim.semmns;
+	si.semume = SEMUME_DEF;
+	r = ulock_acquire(ns, &h->ids[IPC_SEM_IDS].lock);
+	if (r)
+		return r;
+	if (cmd == SEM_INFO) {
+		si.semusz = h->ids[IPC_SEM_IDS].in_use;
+		si.semaem = (int)h->used_sems;
+	} else {
+		si.semusz = SEMUSZ_DEF;
+		si.semaem = SEMAEM_MAX;
+	}
+	maxidx = ipc_get_maxidx(ns, IPC_SEM_IDS);
+	ulock_release(ns, &h->ids[IPC_SEM_IDS].lock);
+	if (uipc_copy_to_user(p, &si, sizeof(si)))
+		return -EFAULT;
+	return maxidx < 0 ? 0 : maxidx;
+}
+
+static int semctl_stat(struct ns *ns, int semid, int cmd, struct semid_ds *out)
+{
+	struct sem_array *sma;
+	int err = 0, locknum;
+
+	memset(out, 0, sizeof(*out));
+	if (cmd == SEM_STAT || cmd == SEM_STAT_ANY) {
+		struct uperm *p = ipc_obtain(ns, IPC_SEM_IDS, semid);
+
+		if (!p)
+			return -EINVAL;
+		sma = sma_of(p);
+	} else {
+		sma = sem_obtain_check(ns, semid, &err);
+		if (!sma)
+			return err;
+	}
+	if (cmd != SEM_STAT_ANY && ipcperms(&sma->perm, 0444))
+		return -EACCES;
+	locknum = sem_lock_all(ns, sma);
+	if (locknum < SEM_GLOBAL_LOCK)
+		return locknum;
+	if (atomic_load(&sma->perm.deleted)) {
+		sem_unlock(ns, sma, locknum);
+		return -EIDRM;
+	}
+	ipc_fill_perm(&sma->perm, &out->sem_perm);
+	out->sem_perm.__seq = (unsigned short)((uint32_t)sma->perm.id >> ns->shift);
+	out->sem_otime = atomic_load(&sma->otime);
+	out->sem_ctime = sma->ctime;
+	out->sem_nsems = (unsigned long)sma->nsems;
+	err = cmd == IPC_STAT ? 0 : sma->perm.id;
+	sem_unlock(ns, sma, locknum);
+	return err;
+}
+
+static void zero_semadj(struct ns *ns, struct sem_array *sma, int semnum)
+{
+	uoff_t o = sma->undo_list;
+	int guard = 0;
+
+	while (o && guard++ < 1 << 22) {
+		struct sem_undo *u = un_at(ns, o);
+
+		if (!u)
+			break;
+		for (int i = 0; i < u->nsems; i++)
+			if ((semnum < 0 || i == semnum) && u->semadj[i])
+				J_SET(ns, u->semadj[i], (int16_t)0);
+		o = u->id_next;
+	}
+}
+
+static int semctl_setval(struct ns *ns, int semid, int semnum, int val)
+{
+	struct sem_array *sma;
+	struct wake_q wq = { 0 };
+	struct sem *s;
+	int err = 0, locknum;
+
+	if (val > SEMVMX_MAX || val < 0)
+		return -ERANGE;
+	sma = sem_obtain_check(ns, semid, &err);
+	if (!sma)
+		return err;
+	if (semnum < 0 || semnum >= sma->nsems)
+		return -EINVAL;
+	if (ipcperms(&sma->perm, 0222))
+		return -EACCES;
+	locknum = sem_lock_all(ns, sma);
+	if (locknum < SEM_GLOBAL_LOCK)
+		return locknum;
+	if (!sma_valid(sma, semid)) {
+		sem_unlock(ns, sma, locknum);
+		return -EIDRM;
+	}
+	s = &sma->sems[semnum];
+	zero_semadj(ns, sma, semnum);
+	set_word(ns, s, w_make(atomic_load(&s->word), val, cur_pid()));
+	J_SET(ns, sma->ctime, ipc_now());
+	do_smart_update(ns, sma, NULL, 0, 0, &wq);
+	sem_unlock(ns, sma, locknum);
+	wake_up_q(ns, &wq, sma);
+	return 0;
+}
+
+static int semctl_main(struct ns *ns, int semid, int semnum, int cmd, void *p)
+{
+	struct sem_array *sma;
+	struct wake_q wq = { 0 };
+	unsigned short *io = NULL;
+	int err = 0, locknum, nsems, i;
+
+	sma = sem_obtain_check(ns, semid, &err);
+	if (!sma)
+		return err;
+	nsems = sma->nsems;
+	if (ipcperms(&sma->perm, cmd == SETALL ? 0222 : 0444))
+		return -EACCES;
+	if (cmd == GETALL || cmd == SETALL) {
+		io = malloc((size_t)(nsems > 0 ? nsems : 1) * sizeof(*io));
+		if (!io)
+			return -ENOMEM;
+	}
+	if (cmd == SETALL) {
+		if (uipc_copy_from_user(io, p, (size_t)nsems * sizeof(*io))) {
+			err = -EFAULT;
+			goto out;
+		}
+		for (i = 0; i < nsems; i++) {
+			if (io[i] > SEMVMX_MAX) {
+				err = -ERANGE;
+				goto out;
+			}
+		}
+	} else if (cmd != GETALL && (semnum < 0 || semnum >= nsems)) {
+		err = -EINVAL;
+		goto out;
+	}
+	locknum = sem_lock_all(ns, sma);
+	if (locknum < SEM_GLOBAL_LOCK) {
+		err = locknum;
+		goto out;
+	}
+	if (!sma_valid(sma, semid)) {
+		sem_unlock(ns, sma, locknum);
+		err = -EIDRM;
+		goto out;
+	}
+	switch (cmd) {
+	case GETALL:
+		for (i = 0; i < nsems; i++)
+			io[i] = (unsigned short)W_VAL(atomic_load(&sma->sems[i].word));
+		break;
+	case SETALL:
+		for (i = 0; i < nsems; i++) {
+			struct sem *s = &sma->sems[i];
+
+			set_word(ns, s, w_make(atomic_load(&s->word), io[i], cur_pid()));
+		}
+		zero_semadj(ns, sma, -1);
+		J_SET(ns, sma->ctime, ipc_now());
+		do_smart_update(ns, sma, NULL, 0, 0, &wq);
+		err = 0;
+		break;
+	case GETVAL:
+		err = W_VAL(atomic_load(&sma->sems[semnum].word));
+		break;
+	case GETPID:
+		err = W_PID(atomic_load(&sma->sems[semnum].word));
+		break;
+	case GETNCNT:
+		err = count_semcnt(ns, sma, semnum, false);
+		break;
+	case GETZCNT:
+		err = count_semcnt(ns, sma, semnum, true);
+		break;
+	}
+	sem_unlock(ns, sma, locknum);
+	wake_up_q(ns, &wq, sma);
+	if (cmd == GETALL && uipc_copy_to_user(p, io, (size_t)nsems * sizeof(*io)))
+		err = -EFAULT;
+out:
+	free(io);
+	return err;
+}
+
+/* freeary: IPC_RMID (ids lock and array lock held) */
+static void freeary(struct ns *ns, struct sem_array *sma, struct wake_q *wq)
+{
+	uoff_t o;
+	int i;
+
+	/* the undo entries of every process die with the array; each process
+	 * drops its dead entries from its own list (prune_undo, exit) */
+	o = sma->undo_list;
+	while (o) {
+		struct sem_undo *u = un_at(ns, o);
+
+		if (!u)
+			break;
+		o = u->id_next;
+		J_SET(ns, u->semid, -1);
+		J_SET(ns, u->in_array, 0u);
+	}
+	J_SET(ns, sma->undo_list, (uoff_t)0);
+	/* every sleeper fails with EIDRM */
+	for (i = -1; i < sma->nsems; i++) {
+		struct qlist *ls[2];
+
+		if (i < 0) {
+			ls[0] = &sma->pend_const;
+			ls[1] = &sma->pend_alter;
+		} else {
+			ls[0] = &sma->sems[i].pend_const;
+			ls[1] = &sma->sems[i].pend_alter;
+		}
+		for (int k = 0; k < 2; k++) {
+			while (!list_empty(ls[k])) {
+				struct semq *q = q_at(ns, ls[k]->first);
+
+				if (!q) {
+					J_SET(ns, *ls[k], ((struct qlist){ 0, 0 }));
+					break;
+				}
+				unlink_queue(ns, sma, q);
+				wake_up_sem_queue_prepare(ns, q, -EIDRM, wq);
+			}
+		}
+		if (i >= 0) {
+			struct sem *s = &sma->sems[i];
+
+			/* stop the fast path for good: the tag goes too */
+			set_word(ns, s, W_SLOW);
+		}
+	}
+	J_SET(ns, *(uint32_t *)&sma->perm.deleted, 1u);
+}
+
+static int semctl_down(struct ns *ns, int semid, int cmd, struct semid_ds *in)
+{
+	struct ipc_ids *ids = &ns->hdr->ids[IPC_SEM_IDS];
+	struct wake_q wq = { 0 };
+	struct sem_array *sma;
+	int err = 0, locknum, r;
+
+	r = ulock_acquire(ns, &ids->lock);
+	if (r)
+		return r;
+	sma = sem_obtain_check(ns, semid, &err);
+	if (!sma)
+		goto out;
+	if (!ipc_owner_or_admin(&sma->perm)) {
+		err = -EPERM;
+		goto out;
+	}
+	locknum = sem_lock_all(ns, sma);
+	if (locknum < SEM_GLOBAL_LOCK) {
+		err = locknum;
+		goto out;
+	}
+	if (cmd == IPC_RMID) {
+		struct jframe *prev;
+
+		freeary(ns, sma, &wq);
+		/*
+		 * The table changes are the ids lock's: journal them there and
+		 * commit them first.  If we die before the array section
+		 * commits, its rollback leaves an invisible array whose
+		 * sleepers find it removed at their next time slice.
+		 */
+		prev = j_target(ns, &ids->lock);
+		ipc_rmid(ns, IPC_SEM_IDS, &sma->perm);
+		J_SET(ns, ns->hdr->used_sems, ns->hdr->used_sems - sma->nsems);
+		arena_free(ns, ns_off(ns, sma));
+		j_target_restore(prev);
+		ulock_release(ns, &ids->lock);
+		sem_unlock(ns, sma, locknum);
+		wake_up_q(ns, &wq, NULL);
+		return 0;
+	} else {
+		if (in->sem_perm.uid == (uid_t)-1 || in->sem_perm.gid == (gid_t)-1) {
+			err = -EINVAL;
+		} else {
+			ipc_update_perm(ns, &sma->perm, &in->sem_perm);
+			J_SET(ns, sma->ctime, ipc_now());
+		}
+		sem_unlock(ns, sma, locknum);
+	}
+out:
+	ulock_release(ns, &ids->lock);
+	wake_up_q(ns, &wq, NULL);
+	return err;
+}
+
+static int semctl_common(int semid, int semnum, int cmd, union semun arg)
+{
+	struct ns *ns = ns_get();
+	struct semid_ds ds;
+	int err;
+
+	if (!ns)
+		return -errno;
+	if (semid < 0)
+		return -EINVAL;
+	switch (cmd) {
+	case IPC_INFO:
+	case SEM_INFO:
+		return semctl_info(ns, cmd, arg.__buf);
+	case IPC_STAT:
+	case SEM_STAT:
+	case SEM_STAT_ANY:
+		err = semctl_stat(ns, semid, cmd, &ds);
+		if (err < 0)
+			return err;
+		if (uipc_copy_to_user(arg.buf, &ds, sizeof(ds)))
+			return -EFAULT;
+		return err;
+	case GETALL:
+	case GETVAL:
+	case GETPID:
+	case GETNCNT:
+	case GETZCNT:
+	case SETALL:
+		return semctl_main(ns, semid, semnum, cmd, arg.array);
+	case SETVAL:
+		return semctl_setval(ns, semid, semnum, arg.val);
+	case IPC_SET:
+		if (uipc_copy_from_user(&ds, arg.buf, sizeof(ds)))
+			return -EFAULT;
+		/* fall through */
+	case IPC_RMID:
+		return semctl_down(ns, semid, cmd, &ds);
+	default:
+		return -EINVAL;
+	}
+}
+
+int uipc_semctl(int semid, int semnum, int cmd, ...)
+{
+	union semun arg = { 0 };
+	va_list ap;
+
+	switch (cmd) {
+	case SETVAL:
+	case GETALL:
+	case SETALL:
+	case IPC_STAT:
+	case IPC_SET:
+	case IPC_INFO:
+	case SEM_INFO:
+	case SEM_STAT:
+	case SEM_STAT_ANY:
+		va_start(ap, cmd);
+		arg = va_arg(ap, union semun);
+		va_end(ap);
+		break;
+	}
+	return (int)set_errno_ret(semctl_common(semid, semnum, cmd, arg));
+}
+
+/* ---- exit_sem ---- */
+
+/*
+ * Apply and drop every undo entry of process P (its own exit, or a reaper).
+ * Per entry: under the array lock the adjustment is applied and the entry
+ * marked spent (semid -1) in one section; then, under the process lock, the
+ * spent entry leaves the process list.  A crash between the two leaves a
+ * spent entry that the next pass drops without applying it twice.
+ */
+void sem_exit_proc(struct ns *ns, struct uproc *p)
+{
+	int guard = 0;
+
+	while (guard++ < 1 << 20) {
+		struct sem_array *sma;
+		struct sem_undo *un;
+		struct wake_q wq = { 0 };
+		int semid, err = 0, locknum, i;
+
+		if (ulock_acquire(ns, &p->lock))
+			return;
+		prune_undo(ns, p);
+		un = un_at(ns, p->undo);
+		semid = un ? un->semid : 0;
+		ulock_release(ns, &p->lock);
+		if (!un)
+			return;
+		sma = sem_obtain_check(ns, semid, &err);
+		if (sma) {
+			locknum = sem_lock_all(ns, sma);
+			if (locknum != SEM_GLOBAL_LOCK)
+				return;
+			if (sma_valid(sma, semid) && un->semid == semid) {
+				unlink_undo_id(ns, sma, un);
+				for (i = 0; i < sma->nsems && i < un->nsems; i++) {
+					struct sem *s = &sma->sems[i];
+					uint64_t w = atomic_load(&s->word);
+					int v;
+
+					if (!un->semadj[i])
+						continue;
+					v = W_VAL(w) + un->semadj[i];
+					if (v < 0)
+						v = 0;
+					if (v > SEMVMX_MAX)
+						v = SEMVMX_MAX;
+					set_word(ns, s, w_make(w, v, p->pid));
+				}
+				do_smart_update(ns, sma, NULL, 0, 1, &wq);
+			}
+			J_SET(ns, un->semid, -1);
+			sem_unlock(ns, sma, locknum);
+			wake_up_q(ns, &wq, sma);
+		} else {
+			/* the array is gone: the entry is spent */
+			if (ulock_acquire(ns, &p->lock))
+				return;
+			if (un->semid == semid)
+				J_SET(ns, un->semid, -1);
+			ulock_release(ns, &p->lock);
+		}
+	}
+}

@@ -1,0 +1,167 @@
+/*
+ * syscalls.c - the libc-facing entry points.  With LD_PRELOAD these replace
+ * glibc's semget(), semop(), ... with uipc's; they also watch the calls that
+ * change what uipc caches about the process (credentials) or must run its
+ * exit work (_exit).
+ */
+#include <dlfcn.h>
+#include <sys/syscall.h>
+#include <grp.h>
+#include <stdarg.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* ---- System V semaphores ---- */
+
+int semget(key_t key, int nsems, int semflg)
+{
+	return uipc_semget(key, nsems, semflg);
+}
+
+int semop(int semid, struct sembuf *sops, size_t nsops)
+{
+	return uipc_semop(semid, sops, nsops);
+}
+
+int semtimedop(int semid, struct sembuf *sops, size_t nsops, const struct timespec *timeout)
+{
+	return uipc_semtimedop(semid, sops, nsops, timeout);
+}
+
+union semun_any {
+	int val;
+	void *ptr;
+};
+
+int semctl(int semid, int semnum, int cmd, ...)
+{
+	union semun_any arg = { 0 };
+	va_list ap;
+
+	va_start(ap, cmd);
+	switch (cmd) {
+	case SETVAL:
+	case GETALL:
+	case SETALL:
+	case IPC_STAT:
+	case IPC_SET:
+	case IPC_INFO:
+	case SEM_INFO:
+	case SEM_STAT:
+	case SEM_STAT_ANY:
+		arg = va_arg(ap, union semun_any);
+		break;
+	}
+	va_end(ap);
+	return uipc_semctl(semid, semnum, cmd, arg);
+}
+
+/* ---- message queues and shared memory: not yet in uipc ---- */
+
+int uipc_msgget(key_t key, int msgflg)
+{
+	(void)key, (void)msgflg;
+	return (int)set_errno_ret(-ENOSYS);
+}
+
+int uipc_msgsnd(int msqid, const void *msgp, size_t msgsz, int msgflg)
+{
+	(void)msqid, (void)msgp, (void)msgsz, (void)msgflg;
+	return (int)set_errno_ret(-ENOSYS);
+}
+
+ssize_t uipc_msgrcv(int msqid, void *msgp, size_t msgsz, long msgtyp, int msgflg)
+{
+	(void)msqid, (void)msgp, (void)msgsz, (void)msgtyp, (void)msgflg;
+	return set_errno_ret(-ENOSYS);
+}
+
+int uipc_msgctl(int msqid, int cmd, struct msqid_ds *buf)
+{
+	(void)msqid, (void)cmd, (void)buf;
+	return (int)set_errno_ret(-ENOSYS);
+}
+
+int uipc_shmget(key_t key, size_t size, int shmflg)
+{
+	(void)key, (void)size, (void)shmflg;
+	return (int)set_errno_ret(-ENOSYS);
+}
+
+void *uipc_shmat(int shmid, const void *shmaddr, int shmflg)
+{
+	(void)shmid, (void)shmaddr, (void)shmflg;
+	errno = ENOSYS;
+	return (void *)-1;
+}
+
+int uipc_shmdt(const void *shmaddr)
+{
+	(void)shmaddr;
+	return (int)set_errno_ret(-ENOSYS);
+}
+
+int uipc_shmctl(int shmid, int cmd, struct shmid_ds *buf)
+{
+	(void)shmid, (void)cmd, (void)buf;
+	return (int)set_errno_ret(-ENOSYS);
+}
+
+int msgget(key_t key, int msgflg) { return uipc_msgget(key, msgflg); }
+int msgsnd(int q, const void *p, size_t n, int f) { return uipc_msgsnd(q, p, n, f); }
+ssize_t msgrcv(int q, void *p, size_t n, long t, int f) { return uipc_msgrcv(q, p, n, t, f); }
+int msgctl(int q, int cmd, struct msqid_ds *b) { return uipc_msgctl(q, cmd, b); }
+int shmget(key_t key, size_t size, int f) { return uipc_shmget(key, size, f); }
+void *shmat(int id, const void *a, int f) { return uipc_shmat(id, a, f); }
+int shmdt(const void *a) { return uipc_shmdt(a); }
+int shmctl(int id, int cmd, struct shmid_ds *b) { return uipc_shmctl(id, cmd, b); }
+
+/* ---- credentials: forget the cached ones whenever they may change ---- */
+
+#define CRED_WRAPPER(name, proto, args)                                    \
+	int name proto                                                     \
+	{                                                                  \
+		static int (*real) proto;                                  \
+		int ret_;                                                  \
+		if (!real)                                                 \
+			real = (int (*) proto)dlsym(RTLD_NEXT, #name);     \
+		if (!real) {                                               \
+			errno = ENOSYS;                                    \
+			return -1;                                         \
+		}                                                          \
+		ret_ = real args;                                          \
+		cred_invalidate();                                         \
+		return ret_;                                               \
+	}
+
+CRED_WRAPPER(setuid, (uid_t u), (u))
+CRED_WRAPPER(setgid, (gid_t g), (g))
+CRED_WRAPPER(seteuid, (uid_t u), (u))
+CRED_WRAPPER(setegid, (gid_t g), (g))
+CRED_WRAPPER(setreuid, (uid_t r, uid_t e), (r, e))
+CRED_WRAPPER(setregid, (gid_t r, gid_t e), (r, e))
+CRED_WRAPPER(setresuid, (uid_t r, uid_t e, uid_t s), (r, e, s))
+CRED_WRAPPER(setresgid, (gid_t r, gid_t e, gid_t s), (r, e, s))
+CRED_WRAPPER(setgroups, (size_t n, const gid_t *l), (n, l))
+CRED_WRAPPER(capset, (void *h, void *d), (h, d))
+
+/* ---- _exit: the kernel's exit work runs for it too ---- */
+
+void _exit(int status)
+{
+	static void (*real)(int);
+
+	proc_exit_work();
+	if (!real)
+		real = (void (*)(int))dlsym(RTLD_NEXT, "_exit");
+	if (real)
+		real(status);
+	for (;;)
+		syscall(SYS_exit_group, status);
+}
+
+void _Exit(int status)
+{
+	_exit(status);
+}

@@ -1,0 +1,148 @@
+/*
+ * usercopy.c - fault-tolerant copies, and the thin layer between the
+ * program's SIGSEGV/SIGBUS handlers and uipc that makes them possible.
+ *
+ * uipc keeps its own SIGSEGV and SIGBUS handlers installed.  A fault inside
+ * uipc_copy_*() jumps back and the call fails with EFAULT; any other fault is
+ * passed to what the program installed (its handler, or the default action),
+ * which uipc records when the program calls sigaction() or signal() for
+ * those two signals, and reports back to it unchanged.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "internal.h"
+#include "usercopy.h"
+
+static __thread sigjmp_buf *fault_jmp;
+static struct sigaction prog_act[2];   /* what the program installed: SEGV, BUS */
+static pthread_once_t install_once = PTHREAD_ONCE_INIT;
+static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+
+static int slot_of(int sig)
+{
+	return sig == SIGSEGV ? 0 : sig == SIGBUS ? 1 : -1;
+}
+
+static void fault_handler(int sig, siginfo_t *si, void *ctx)
+{
+	int k = slot_of(sig);
+	struct sigaction *pa;
+
+	if (fault_jmp)
+		siglongjmp(*fault_jmp, 1);
+	if (k < 0)
+		return;
+	pa = &prog_act[k];
+	if (pa->sa_flags & SA_SIGINFO) {
+		if (pa->sa_sigaction) {
+			pa->sa_sigaction(sig, si, ctx);
+			if (pa->sa_flags & SA_RESETHAND)
+				pa->sa_handler = SIG_DFL, pa->sa_flags &= ~SA_SIGINFO;
+			return;
+		}
+	} else if (pa->sa_handler != SIG_DFL && pa->sa_handler != SIG_IGN) {
+		void (*h)(int) = pa->sa_handler;
+
+		if (pa->sa_flags & SA_RESETHAND)
+			pa->sa_handler = SIG_DFL;
+		h(sig);
+		return;
+	}
+	/* default action: let the fault happen again without us */
+	{
+		struct sigaction dfl;
+
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		real_sigaction(sig, &dfl, NULL);
+	}
+}
+
+static void install(void)
+{
+	struct sigaction sa;
+
+	real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))
+		dlsym(RTLD_NEXT, "sigaction");
+	if (!real_sigaction)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = fault_handler;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	real_sigaction(SIGSEGV, &sa, &prog_act[0]);
+	real_sigaction(SIGBUS, &sa, &prog_act[1]);
+}
+
+__attribute__((constructor)) static void usercopy_init(void)
+{
+	pthread_once(&install_once, install);
+}
+
+/* The program's view of SIGSEGV/SIGBUS: what it installed, not our handler. */
+int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	int k = slot_of(sig);
+
+	pthread_once(&install_once, install);
+	if (!real_sigaction) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (k < 0 || !real_sigaction)
+		return real_sigaction(sig, act, old);
+	if (old)
+		*old = prog_act[k];
+	if (act)
+		prog_act[k] = *act;
+	return 0;
+}
+
+sighandler_t signal(int sig, sighandler_t h)
+{
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = h;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(sig, &sa, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+static int guarded_copy(void *dst, const void *src, size_t len)
+{
+	sigjmp_buf jb;
+	sigjmp_buf *volatile saved = fault_jmp;
+
+	if (len == 0)
+		return 0;
+	if (!dst || !src)
+		return -EFAULT;
+	if (sigsetjmp(jb, 0)) {
+		fault_jmp = saved;
+		return -EFAULT;
+	}
+	fault_jmp = &jb;
+	memcpy(dst, src, len);
+	__asm__ volatile("" ::: "memory");
+	fault_jmp = saved;
+	return 0;
+}
+
+int uipc_copy_from_user(void *dst, const void *src, size_t len)
+{
+	return guarded_copy(dst, src, len);
+}
+
+int uipc_copy_to_user(void *dst, const void *src, size_t len)
+{
+	return guarded_copy(dst, src, len);
+}

@@ -1,0 +1,497 @@
+/*
+ * util.c - what the kernel's ipc/util.c owns: ipc_ids (cyclic index
+ * allocation with sequence numbers, next_id), the key hash (O(1) key lookup,
+ * seed 000), the generic *get logic, and ipc_perm checks against the
+ * caller's credentials and capabilities.
+ */
+#include <linux/capability.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define KEY_EMPTY 0ULL
+#define KEY_TOMB  0xffffffffULL
+
+/* ---- credentials ---- */
+
+static __thread struct ucred_cache tls_cred;
+static _Atomic unsigned cred_gen = 1;
+static __thread unsigned tls_cred_gen;
+
+void cred_invalidate(void)
+{
+	atomic_fetch_add(&cred_gen, 1);
+}
+
+const struct ucred_cache *cur_cred(void)
+{
+	struct ucred_cache *c = &tls_cred;
+	unsigned gen = atomic_load_explicit(&cred_gen, memory_order_acquire);
+
+	if (likely(c->valid && tls_cred_gen == gen))
+		return c;
+	{
+		struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+		struct __user_cap_data_struct d[2];
+		int n;
+
+		c->euid = geteuid();
+		c->egid = getegid();
+		n = getgroups(256, c->groups);
+		c->ngroups = n < 0 ? 0 : n;
+		memset(d, 0, sizeof(d));
+		if (syscall(SYS_capget, &h, d) == 0)
+			c->caps = (uint64_t)d[0].effective | ((uint64_t)d[1].effective << 32);
+		else
+			c->caps = 0;
+		c->valid = 1;
+		tls_cred_gen = gen;
+	}
+	return c;
+}
+
+bool has_cap(int cap)
+{
+	return (cur_cred()->caps >> cap) & 1;
+}
+
+static bool in_group(const struct ucred_cache *c, gid_t g)
+{
+	if (c->egid == g)
+		return true;
+	for (int i = 0; i < c->ngroups; i++)
+		if (c->groups[i] == g)
+			return true;
+	return false;
+}
+
+/* The kernel's ipcperms(): 0 if granted, -1 if not. */
+int ipcperms(struct uperm *p, int flag)
+{
+	const struct ucred_cache *c = cur_cred();
+	int req, granted = (int)p->mode;
+	short f = (short)flag;
+
+	req = (f >> 6) | (f >> 3) | f;
+	if (c->euid == p->cuid || c->euid == p->uid)
+		granted >>= 6;
+	else if (in_group(c, p->cgid) || in_group(c, p->gid))
+		granted >>= 3;
+	if ((req & ~granted & 0007) && !((c->caps >> CAP_IPC_OWNER) & 1))
+		return -1;
+	return 0;
+}
+
+bool ipc_owner_or_admin(struct uperm *p)
+{
+	const struct ucred_cache *c = cur_cred();
+
+	return c->euid == p->cuid || c->euid == p->uid || ((c->caps >> CAP_SYS_ADMIN) & 1);
+}
+
+void ipc_update_perm(struct ns *ns, struct uperm *p, const struct ipc_perm *in)
+{
+	J_SET(ns, p->uid, (uint32_t)in->uid);
+	J_SET(ns, p->gid, (uint32_t)in->gid);
+	J_SET(ns, p->mode, (p->mode & ~0777u) | ((uint32_t)in->mode & 0777u));
+}
+
+void ipc_fill_perm(const struct uperm *p, struct ipc_perm *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->__key = p->key;
+	out->uid = p->uid;
+	out->gid = p->gid;
+	out->cuid = p->cuid;
+	out->cgid = p->cgid;
+	out->mode = (unsigned short)p->mode;
+	out->__seq = (unsigned short)((uint32_t)p->id >> IPCMNI_SHIFT);
+}
+
+/* ---- ids tables ---- */
+
+static struct ipc_ids *ids_of(struct ns *ns, int type)
+{
+	return &ns->hdr->ids[type];
+}
+
+static _Atomic uoff_t *entry_slot(struct ns *ns, struct ipc_ids *ids, int idx)
+{
+	if (idx < 0 || idx >= ns->ipcmni)
+		return NULL;
+	return ns_ptr(ns, ids->entries + (uoff_t)idx * sizeof(uoff_t), sizeof(uoff_t));
+}
+
+static uint64_t *bitmap(struct ns *ns, struct ipc_ids *ids)
+{
+	return ns_ptr(ns, ids->used, (uint64_t)ns->ipcmni / 8);
+}
+
+int ipc_ids_init(struct ns *ns, int type, uoff_t entries, uoff_t used, uoff_t populated)
+{
+	struct ipc_ids *ids = ids_of(ns, type);
+
+	memset(ids, 0, sizeof(*ids));
+	ulock_init(&ids->lock);
+	ids->max_idx = -1;
+	ids->last_idx = -1;
+	ids->next_id = -1;
+	ids->entries = entries;
+	ids->used = used;
+	ids->populated = populated;
+	return 0;
+}
+
+uint64_t ipc_table_bytes(int ipcmni)
+{
+	return (uint64_t)ipcmni * sizeof(uoff_t);
+}
+
+static struct uperm *obj_at(struct ns *ns, uoff_t off, int type)
+{
+	struct uperm *p = off ? ns_ptr(ns, off, sizeof(struct uperm)) : NULL;
+
+	if (p && p->type != (uint32_t)type) {
+		ns_corrupt(ns, "object of the wrong type in an id table");
+		return NULL;
+	}
+	return p;
+}
+
+/* The object at INDEX (no sequence check), as *_STAT commands look it up. */
+struct uperm *ipc_obtain(struct ns *ns, int type, int id)
+{
+	struct ipc_ids *ids = ids_of(ns, type);
+	_Atomic uoff_t *e = entry_slot(ns, ids, id & (ns->ipcmni - 1));
+
+	return e ? obj_at(ns, atomic_load_explicit(e, memory_order_acquire), type) : NULL;
+}
+
+/* The object of ID, sequence checked: NULL with *err = -EINVAL if none. */
+struct uperm *ipc_obtain_check(struct ns *ns, int type, int id, int *err)
+{
+	struct uperm *p = id < 0 ? NULL : ipc_obtain(ns, type, id);
+
+	if (!p || p->id != id) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	return p;
+}
+
+int ipc_get_maxidx(struct ns *ns, int type)
+{
+	struct ipc_ids *ids = ids_of(ns, type);
+
+	if (ids->in_use == 0)
+		return -1;
+	if (ids->in_use == ns->ipcmni)
+		return ns->ipcmni - 1;
+	return ids->max_idx;
+}
+
+/* lowest clear bit of the used bitmap in [from, to), or -1 */
+static int find_free(struct ns *ns, struct ipc_ids *ids, int from, int to)
+{
+	uint64_t *bm = bitmap(ns, ids);
+	int i = from;
+
+	if (!bm)
+		return -1;
+	while (i < to) {
+		uint64_t w = ~atomic_load_explicit((_Atomic uint64_t *)&bm[i / 64],
+						   memory_order_relaxed);
+
+		w &= ~0ULL << (i % 64);
+		if (w) {
+			int idx = (i & ~63) + __builtin_ctzll(w);
+
+			return idx < to ? idx : -1;
+		}
+		i = (i & ~63) + 64;
+	}
+	return -1;
+}
+
+static int populate_entry(struct ns *ns, struct ipc_ids *ids, int idx)
+{
+	uint64_t page = (uint64_t)idx * sizeof(uoff_t) / UIPC_PAGE;
+	uint64_t *pop = ns_ptr(ns, ids->populated, page / 8 + 8);
+
+	if (!pop)
+		return -ENOMEM;
+	if (pop[page / 64] & (1ULL << (page % 64)))
+		return 0;
+	if (arena_populate(ns, ids->entries + page * UIPC_PAGE, UIPC_PAGE))
+		return -ENOMEM;
+	/* not journaled: a populated page stays populated */
+	__atomic_fetch_or(&pop[page / 64], 1ULL << (page % 64), __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* ---- key hash ---- */
+
+static uint32_t key_hash(int32_t key)
+{
+	uint32_t x = (uint32_t)key;
+
+	x ^= x >> 16;
+	x *= 0x7feb352dU;
+	x ^= x >> 15;
+	x *= 0x846ca68bU;
+	x ^= x >> 16;
+	return x;
+}
+
+static uint64_t *keys_table(struct ns *ns, struct ipc_ids *ids)
+{
+	if (!ids->keys || ids->keys_cap == 0 || (ids->keys_cap & (ids->keys_cap - 1)))
+		return NULL;
+	return ns_ptr(ns, ids->keys, (uint64_t)ids->keys_cap * 8);
+}
+
+/* index of the object with KEY, or -1 */
+static int key_find(struct ns *ns, struct ipc_ids *ids, int32_t key)
+{
+	uint64_t *t = keys_table(ns, ids);
+	uint32_t mask, i, n;
+
+	if (!t)
+		return -1;
+	mask = ids->keys_cap - 1;
+	for (i = key_hash(key) & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
+		uint64_t e = t[i];
+
+		if (e == KEY_EMPTY)
+			return -1;
+		if (e != KEY_TOMB && (int32_t)(e >> 32) == key)
+			return (int)(uint32_t)e - 1;
+	}
+	return -1;
+}
+
+static void key_put(uint64_t *t, uint32_t cap, int32_t key, uint64_t val,
+		    struct ns *ns, bool journal)
+{
+	uint32_t mask = cap - 1, i;
+
+	for (i = key_hash(key) & mask;; i = (i + 1) & mask) {
+		if (t[i] == KEY_EMPTY || t[i] == KEY_TOMB) {
+			if (journal)
+				J_SET(ns, t[i], val);
+			else
+				t[i] = val;
+			return;
+		}
+	}
+}
+
+static int key_table_grow(struct ns *ns, struct ipc_ids *ids)
+{
+	uint64_t *old = keys_table(ns, ids);
+	uint32_t cap = 16, i;
+	uoff_t noff;
+	uint64_t *nt;
+
+	while ((uint64_t)cap < ((uint64_t)ids->keys_used + 1) * 3)
+		cap *= 2;
+	noff = arena_alloc(ns, (uint64_t)cap * 8, POOL_GENERAL);
+	if (!noff)
+		return -ENOMEM;
+	nt = ns_ptr(ns, noff, (uint64_t)cap * 8);
+	/* the new table is unreachable until the switch below commits */
+	for (i = 0; old && i < ids->keys_cap; i++)
+		if (old[i] != KEY_EMPTY && old[i] != KEY_TOMB)
+			key_put(nt, cap, (int32_t)(old[i] >> 32), old[i], ns, false);
+	arena_free(ns, ids->keys);
+	J_SET(ns, ids->keys, noff);
+	J_SET(ns, ids->keys_cap, cap);
+	J_SET(ns, ids->keys_tombs, 0u);
+	return 0;
+}
+
+static int key_insert(struct ns *ns, struct ipc_ids *ids, int32_t key, int idx)
+{
+	uint64_t *t;
+	int r;
+
+	if (((uint64_t)ids->keys_used + ids->keys_tombs + 1) * 4 > (uint64_t)ids->keys_cap * 3) {
+		r = key_table_grow(ns, ids);
+		if (r)
+			return r;
+	}
+	t = keys_table(ns, ids);
+	if (!t)
+		return -ENOMEM;
+	key_put(t, ids->keys_cap, key, ((uint64_t)(uint32_t)key << 32) | (uint32_t)(idx + 1),
+		ns, true);
+	J_SET(ns, ids->keys_used, ids->keys_used + 1);
+	return 0;
+}
+
+static void key_remove(struct ns *ns, struct ipc_ids *ids, int32_t key, int idx)
+{
+	uint64_t *t = keys_table(ns, ids);
+	uint64_t want = ((uint64_t)(uint32_t)key << 32) | (uint32_t)(idx + 1);
+	uint32_t mask, i, n;
+
+	if (!t)
+		return;
+	mask = ids->keys_cap - 1;
+	for (i = key_hash(key) & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
+		if (t[i] == KEY_EMPTY)
+			return;
+		if (t[i] == want) {
+			J_SET(ns, t[i], (uint64_t)KEY_TOMB);
+			J_SET(ns, ids->keys_used, ids->keys_used - 1);
+			J_SET(ns, ids->keys_tombs, ids->keys_tombs + 1);
+			return;
+		}
+	}
+}
+
+/* ---- adding and removing ids (ids lock held) ---- */
+
+static int seq_max(struct ns *ns)
+{
+	return INT32_MAX >> ns->shift;
+}
+
+static int alloc_idx(struct ns *ns, struct ipc_ids *ids, uint32_t *seq)
+{
+	int next_id = ids->next_id;
+	int idx, max;
+
+	if (next_id >= 0) {
+		J_SET(ns, ids->next_id, -1);
+		*seq = (uint32_t)next_id >> ns->shift;
+		return find_free(ns, ids, next_id & (ns->ipcmni - 1), ns->ipcmni);
+	}
+	max = ids->in_use * 3 / 2;
+	if (max < ns->hdr->min_cycle)
+		max = ns->hdr->min_cycle;
+	if (max > ns->ipcmni)
+		max = ns->ipcmni;
+	idx = find_free(ns, ids, ids->last_idx + 1, max);
+	if (idx < 0 && ids->last_idx + 1 > 0)
+		idx = find_free(ns, ids, 0, max);
+	if (idx < 0)
+		return -1;
+	if (idx <= ids->last_idx) {
+		uint32_t s = ids->seq + 1;
+
+		if ((int)s >= seq_max(ns))
+			s = 0;
+		J_SET(ns, ids->seq, s);
+	}
+	J_SET(ns, ids->last_idx, idx);
+	*seq = ids->seq;
+	return idx;
+}
+
+/*
+ * ipc_addid: give P (fully built, not yet visible) an id and make it visible.
+ * The caller holds the ids lock inside a journaled section.
+ */
+int ipc_addid(struct ns *ns, int type, struct uperm *p, int limit)
+{
+	struct ipc_ids *ids = ids_of(ns, type);
+	const struct ucred_cache *c = cur_cred();
+	uint64_t *bm = bitmap(ns, ids);
+	_Atomic uoff_t *slot;
+	uint32_t seq;
+	int idx, r;
+
+	if (limit > ns->ipcmni)
+		limit = ns->ipcmni;
+	if (ids->in_use >= limit)
+		return -ENOSPC;
+	idx = alloc_idx(ns, ids, &seq);
+	if (idx < 0)
+		return -ENOSPC;
+	r = populate_entry(ns, ids, idx);
+	if (r)
+		return r;
+	slot = entry_slot(ns, ids, idx);
+	if (!slot || !bm)
+		return -ENOMEM;
+	if (p->key != IPC_PRIVATE) {
+		r = key_insert(ns, ids, p->key, idx);
+		if (r)
+			return r;
+	}
+	J_SET(ns, p->uid, (uint32_t)c->euid);
+	J_SET(ns, p->cuid, (uint32_t)c->euid);
+	J_SET(ns, p->gid, (uint32_t)c->egid);
+	J_SET(ns, p->cgid, (uint32_t)c->egid);
+	J_SET(ns, p->type, (uint32_t)type);
+	J_SET(ns, p->id, (int32_t)((seq << ns->shift) + (uint32_t)idx));
+	J_SET(ns, bm[idx / 64], bm[idx / 64] | (1ULL << (idx % 64)));
+	J_SET(ns, ids->in_use, ids->in_use + 1);
+	if (idx > ids->max_idx)
+		J_SET(ns, ids->max_idx, idx);
+	/* publish last: lock-free readers may find it from here on */
+	J_SET(ns, *(uoff_t *)slot, ns_off(ns, p));
+	return p->id;
+}
+
+/* ipc_rmid: make P invisible (ids lock held, inside a journaled section). */
+void ipc_rmid(struct ns *ns, int type, struct uperm *p)
+{
+	struct ipc_ids *ids = ids_of(ns, type);
+	int idx = p->id & (ns->ipcmni - 1);
+	_Atomic uoff_t *slot = entry_slot(ns, ids, idx);
+	uint64_t *bm = bitmap(ns, ids);
+
+	if (!slot || !bm || atomic_load(slot) != ns_off(ns, p))
+		return;
+	J_SET(ns, *(uoff_t *)slot, (uoff_t)0);
+	J_SET(ns, bm[idx / 64], bm[idx / 64] & ~(1ULL << (idx % 64)));
+	if (p->key != IPC_PRIVATE)
+		key_remove(ns, ids, p->key, idx);
+	J_SET(ns, ids->in_use, ids->in_use - 1);
+	if (idx == ids->max_idx) {
+		int i = idx - 1;
+
+		while (i >= 0 && !(bm[i / 64] & (1ULL << (i % 64))))
+			i--;
+		J_SET(ns, ids->max_idx, i);
+	}
+	J_SET(ns, p->deleted, 1u);
+}
+
+/* The generic *get: the kernel's ipcget() with ipcget_new/ipcget_public. */
+int ipcget(struct ns *ns, int type, key_t key, int flg, long arg, const struct ipc_ops *ops)
+{
+	struct ipc_ids *ids = ids_of(ns, type);
+	struct uperm *p;
+	int r, idx;
+
+	r = ulock_acquire(ns, &ids->lock);
+	if (r)
+		return r;
+	if (key == IPC_PRIVATE) {
+		r = ops->getnew(ns, key, flg, arg);
+		goto out;
+	}
+	idx = key_find(ns, ids, key);
+	p = idx >= 0 ? ipc_obtain(ns, type, idx) : NULL;
+	if (p && (p->key != key || atomic_load(&p->deleted)))
+		p = NULL;
+	if (!p) {
+		r = (flg & IPC_CREAT) ? ops->getnew(ns, key, flg, arg) : -ENOENT;
+	} else if ((flg & IPC_CREAT) && (flg & IPC_EXCL)) {
+		r = -EEXIST;
+	} else {
+		r = ops->more_checks ? ops->more_checks(ns, p, arg) : 0;
+		if (!r)
+			r = ipcperms(p, flg) ? -EACCES : p->id;
+	}
+out:
+	if (r < 0)
+		j_abort(ns);
+	ulock_release(ns, &ids->lock);
+	return r;
+}

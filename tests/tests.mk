@@ -1,0 +1,15 @@
+# tests/tests.mk - `make test`: build everything, then run every tests/*.t under prove.
+# Each test area keeps its own fragment and adds the programs it needs to TEST_PROGS.
+TEST_PROGS :=
+TESTCFLAGS = $(CFLAGS) $(BASECFLAGS)
+
+-include tests/unit/unit.mk
+-include tests/diff/diff.mk
+-include tests/cmd/cmd.mk
+
+test-progs: $(TEST_PROGS)
+
+test: all test-progs
+	prove -f tests/*.t
+
+.PHONY: test-progs

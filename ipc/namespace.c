@@ -471,9 +471,9 @@ static const struct sysctl_ent sysctls[] = {
 	{ "kernel.shmall", 0, LIM(shmall), 0, -2 },
 	{ "kernel.shmmni", 0, LIM(shmmni), 0, -1 },
 	{ "kernel.shm_rmid_forced", 0, LIM(shm_rmid_forced), 0, 1 },
-	{ "kernel.sem_next_id", 1, IPC_SEM_IDS, -1, INT_MAX },
-	{ "kernel.msg_next_id", 1, IPC_MSG_IDS, -1, INT_MAX },
-	{ "kernel.shm_next_id", 1, IPC_SHM_IDS, -1, INT_MAX },
+	{ "kernel.sem_next_id", 1, IPC_SEM_IDS, 0, INT_MAX },
+	{ "kernel.msg_next_id", 1, IPC_MSG_IDS, 0, INT_MAX },
+	{ "kernel.shm_next_id", 1, IPC_SHM_IDS, 0, INT_MAX },
 };
 
 static const struct sysctl_ent *find_sysctl(const char *name)
@@ -542,21 +542,23 @@ static int set_sem_limits(struct ns *ns, const char *value)
 
 	if (sscanf(value, "%lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3]) != 4)
 		return -EINVAL;
-	/* the kernel bounds only semmni (by ipc_mni) */
-	if (v[3] < 0 || v[3] > ns->ipcmni)
-		return -EINVAL;
 	for (int i = 0; i < 4; i++)
 		if (v[i] < INT_MIN || v[i] > INT_MAX)
 			return -EINVAL;
+	/* as the kernel: the values are written, then a semmni outside
+	 * [0, ipc_mni] is put back and the write fails with ERANGE */
 	r = ulock_acquire(ns, &ns->hdr->ns_lock);
 	if (r)
 		return r;
 	J_SET(ns, l->semmsl, (int32_t)v[0]);
 	J_SET(ns, l->semmns, (int32_t)v[1]);
 	J_SET(ns, l->semopm, (int32_t)v[2]);
-	J_SET(ns, l->semmni, (int32_t)v[3]);
+	if (v[3] >= 0 && v[3] <= ns->ipcmni)
+		J_SET(ns, l->semmni, (int32_t)v[3]);
+	else
+		r = -ERANGE;
 	ulock_release(ns, &ns->hdr->ns_lock);
-	return 0;
+	return r;
 }
 
 static int set_next_id(struct ns *ns, int type, long long v)

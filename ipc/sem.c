@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "usercopy.h"
+#include "signals.h"
 
 /* ---- the semaphore word ---- */
 #define W_VAL_MASK   0x7fffULL
@@ -1184,7 +1184,9 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 	}
 	for (;;) {
 		sem_unlock(ns, sma, locknum);
+		uipc_sleep_begin();
 		r = wait_slice(&q->status, deadline);
+		uipc_sleep_end();
 		locknum = sem_lock(ns, sma, a->sops, a->nsops);
 		if (locknum < SEM_GLOBAL_LOCK)
 			return locknum; /* cannot happen short of a corrupt arena */
@@ -1209,9 +1211,15 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 	return r;
 }
 
-static int semtimedop_common(int semid, struct sembuf *tsops, size_t nsops,
+/*
+ * The kernel's order of checks: the timeout pointer (copied first), nsops
+ * against semopm, nsops < 1, the sops pointer, then the id and the timeout
+ * value.  nsops is an unsigned int in the system call: wider values wrap.
+ */
+static int semtimedop_common(int semid, struct sembuf *tsops, size_t nsops_arg,
 			     const struct timespec *timeout, bool has_timeout)
 {
+	unsigned int nsops = (unsigned int)nsops_arg;
 	struct ns *ns;
 	struct timespec ts, deadline;
 	struct sembuf fast[16], *sops = fast;
@@ -1223,10 +1231,10 @@ static int semtimedop_common(int semid, struct sembuf *tsops, size_t nsops,
 	ns = ns_get();
 	if (!ns)
 		return -errno;
-	if (nsops < 1 || semid < 0)
-		return -EINVAL;
-	if (nsops > (size_t)ns->hdr->lim.semopm)
+	if (nsops > (unsigned int)ns->hdr->lim.semopm)
 		return -E2BIG;
+	if (nsops < 1)
+		return -EINVAL;
 	if (nsops > 16) {
 		sops = malloc(nsops * sizeof(*sops));
 		if (!sops)
@@ -1234,6 +1242,10 @@ static int semtimedop_common(int semid, struct sembuf *tsops, size_t nsops,
 	}
 	if (uipc_copy_from_user(sops, tsops, nsops * sizeof(*sops))) {
 		r = -EFAULT;
+		goto out;
+	}
+	if (semid < 0) {
+		r = -EINVAL;
 		goto out;
 	}
 	if (has_timeout && timeout) {
@@ -1299,8 +1311,8 @@ static int semctl_info(struct ns *ns, int cmd, void *p)
 	si.semmsl = h->lim.semmsl;
 	si.semopm = h->lim.semopm;
 	si.semvmx = SEMVMX_MAX;
-	si.semmnu = h->lim.semmns;
-	si.semmap = h->lim.semmns;
+	si.semmnu = SEMMNS_DEF;    /* the kernel's constants SEMMNU, SEMMAP */
+	si.semmap = SEMMNS_DEF;
 	si.semume = SEMUME_DEF;
 	r = ulock_acquire(ns, &h->ids[IPC_SEM_IDS].lock);
 	if (r)

@@ -1,12 +1,17 @@
 /*
- * usercopy.c - fault-tolerant copies, and the thin layer between the
- * program's SIGSEGV/SIGBUS handlers and uipc that makes them possible.
+ * signals.c - the thin layer between the program's signal handlers and uipc.
  *
- * uipc keeps its own SIGSEGV and SIGBUS handlers installed.  A fault inside
+ * SIGSEGV and SIGBUS: uipc keeps its own handlers installed.  A fault inside
  * uipc_copy_*() jumps back and the call fails with EFAULT; any other fault is
- * passed to what the program installed (its handler, or the default action),
- * which uipc records when the program calls sigaction() or signal() for
- * those two signals, and reports back to it unchanged.
+ * passed to what the program installed (its handler, or the default action).
+ *
+ * SIGCONT: the kernel's semop returns EINTR when the sleeper is stopped and
+ * continued.  A futex wait is restarted silently in that case unless a
+ * handler runs, so while any thread sleeps in uipc a SIGCONT handler is
+ * installed (it calls the program's handler, if any).
+ *
+ * For these three signals sigaction() and signal() record and report what
+ * the program installed, so the program sees exactly its own handlers.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -17,16 +22,37 @@
 #include <string.h>
 
 #include "internal.h"
-#include "usercopy.h"
+#include "signals.h"
 
 static __thread sigjmp_buf *fault_jmp;
-static struct sigaction prog_act[2];   /* what the program installed: SEGV, BUS */
+static struct sigaction prog_act[3];   /* what the program installed: SEGV, BUS, CONT */
+static pthread_mutex_t cont_mutex = PTHREAD_MUTEX_INITIALIZER;
+static int cont_sleepers;
 static pthread_once_t install_once = PTHREAD_ONCE_INIT;
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 
 static int slot_of(int sig)
 {
-	return sig == SIGSEGV ? 0 : sig == SIGBUS ? 1 : -1;
+	return sig == SIGSEGV ? 0 : sig == SIGBUS ? 1 : sig == SIGCONT ? 2 : -1;
+}
+
+static bool installed_function(const struct sigaction *pa)
+{
+	if (pa->sa_flags & SA_SIGINFO)
+		return pa->sa_sigaction != NULL;
+	return pa->sa_handler != SIG_DFL && pa->sa_handler != SIG_IGN;
+}
+
+static void cont_handler(int sig, siginfo_t *si, void *ctx)
+{
+	struct sigaction *pa = &prog_act[2];
+
+	if (!installed_function(pa))
+		return;
+	if (pa->sa_flags & SA_SIGINFO)
+		pa->sa_sigaction(sig, si, ctx);
+	else
+		pa->sa_handler(sig);
 }
 
 static void fault_handler(int sig, siginfo_t *si, void *ctx)
@@ -78,6 +104,7 @@ static void install(void)
 	sigemptyset(&sa.sa_mask);
 	real_sigaction(SIGSEGV, &sa, &prog_act[0]);
 	real_sigaction(SIGBUS, &sa, &prog_act[1]);
+	real_sigaction(SIGCONT, NULL, &prog_act[2]);
 }
 
 __attribute__((constructor)) static void usercopy_init(void)
@@ -95,13 +122,56 @@ int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 		errno = ENOSYS;
 		return -1;
 	}
-	if (k < 0 || !real_sigaction)
+	if (k < 0)
 		return real_sigaction(sig, act, old);
+	if (k == 2) {
+		int r = 0;
+
+		pthread_mutex_lock(&cont_mutex);
+		if (old)
+			*old = prog_act[2];
+		if (act) {
+			prog_act[2] = *act;
+			/* while nobody sleeps in uipc the program's own is in place */
+			if (!cont_sleepers)
+				r = real_sigaction(sig, act, NULL);
+		}
+		pthread_mutex_unlock(&cont_mutex);
+		return r;
+	}
 	if (old)
 		*old = prog_act[k];
 	if (act)
 		prog_act[k] = *act;
 	return 0;
+}
+
+void uipc_sleep_begin(void)
+{
+	pthread_once(&install_once, install);
+	if (!real_sigaction)
+		return;
+	pthread_mutex_lock(&cont_mutex);
+	if (cont_sleepers++ == 0) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = cont_handler;
+		sa.sa_flags = SA_SIGINFO | SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		real_sigaction(SIGCONT, &sa, NULL);
+	}
+	pthread_mutex_unlock(&cont_mutex);
+}
+
+void uipc_sleep_end(void)
+{
+	if (!real_sigaction)
+		return;
+	pthread_mutex_lock(&cont_mutex);
+	if (--cont_sleepers == 0)
+		real_sigaction(SIGCONT, &prog_act[2], NULL);
+	pthread_mutex_unlock(&cont_mutex);
 }
 
 sighandler_t signal(int sig, sighandler_t h)

@@ -1,0 +1,19 @@
+/*
+ * signals.h - the layer between the program's signal handlers and uipc:
+ * fault-tolerant copies (EFAULT instead of a crash, as the kernel's
+ * copy_from_user) and EINTR for sleepers that a stop/continue interrupts.
+ */
+#ifndef UIPC_SIGNALS_H
+#define UIPC_SIGNALS_H
+
+#include <stddef.h>
+
+/* 0 on success, -EFAULT if any byte of the source or destination faulted */
+__attribute__((visibility("hidden"))) int uipc_copy_from_user(void *dst, const void *src, size_t len);
+__attribute__((visibility("hidden"))) int uipc_copy_to_user(void *dst, const void *src, size_t len);
+
+/* around a blocking wait: a stop and continue must interrupt it (EINTR) */
+__attribute__((visibility("hidden"))) void uipc_sleep_begin(void);
+__attribute__((visibility("hidden"))) void uipc_sleep_end(void);
+
+#endif

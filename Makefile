@@ -4,12 +4,12 @@ OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
 WARN     = -Wall -Wextra -Werror
 BASECFLAGS = -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -pthread
-LIBCFLAGS  = $(BASECFLAGS) -Iipc -fPIC
+LIBCFLAGS  = $(BASECFLAGS) -Iipc -fPIC -ftls-model=initial-exec
 B        = build
 
 LIB_SRCS := $(sort $(wildcard ipc/*.c))
 LIB_OBJS := $(LIB_SRCS:ipc/%.c=$(B)/ipc/%.o)
-LIB_HDRS := $(wildcard ipc/*.h) include/uipc.h
+LIB_HDRS := $(wildcard ipc/*.h) include/uipc.h Makefile
 
 all: $(B)/libuipc.so $(B)/uipc
 

@@ -129,6 +129,8 @@ struct uthread {
 
 struct uproc {
 	_Atomic uint64_t state;
+	pthread_mutex_t alive;     /* held by one live thread of the process */
+	_Atomic int32_t alive_tid; /* that thread, 0 if none holds it now */
 	struct ulock lock;         /* protects the undo list */
 	int32_t pid;
 	uint32_t pad;
@@ -289,6 +291,9 @@ UIPC_HIDDEN int cur_pid(void);
 UIPC_HIDDEN bool thread_alive(struct ns *ns, struct uthread *t);
 UIPC_HIDDEN struct uproc *proc_at(struct ns *ns, uint32_t idx);
 UIPC_HIDDEN void proc_exit_work(void);
+UIPC_HIDDEN bool proc_is_dead(struct ns *ns, struct uproc *p);
+UIPC_HIDDEN void proc_reap(struct ns *ns, struct uproc *p);
+UIPC_HIDDEN void ns_open_for_fork(void);
 
 /* ---- util.c: ids, keys, permissions ---- */
 struct ipc_ops {

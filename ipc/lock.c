@@ -89,17 +89,21 @@ static __thread int held[JDEPTH];
 static __thread int nheld;
 static __thread struct jframe *target;
 static __thread struct jframe *saved_target[JDEPTH];
+static __thread struct jframe *cur_frame;   /* what j_top() answers, cached */
+
+static __thread struct jframe *top_held_frame;
+
+static void update_cur_frame(struct uthread *t)
+{
+	top_held_frame = nheld && t ? &t->frames[held[nheld - 1]] : NULL;
+	cur_frame = target ? target : top_held_frame;
+}
+
 
 struct jframe *j_top(struct ns *ns)
 {
-	struct uthread *t;
-
-	if (target)
-		return target;
-	if (nheld == 0)
-		return NULL;
-	t = cur_thread(ns);
-	return t ? &t->frames[held[nheld - 1]] : NULL;
+	(void)ns;
+	return cur_frame;
 }
 
 struct jframe *j_target(struct ns *ns, struct ulock *l)
@@ -107,18 +111,22 @@ struct jframe *j_target(struct ns *ns, struct ulock *l)
 	struct jframe *prev = target;
 
 	target = l ? ns_ptr(ns, atomic_load(&l->frame), sizeof(struct jframe)) : NULL;
+	update_cur_frame(cur_thread(ns));
 	return prev;
 }
 
 void j_target_restore(struct jframe *prev)
 {
 	target = prev;
+	cur_frame = prev ? prev : top_held_frame;
 }
 
 void j_forget_held(void)
 {
 	nheld = 0;
 	target = NULL;
+	cur_frame = NULL;
+	top_held_frame = NULL;
 }
 
 /* Fill entry E (the frame's next slot) and count it: complete before it counts. */
@@ -302,6 +310,7 @@ int ulock_acquire(struct ns *ns, struct ulock *l)
 	target = NULL;
 	held[nheld++] = fi;
 	t->depth = (uint32_t)nheld;
+	update_cur_frame(t);
 	return 0;
 }
 
@@ -357,6 +366,7 @@ void ulock_release(struct ns *ns, struct ulock *l)
 	t->depth = (uint32_t)nheld;
 	if (target == f)
 		target = NULL;
+	update_cur_frame(t);
 	pthread_mutex_unlock(&l->m);
 }
 

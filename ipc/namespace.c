@@ -25,6 +25,13 @@
 #define MIN_ARENA     (64ULL << 20)
 
 static pthread_mutex_t ns_mutex = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * The namespace file is chosen once, when the process starts (or by an
+ * ancestor: UIPC_NS_FILE), not when it first calls: a process that changes
+ * its uid stays in its namespace, as with kernel IPC namespaces.
+ */
+static char g_pinned[4096];
+static bool g_pinned_inherited;
 static struct ns *g_ns;
 static int g_ns_err;
 static char g_sel_name[UIPC_NS_NAME_MAX + 1];
@@ -275,8 +282,11 @@ static int create_file(const char *path, const struct uipc_ns_opts *o)
 	int fd, r;
 
 	size = page_up(size);
-	if (size < MIN_ARENA)
+	if (size < MIN_ARENA * 2) {
+		say("uipc: a namespace needs at least %llu MiB of arena (asked for %llu bytes)",
+		    (unsigned long long)(MIN_ARENA * 2 >> 20), (unsigned long long)size);
 		return -EINVAL;
+	}
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d.%lx", path, (int)getpid(),
 		 (unsigned long)random());
 	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -343,6 +353,59 @@ static int open_ns(const char *name, struct ns **out)
 	return -ENOENT;
 }
 
+static int open_pinned(struct ns **out)
+{
+	int r;
+
+	if (!g_pinned[0])
+		return open_ns(current_name(), out);
+	r = open_path(g_pinned, out, !g_pinned_inherited);
+	if (r != -ENOENT)
+		return r;
+	/* not there yet: create it (it is this user's or a shared one) */
+	r = create_file(g_pinned, NULL);
+	if (r && r != -EEXIST) {
+		say("uipc: cannot create namespace file %s: %s", g_pinned, strerror(-r));
+		return r;
+	}
+	return open_path(g_pinned, out, !g_pinned_inherited);
+}
+
+static void pin_path(void)
+{
+	const char *f = getenv("UIPC_NS_FILE");
+	char up[4096], sp[4096];
+	const char *name = current_name();
+
+	if (f && *f && strlen(f) < sizeof(g_pinned)) {
+		snprintf(g_pinned, sizeof(g_pinned), "%s", f);
+		g_pinned_inherited = true;
+		return;
+	}
+	if (!valid_name(name) || user_path(name, up, sizeof(up)) ||
+	    shared_path(name, sp, sizeof(sp)))
+		return;
+	/* this user's namespace of that name, else a shared one, else ours */
+	snprintf(g_pinned, sizeof(g_pinned), "%s",
+		 access(up, F_OK) != 0 && access(sp, F_OK) == 0 ? sp : up);
+	g_pinned_inherited = false;
+	setenv("UIPC_NS_FILE", g_pinned, 1);
+}
+
+__attribute__((constructor)) static void ns_init(void)
+{
+	pin_path();
+}
+
+void ns_open_for_fork(void)
+{
+	int saved = errno;
+
+	if (!__atomic_load_n(&g_ns, __ATOMIC_ACQUIRE) && !g_ns_err)
+		(void)ns_get();
+	errno = saved;
+}
+
 struct ns *ns_get(void)
 {
 	struct ns *ns = __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
@@ -352,7 +415,7 @@ struct ns *ns_get(void)
 		return ns;
 	pthread_mutex_lock(&ns_mutex);
 	if (!g_ns && !g_ns_err) {
-		r = open_ns(current_name(), &ns);
+		r = open_pinned(&ns);
 		if (r)
 			g_ns_err = -r;
 		else
@@ -432,6 +495,8 @@ int uipc_ns_select(const char *name)
 	else {
 		snprintf(g_sel_name, sizeof(g_sel_name), "%s", name);
 		g_ns_err = 0;
+		unsetenv("UIPC_NS_FILE");
+		pin_path();
 	}
 	pthread_mutex_unlock(&ns_mutex);
 	return set_errno_ret(r);
@@ -537,10 +602,12 @@ int uipc_sysctl_get(const char *name, char *buf, size_t len)
 static int set_sem_limits(struct ns *ns, const char *value)
 {
 	struct uipc_limits *l = &ns->hdr->lim;
-	long long v[4];
-	int r;
+	long long v[4] = { l->semmsl, l->semmns, l->semopm, l->semmni };
+	int r, n;
 
-	if (sscanf(value, "%lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3]) != 4)
+	/* like proc_dointvec: one to four numbers, the rest stay as they are */
+	n = sscanf(value, "%lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3]);
+	if (n < 1)
 		return -EINVAL;
 	for (int i = 0; i < 4; i++)
 		if (v[i] < INT_MIN || v[i] > INT_MAX)

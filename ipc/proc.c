@@ -27,6 +27,7 @@ static pthread_mutex_t reg_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t thread_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static __thread struct uthread *tls_thread;
+static struct ns *g_ns_for_hooks;
 
 int cur_pid(void)
 {
@@ -168,12 +169,47 @@ static uint32_t register_proc(struct ns *ns)
 	if (idx < 0)
 		return UINT32_MAX;
 	p = proc_at(ns, (uint32_t)idx);
+	if (!p)
+		return UINT32_MAX;
+	{
+		pthread_mutexattr_t a;
+
+		pthread_mutexattr_init(&a);
+		pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+		pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+		pthread_mutex_init(&p->alive, &a);
+		pthread_mutexattr_destroy(&a);
+		atomic_store(&p->alive_tid, 0);
+	}
 	ulock_init(&p->lock);
 	p->pid = pid;
 	p->starttime = start;
 	p->undo = 0;
 	atomic_store(&p->state, SLOT_WORD(pid, SLOT_LIVE));
 	return (uint32_t)idx;
+}
+
+/*
+ * The process's alive lock is held by one of its live threads, so that the
+ * kernel marks it owner-dead when the process dies.  A thread that ends
+ * while the process lives on lets it go (thread_exit_hook) and the next
+ * thread that registers takes it again.
+ */
+static void hold_proc_alive(struct uproc *p)
+{
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	int r;
+
+	if (!p || atomic_load(&p->alive_tid) != 0)
+		return;
+	r = pthread_mutex_trylock(&p->alive);
+	if (r == EOWNERDEAD) {
+		/* our own previous image (before exec) held it */
+		pthread_mutex_consistent(&p->alive);
+		r = 0;
+	}
+	if (r == 0)
+		atomic_store(&p->alive_tid, tid);
 }
 
 static uint32_t cur_proc_idx(struct ns *ns)
@@ -183,8 +219,12 @@ static uint32_t cur_proc_idx(struct ns *ns)
 	if (likely(idx != UINT32_MAX))
 		return idx;
 	pthread_mutex_lock(&reg_mutex);
-	if (g_proc_idx == UINT32_MAX)
-		__atomic_store_n(&g_proc_idx, register_proc(ns), __ATOMIC_RELEASE);
+	if (g_proc_idx == UINT32_MAX) {
+		idx = register_proc(ns);
+		if (idx != UINT32_MAX)
+			hold_proc_alive(proc_at(ns, idx));
+		__atomic_store_n(&g_proc_idx, idx, __ATOMIC_RELEASE);
+	}
 	idx = g_proc_idx;
 	pthread_mutex_unlock(&reg_mutex);
 	return idx;
@@ -200,9 +240,17 @@ struct uproc *cur_proc(struct ns *ns)
 static void thread_exit_hook(void *arg)
 {
 	struct uthread *t = arg;
+	struct ns *ns = __atomic_load_n(&g_ns_for_hooks, __ATOMIC_ACQUIRE);
+	struct uproc *p;
 
 	if (!t || t != tls_thread)
 		return;
+	/* hand the process's alive lock back if this thread holds it */
+	p = ns && g_proc_idx != UINT32_MAX ? proc_at(ns, g_proc_idx) : NULL;
+	if (p && atomic_load(&p->alive_tid) == t->tid) {
+		atomic_store(&p->alive_tid, 0);
+		pthread_mutex_unlock(&p->alive);
+	}
 	/* a thread that ends normally holds no uipc lock: give the slot back */
 	tls_thread = NULL;
 	atomic_store(&t->state, SLOT_WORD(t->tid, SLOT_DEAD));
@@ -241,6 +289,8 @@ static struct uthread *register_thread(struct ns *ns)
 	t->depth = 0;
 	memset(t->frames, 0, sizeof(t->frames));
 	atomic_store(&t->state, SLOT_WORD(tid, SLOT_LIVE));
+	__atomic_store_n(&g_ns_for_hooks, ns, __ATOMIC_RELEASE);
+	hold_proc_alive(proc_at(ns, pidx));
 	pthread_once(&key_once, make_key);
 	pthread_setspecific(thread_key, t);
 	return t;
@@ -281,7 +331,53 @@ bool thread_alive(struct ns *ns, struct uthread *t)
 	return false;
 }
 
+/*
+ * Is the process of slot P gone?  Without a system call while one of its
+ * threads holds the alive lock; otherwise (the process died, exec'd, or the
+ * holding thread ended) the pid and its start time decide.
+ */
+bool proc_is_dead(struct ns *ns, struct uproc *p)
+{
+	uint64_t w = atomic_load(&p->state);
+	int r;
+
+	(void)ns;
+	if (SLOT_STATE(w) != SLOT_LIVE)
+		return SLOT_STATE(w) == SLOT_DEAD;
+	r = pthread_mutex_trylock(&p->alive);
+	if (r == EBUSY)
+		return false;
+	if (r == EOWNERDEAD)
+		pthread_mutex_consistent(&p->alive);
+	if (r == 0 || r == EOWNERDEAD)
+		pthread_mutex_unlock(&p->alive);
+	if (kill(p->pid, 0) < 0 && errno == ESRCH)
+		return true;
+	return read_starttime(p->pid) != p->starttime;
+}
+
+/* The exit work of a process that died without doing it (SIGKILL). */
+void proc_reap(struct ns *ns, struct uproc *p)
+{
+	uint64_t w = atomic_load(&p->state);
+
+	if (SLOT_STATE(w) != SLOT_LIVE || p == cur_proc(ns))
+		return;
+	/* one reaper per dead process */
+	if (!atomic_compare_exchange_strong(&p->state, &w, SLOT_WORD(SLOT_ID(w), SLOT_DEAD)))
+		return;
+	sem_exit_proc(ns, p);
+	atomic_store(&p->state, SLOT_WORD(0, SLOT_FREE));
+}
+
 /* ---- lifecycle ---- */
+
+static void atfork_prepare(void)
+{
+	/* a child that changes its uid before its first IPC call must still be
+	 * in this namespace, as with kernel IPC: open it now */
+	ns_open_for_fork();
+}
 
 static void atfork_child(void)
 {
@@ -322,12 +418,17 @@ static void exit_hook(void)
 	ns = ns_get();
 	p = ns ? proc_at(ns, g_proc_idx) : NULL;
 	thread_exit_hook(tls_thread);
-	if (p)
+	if (p) {
+		if (atomic_load(&p->alive_tid) != 0) {
+			atomic_store(&p->alive_tid, 0);
+			pthread_mutex_unlock(&p->alive);
+		}
 		atomic_store(&p->state, SLOT_WORD(0, SLOT_FREE));
+	}
 }
 
 __attribute__((constructor)) static void proc_init(void)
 {
-	pthread_atfork(NULL, NULL, atfork_child);
+	pthread_atfork(atfork_prepare, NULL, atfork_child);
 	atexit(exit_hook);
 }

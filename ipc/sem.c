@@ -812,27 +812,32 @@ static int newary(struct ns *ns, key_t key, int semflg, long nsems)
 	r = ulock_acquire(ns, &sma->glock);
 	if (r)
 		return r;
-	J_SET(ns, sma->perm.id, -1);
+	/*
+	 * Not visible to lookups yet, and stale callers are shut out by the
+	 * lock and by id -1: plain stores.  If we die here the allocation is
+	 * rolled back by the ids section and nothing refers to this memory.
+	 */
+	__atomic_store_n(&sma->perm.id, -1, __ATOMIC_RELEASE);
 	/* the block's allocation generation differs for every incarnation */
 	tag = (uint32_t)(arena_block_gen(ns, off) & W_TAG_MASK);
-	J_SET(ns, sma->perm.key, (int32_t)key);
-	J_SET(ns, sma->perm.mode, (uint32_t)(semflg & 0777));
-	J_SET(ns, *(uint32_t *)&sma->perm.deleted, 0u);
-	J_SET(ns, sma->nsems, (int32_t)nsems);
-	J_SET(ns, sma->tag, tag);
-	J_SET(ns, sma->ctime, ipc_now());
-	J_SET(ns, *(int64_t *)&sma->otime, (int64_t)0);
-	J_SET(ns, *(int32_t *)&sma->use_global_lock, USE_GLOBAL_LOCK_HYSTERESIS);
-	J_SET(ns, sma->complex_count, 0);
-	J_SET(ns, sma->pend_alter, ((struct qlist){ 0, 0 }));
-	J_SET(ns, sma->pend_const, ((struct qlist){ 0, 0 }));
-	J_SET(ns, sma->undo_list, (uoff_t)0);
+	sma->perm.key = (int32_t)key;
+	sma->perm.mode = (uint32_t)(semflg & 0777);
+	atomic_store(&sma->perm.deleted, 0u);
+	sma->nsems = (int32_t)nsems;
+	sma->tag = tag;
+	sma->ctime = ipc_now();
+	atomic_store(&sma->otime, 0);
+	atomic_store(&sma->use_global_lock, USE_GLOBAL_LOCK_HYSTERESIS);
+	sma->complex_count = 0;
+	sma->pend_alter = (struct qlist){ 0, 0 };
+	sma->pend_const = (struct qlist){ 0, 0 };
+	sma->undo_list = 0;
 	for (i = 0; i < nsems; i++) {
 		struct sem *s = &sma->sems[i];
 
-		set_word(ns, s, W_SLOW | ((uint64_t)tag << W_TAG_SHIFT));
-		J_SET(ns, s->pend_alter, ((struct qlist){ 0, 0 }));
-		J_SET(ns, s->pend_const, ((struct qlist){ 0, 0 }));
+		atomic_store(&s->word, W_SLOW | ((uint64_t)tag << W_TAG_SHIFT));
+		s->pend_alter = (struct qlist){ 0, 0 };
+		s->pend_const = (struct qlist){ 0, 0 };
 	}
 	ulock_release(ns, &sma->glock);
 	/* back in the ids section: publish it */
@@ -1001,6 +1006,50 @@ static int find_alloc_undo(struct ns *ns, int semid, uoff_t *out)
 	return 0;
 }
 
+/*
+ * Processes killed without running their exit work still have undo entries
+ * on the array: do that work for them before anyone reads the array or
+ * decides to wait on it, as the kernel would have done it at their death.
+ * Called without locks; returns true if some process was reaped.
+ */
+static bool reap_dead_holders(struct ns *ns, struct sem_array *sma, int semid)
+{
+	uint32_t dead[16];
+	int n = 0, locknum;
+	uoff_t o;
+
+	if (!__atomic_load_n(&sma->undo_list, __ATOMIC_ACQUIRE))
+		return false;
+	locknum = sem_lock_all(ns, sma);
+	if (locknum != SEM_GLOBAL_LOCK)
+		return false;
+	if (sma_valid(sma, semid)) {
+		int guard = 0;
+
+		for (o = sma->undo_list; o && n < 16 && guard++ < 1 << 20;) {
+			struct sem_undo *u = un_at(ns, o);
+			struct uproc *p;
+
+			if (!u)
+				break;
+			p = proc_at(ns, u->proc);
+			if (p && proc_is_dead(ns, p)) {
+				int k;
+
+				for (k = 0; k < n && dead[k] != u->proc; k++)
+					;
+				if (k == n)
+					dead[n++] = u->proc;
+			}
+			o = u->id_next;
+		}
+	}
+	sem_unlock(ns, sma, locknum);
+	for (int i = 0; i < n; i++)
+		proc_reap(ns, proc_at(ns, dead[i]));
+	return n > 0;
+}
+
 /* ---- semop ---- */
 
 static int wait_slice(_Atomic int32_t *status, const struct timespec *deadline)
@@ -1133,6 +1182,8 @@ static struct semq *enqueue(struct ns *ns, struct sem_array *sma, struct semop_a
 	return q;
 }
 
+#define SEMOP_RETRY 1
+
 static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct timespec *deadline)
 {
 	struct sem_array *sma;
@@ -1172,6 +1223,30 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 		wake_up_q(ns, &wq, sma);
 		return 0;
 	}
+	if (err == -EAGAIN || err > 0) {
+		/* a dead process's undo may be what we wait for */
+		sem_unlock(ns, sma, locknum);
+		if (reap_dead_holders(ns, sma, a->semid))
+			return SEMOP_RETRY;
+		locknum = sem_lock(ns, sma, a->sops, a->nsops);
+		if (locknum < SEM_GLOBAL_LOCK)
+			return locknum;
+		if (!sma_valid(sma, a->semid)) {
+			sem_unlock(ns, sma, locknum);
+			return -EIDRM;
+		}
+		err = perform_atomic_semop(ns, sma, a->sops, a->nsops, undo, cur_pid(),
+					   &blocking, a->dupsop);
+		if (err == 0) {
+			if (a->alter)
+				do_smart_update(ns, sma, a->sops, a->nsops, 1, &wq);
+			else
+				set_semotime(ns, sma);
+			sem_unlock(ns, sma, locknum);
+			wake_up_q(ns, &wq, sma);
+			return 0;
+		}
+	}
 	if (err < 0) {
 		sem_unlock(ns, sma, locknum);
 		return err;
@@ -1204,6 +1279,20 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 		}
 		if (r == -EINTR || r == -EAGAIN)
 			break;
+		if (sma->undo_list) {
+			/* a slice ended: maybe a holder died; its undo may free us */
+			sem_unlock(ns, sma, locknum);
+			reap_dead_holders(ns, sma, a->semid);
+			locknum = sem_lock(ns, sma, a->sops, a->nsops);
+			if (locknum < SEM_GLOBAL_LOCK)
+				return locknum;
+			err = atomic_load(&q->status);
+			if (err != QS_WAITING) {
+				arena_free(ns, ns_off(ns, q));
+				sem_unlock(ns, sma, locknum);
+				return err;
+			}
+		}
 	}
 	unlink_queue(ns, sma, q);
 	arena_free(ns, ns_off(ns, q));
@@ -1257,8 +1346,9 @@ static int semtimedop_common(int semid, struct sembuf *tsops, size_t nsops_arg,
 	/* the fast path: one op, no SEM_UNDO, nobody waiting */
 	if (nsops == 1 && !(sops[0].sem_flg & SEM_UNDO)) {
 		r = semop_fast(ns, semid, sops);
-		if (r <= 0)
+		if (r == 0 || r == -ERANGE)
 			goto out;
+		/* EAGAIN or must sleep: the slow path first reaps dead holders */
 	}
 	if (has_timeout && timeout) {
 		clock_gettime(CLOCK_MONOTONIC, &deadline);
@@ -1273,7 +1363,9 @@ static int semtimedop_common(int semid, struct sembuf *tsops, size_t nsops_arg,
 	a.sops = sops;
 	a.nsops = (int)nsops;
 	scan_sops(&a);
-	r = do_semtimedop(ns, &a, has_timeout && timeout ? &deadline : NULL);
+	do
+		r = do_semtimedop(ns, &a, has_timeout && timeout ? &deadline : NULL);
+	while (r == SEMOP_RETRY);
 out:
 	if (sops != fast)
 		free(sops);
@@ -1350,6 +1442,7 @@ static int semctl_stat(struct ns *ns, int semid, int cmd, struct semid_ds *out)
 	}
 	if (cmd != SEM_STAT_ANY && ipcperms(&sma->perm, 0444))
 		return -EACCES;
+	reap_dead_holders(ns, sma, sma->perm.id);
 	locknum = sem_lock_all(ns, sma);
 	if (locknum < SEM_GLOBAL_LOCK)
 		return locknum;
@@ -1430,6 +1523,7 @@ static int semctl_main(struct ns *ns, int semid, int semnum, int cmd, void *p)
 	nsems = sma->nsems;
 	if (ipcperms(&sma->perm, cmd == SETALL ? 0222 : 0444))
 		return -EACCES;
+	reap_dead_holders(ns, sma, semid);
 	if (cmd == GETALL || cmd == SETALL) {
 		io = malloc((size_t)(nsems > 0 ? nsems : 1) * sizeof(*io));
 		if (!io)

@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
+#include <ucontext.h>
 
 #include "internal.h"
 #include "signals.h"
@@ -55,11 +56,71 @@ static void cont_handler(int sig, siginfo_t *si, void *ctx)
 		pa->sa_handler(sig);
 }
 
+#if defined(__x86_64__)
+/*
+ * The copy routine whose loads and stores may fault: the handler moves a
+ * faulting instruction in [uipc_copy_asm, uipc_copy_fault_end) to the
+ * fixup, which returns -EFAULT.  No setjmp, so a good copy costs nothing
+ * extra, as the kernel's exception tables.
+ */
+extern char uipc_copy_asm[], uipc_copy_fault_end[], uipc_copy_fixup[];
+int uipc_copy_asm_fn(void *dst, const void *src, size_t len) __asm__("uipc_copy_asm");
+__asm__(
+	".text\n"
+	".globl uipc_copy_asm\n.hidden uipc_copy_asm\n.type uipc_copy_asm,@function\n"
+	"uipc_copy_asm:\n"
+	"	cmp $8, %rdx\n"
+	"	jb 3f\n"
+	"1:	mov (%rsi), %rax\n"
+	"	mov %rax, (%rdi)\n"
+	"	add $8, %rsi\n"
+	"	add $8, %rdi\n"
+	"	sub $8, %rdx\n"
+	"	cmp $8, %rdx\n"
+	"	jae 1b\n"
+	"3:	test %rdx, %rdx\n"
+	"	jz 5f\n"
+	"4:	movb (%rsi), %al\n"
+	"	movb %al, (%rdi)\n"
+	"	inc %rsi\n"
+	"	inc %rdi\n"
+	"	dec %rdx\n"
+	"	jnz 4b\n"
+	"5:	xor %eax, %eax\n"
+	"	ret\n"
+	".globl uipc_copy_fault_end\n.hidden uipc_copy_fault_end\n"
+	"uipc_copy_fault_end:\n"
+	".globl uipc_copy_fixup\n.hidden uipc_copy_fixup\n"
+	"uipc_copy_fixup:\n"
+	"	mov $-14, %eax\n"
+	"	ret\n"
+	".size uipc_copy_asm, .-uipc_copy_asm\n");
+
+static bool fixup_copy_fault(void *ctx)
+{
+	ucontext_t *uc = ctx;
+	greg_t ip = uc->uc_mcontext.gregs[REG_RIP];
+
+	if (ip < (greg_t)uipc_copy_asm || ip >= (greg_t)uipc_copy_fault_end)
+		return false;
+	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)uipc_copy_fixup;
+	return true;
+}
+#else
+static bool fixup_copy_fault(void *ctx)
+{
+	(void)ctx;
+	return false;
+}
+#endif
+
 static void fault_handler(int sig, siginfo_t *si, void *ctx)
 {
 	int k = slot_of(sig);
 	struct sigaction *pa;
 
+	if (fixup_copy_fault(ctx))
+		return;
 	if (fault_jmp)
 		siglongjmp(*fault_jmp, 1);
 	if (k < 0)
@@ -189,6 +250,11 @@ sighandler_t signal(int sig, sighandler_t h)
 
 static int guarded_copy(void *dst, const void *src, size_t len)
 {
+#if defined(__x86_64__)
+	if (!dst || !src)
+		return len ? -EFAULT : 0;
+	return uipc_copy_asm_fn(dst, src, len);
+#endif
 	sigjmp_buf jb;
 	sigjmp_buf *volatile saved = fault_jmp;
 

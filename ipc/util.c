@@ -422,12 +422,11 @@ int ipc_addid(struct ns *ns, int type, struct uperm *p, int limit)
 		if (r)
 			return r;
 	}
-	J_SET(ns, p->uid, (uint32_t)c->euid);
-	J_SET(ns, p->cuid, (uint32_t)c->euid);
-	J_SET(ns, p->gid, (uint32_t)c->egid);
-	J_SET(ns, p->cgid, (uint32_t)c->egid);
-	J_SET(ns, p->type, (uint32_t)type);
-	J_SET(ns, p->id, (int32_t)((seq << ns->shift) + (uint32_t)idx));
+	/* the object is not visible yet: plain stores, no journal */
+	p->uid = p->cuid = (uint32_t)c->euid;
+	p->gid = p->cgid = (uint32_t)c->egid;
+	p->type = (uint32_t)type;
+	__atomic_store_n(&p->id, (int32_t)((seq << ns->shift) + (uint32_t)idx), __ATOMIC_RELEASE);
 	J_SET(ns, bm[idx / 64], bm[idx / 64] | (1ULL << (idx % 64)));
 	J_SET(ns, ids->in_use, ids->in_use + 1);
 	if (idx > ids->max_idx)
@@ -462,6 +461,34 @@ void ipc_rmid(struct ns *ns, int type, struct uperm *p)
 	J_SET(ns, p->deleted, 1u);
 }
 
+/*
+ * Opening an existing key without the lock: the table may be resized or an
+ * object removed meanwhile, but whatever is found is checked (type, key, not
+ * deleted) before it is used, so the answer is one the locked path could
+ * have given.  Returns LOCKED_PATH when the locked path must decide.
+ */
+#define LOCKED_PATH INT32_MIN
+
+static int ipcget_lockless(struct ns *ns, int type, key_t key, int flg, long arg,
+			   const struct ipc_ops *ops)
+{
+	struct ipc_ids *ids = ids_of(ns, type);
+	int idx = key_find(ns, ids, key);
+	struct uperm *p = idx >= 0 ? ipc_obtain(ns, type, idx) : NULL;
+	int r;
+
+	if (!p || p->key != key || atomic_load_explicit(&p->deleted, memory_order_acquire) ||
+	    ((flg & IPC_CREAT) && (flg & IPC_EXCL)))
+		return LOCKED_PATH;
+	r = ops->more_checks ? ops->more_checks(ns, p, arg) : 0;
+	if (!r)
+		r = ipcperms(p, flg) ? -EACCES : p->id;
+	/* still the same live object? then the answer stands */
+	if (atomic_load_explicit(&p->deleted, memory_order_acquire) || p->key != key)
+		return LOCKED_PATH;
+	return r;
+}
+
 /* The generic *get: the kernel's ipcget() with ipcget_new/ipcget_public. */
 int ipcget(struct ns *ns, int type, key_t key, int flg, long arg, const struct ipc_ops *ops)
 {
@@ -469,6 +496,11 @@ int ipcget(struct ns *ns, int type, key_t key, int flg, long arg, const struct i
 	struct uperm *p;
 	int r, idx;
 
+	if (key != IPC_PRIVATE) {
+		r = ipcget_lockless(ns, type, key, flg, arg, ops);
+		if (r != LOCKED_PATH)
+			return r;
+	}
 	r = ulock_acquire(ns, &ids->lock);
 	if (r)
 		return r;

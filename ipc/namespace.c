@@ -25,6 +25,8 @@
 #define MIN_ARENA     (64ULL << 20)
 
 static pthread_mutex_t ns_mutex = PTHREAD_MUTEX_INITIALIZER;
+static bool g_quiet;      /* no messages: an eager open nobody asked for */
+static bool g_ns_used;    /* an IPC call has used g_ns */
 /*
  * The namespace file is chosen once, when the process starts (or by an
  * ancestor: UIPC_NS_FILE), not when it first calls: a process that changes
@@ -50,7 +52,7 @@ static void say(const char *fmt, ...)
 	va_start(ap, fmt);
 	n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
 	va_end(ap);
-	if (n < 0)
+	if (n < 0 || g_quiet)
 		return;
 	if (n > (int)sizeof(buf) - 2)
 		n = (int)sizeof(buf) - 2;
@@ -353,6 +355,7 @@ static int open_ns(const char *name, struct ns **out)
 	return -ENOENT;
 }
 
+
 static int open_pinned(struct ns **out)
 {
 	int r;
@@ -371,13 +374,19 @@ static int open_pinned(struct ns **out)
 	return open_path(g_pinned, out, !g_pinned_inherited);
 }
 
+static void ns_unmap(struct ns *ns)
+{
+	munmap(ns->base, ns->size);
+	free(ns);
+}
+
 static void pin_path(void)
 {
 	const char *f = getenv("UIPC_NS_FILE");
 	char up[4096], sp[4096];
 	const char *name = current_name();
 
-	if (f && *f && strlen(f) < sizeof(g_pinned)) {
+	if (!g_sel_name[0] && f && *f && strlen(f) < sizeof(g_pinned)) {
 		snprintf(g_pinned, sizeof(g_pinned), "%s", f);
 		g_pinned_inherited = true;
 		return;
@@ -397,12 +406,25 @@ __attribute__((constructor)) static void ns_init(void)
 	pin_path();
 }
 
+/*
+ * Before fork: open the namespace so that a child that changes its uid
+ * before its first call still shares it (as kernel IPC namespaces are
+ * shared).  Quietly: a program that never uses IPC must not see messages,
+ * and a failure here is left for a real call to report.
+ */
 void ns_open_for_fork(void)
 {
 	int saved = errno;
+	struct ns *ns;
 
-	if (!__atomic_load_n(&g_ns, __ATOMIC_ACQUIRE) && !g_ns_err)
-		(void)ns_get();
+	pthread_mutex_lock(&ns_mutex);
+	if (!g_ns && !g_ns_err) {
+		g_quiet = true;
+		if (open_pinned(&ns) == 0)
+			__atomic_store_n(&g_ns, ns, __ATOMIC_RELEASE);
+		g_quiet = false;
+	}
+	pthread_mutex_unlock(&ns_mutex);
 	errno = saved;
 }
 
@@ -411,9 +433,13 @@ struct ns *ns_get(void)
 	struct ns *ns = __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
 	int r, saved_errno = errno;
 
-	if (likely(ns))
+	if (likely(ns)) {
+		if (unlikely(!g_ns_used))
+			g_ns_used = true;
 		return ns;
+	}
 	pthread_mutex_lock(&ns_mutex);
+	g_ns_used = true;
 	if (!g_ns && !g_ns_err) {
 		r = open_pinned(&ns);
 		if (r)
@@ -490,6 +516,11 @@ int uipc_ns_select(const char *name)
 	if (!name || !valid_name(name))
 		return set_errno_ret(-EINVAL);
 	pthread_mutex_lock(&ns_mutex);
+	if (g_ns && !g_ns_used) {
+		/* opened only in passing (before a fork): not in use yet */
+		ns_unmap(g_ns);
+		g_ns = NULL;
+	}
 	if (g_ns)
 		r = -EBUSY;
 	else {

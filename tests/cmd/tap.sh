@@ -1,0 +1,175 @@
+# tests/cmd/tap.sh - sourced by tests/cmd-*.t: a small TAP writer, the paths
+# of the things under test, a fresh uipc namespace directory per script
+# (mktemp -d /dev/shm/uipc-cmd.XXXXXX, removed at exit whatever happens), and
+# the helpers that run one fixture on both sides and compare the outputs:
+#   kernel: unshare --ipc  ipcfix OPS -- ipcs ARGS      (a fresh kernel namespace)
+#   uipc:   uipc run --ns N -- ipcfix OPS -- uipc ipcs ARGS   (a fresh uipc one)
+# Pids (recorded by ipcfix) become P0, P1, ... and times <TIME> before comparing.
+set -u
+
+T_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+T_BUILD=${UIPC_TEST_BUILD:-$T_ROOT/build}	# another build directory, if given
+UIPC=$T_BUILD/uipc
+LIB=$T_BUILD/libuipc.so
+FIX=$T_BUILD/tests/cmd/ipcfix
+T_N=0
+T_FAILED=0
+T_NS=0
+T_WORK=$(mktemp -d /tmp/uipc-cmd-work.XXXXXX)
+UDIR=$(mktemp -d /dev/shm/uipc-cmd.XXXXXX)
+export UIPC_DIR=$UDIR
+unset UIPC_NS UIPC_LIB UIPC_NS_EXTENDED UIPC_NS_SIZE
+
+t_cleanup() {
+	rm -rf "$UDIR"; [ -n "${UIPC_TEST_KEEP:-}" ] || rm -rf "$T_WORK"
+}
+trap t_cleanup EXIT
+trap 't_cleanup; exit 130' INT TERM
+
+plan() { echo "1..$1"; }
+
+ok() {	# ok STATUS DESC: STATUS 0 is a pass
+	T_N=$((T_N + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $T_N - $2"
+	else
+		echo "not ok $T_N - $2"
+		T_FAILED=$((T_FAILED + 1))
+	fi
+}
+
+skip() {	# skip DESC REASON
+	T_N=$((T_N + 1))
+	echo "ok $T_N - $1 # SKIP $2"
+}
+
+diag() { sed 's/^/# /' >&2; }
+
+is() {	# is GOT EXPECTED DESC
+	if [ "$1" = "$2" ]; then
+		ok 0 "$3"
+	else
+		ok 1 "$3"
+		printf 'got:      %s\nexpected: %s\n' "$1" "$2" | diag
+	fi
+}
+
+like() {	# like TEXT REGEX DESC
+	if printf '%s' "$1" | grep -Eq -- "$2"; then
+		ok 0 "$3"
+	else
+		ok 1 "$3"
+		printf 'text:  %s\nregex: %s\n' "$1" "$2" | diag
+	fi
+}
+
+done_testing() {
+	echo "# $((T_N - T_FAILED)) passed, $T_FAILED failed"
+	[ "$T_FAILED" = 0 ]
+}
+
+# The whole script fails loudly when the build is missing.
+require_build() {
+	local f
+	for f in "$UIPC" "$LIB" "$FIX"; do
+		if [ ! -x "$f" ] && [ ! -f "$f" ]; then
+			echo "1..1"
+			echo "not ok 1 - $f is missing: run make all test-progs"
+			exit 1
+		fi
+	done
+}
+
+# new_ns: a fresh namespace name for this script in $NS (not in a subshell:
+# the counter must advance).
+new_ns() {
+	T_NS=$((T_NS + 1))
+	NS=t$T_NS
+}
+
+# Kernel IPC namespaces need CAP_SYS_ADMIN (root in CI).
+have_kernel_ns() {
+	unshare --ipc true 2>/dev/null
+}
+
+# Does uipc implement TYPE (sem, msg, shm) yet?  (ENOSYS until it does.)
+uipc_has() {
+	local op
+	case $1 in
+	sem) op=sem:private:1:600 ;;
+	msg) op=msg:private:600 ;;
+	shm) op=shm:private:4096:600 ;;
+	esac
+	"$UIPC" run --ns "probe-$1" -- "$FIX" "$op" >/dev/null 2>&1
+}
+
+# normalize FILE PIDFILE: pids -> P0.., times -> <TIME>, "uipc ipcs:" -> "ipcs:"
+normalize() {
+	local f=$1 pids=$2 i=0 p
+	if [ -f "$pids" ]; then
+		while read -r p; do
+			sed -i -E "s/(^|[^0-9])$p([^0-9]|\$)/\\1P$i\\2/g" "$f"
+			i=$((i + 1))
+		done <"$pids"
+	fi
+	sed -i -E \
+		-e 's/[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4}/<TIME>/g' \
+		-e 's/[A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}/<TIME>/g' \
+		-e 's/^uipc (ipcs|ipcrm|ipcmk): /\1: /' \
+		-e "s/Try 'uipc help (ipcs|ipcrm|ipcmk)'/Try '\\1 --help'/" "$f"
+}
+
+# run_kernel OUT "OPS" CMD...: fixture + CMD in a fresh kernel namespace
+run_kernel() {
+	local out=$1 ops=$2 rc
+	shift 2
+	# shellcheck disable=SC2086
+	timeout 30 unshare --ipc -- "$FIX" -p "$out.pids" $ops -- "$@" >"$out" 2>"$out.err"
+	rc=$?
+	echo "[exit $rc]" >>"$out"
+	cat "$out.err" >>"$out"
+	normalize "$out" "$out.pids"
+}
+
+# run_uipc OUT "OPS" CMD...: fixture + CMD in a fresh uipc namespace (a
+# shared one, open to every user, when T_SHARED=1)
+run_uipc() {
+	local out=$1 ops=$2 rc
+	shift 2
+	new_ns
+	if [ "${T_SHARED:-0}" = 1 ]; then
+		chmod 0711 "$UDIR"
+		"$UIPC" ns create "$NS" --shared --mode 0666
+	fi
+	# shellcheck disable=SC2086
+	timeout 30 "$UIPC" run --ns "$NS" -- "$FIX" -p "$out.pids" $ops -- "$@" >"$out" 2>"$out.err"
+	rc=$?
+	echo "[exit $rc]" >>"$out"
+	cat "$out.err" >>"$out"
+	normalize "$out" "$out.pids"
+}
+
+# As another user (nobody), for the permission checks.
+AS_OTHER="setpriv --reuid=65534 --regid=65534 --clear-groups"
+
+# compare DESC "OPS" "KERNEL CMD" "UIPC CMD": both transcripts must be equal
+compare() {
+	local desc=$1 ops=$2 kcmd=$3 ucmd=$4 k u
+	k=$T_WORK/k.$T_N
+	u=$T_WORK/u.$T_N
+	# shellcheck disable=SC2086
+	run_kernel "$k" "$ops" $kcmd
+	# shellcheck disable=SC2086
+	run_uipc "$u" "$ops" $ucmd
+	if cmp -s "$k" "$u"; then
+		ok 0 "$desc"
+	else
+		ok 1 "$desc"
+		{
+			echo "fixture: $ops"
+			echo "--- kernel: $kcmd"
+			echo "+++ uipc:   $ucmd"
+			diff -u "$k" "$u" | tail -n +3 | head -60
+		} | diag
+	fi
+}

@@ -1,0 +1,237 @@
+/*
+ * tools/run.c - `uipc run [--ns NAME] [--dir DIR] -- CMD [ARGS...]`: find
+ * libuipc.so ($UIPC_LIB, else next to the uipc binary, else wherever the
+ * loaded library came from), check that the namespace opens, put the library
+ * first in LD_PRELOAD, set UIPC_NS / UIPC_DIR, and exec CMD.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "uipc.h"
+#include "cmd.h"
+
+static int is_readable_file(const char *path)
+{
+	return access(path, R_OK) == 0;
+}
+
+/* libuipc.so in the directory of the running binary. */
+static int lib_next_to_exe(char *out, size_t len)
+{
+	char exe[PATH_MAX];
+	ssize_t n;
+	char *slash;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -1;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return -1;
+	*slash = '\0';
+	if ((size_t)snprintf(out, len, "%s/libuipc.so", exe) >= len)
+		return -1;
+	return 0;
+}
+
+/* The file the dynamic linker loaded libuipc from (uipc is linked with it). */
+static int lib_loaded(char *out, size_t len)
+{
+	Dl_info info;
+	void *sym = dlsym(RTLD_DEFAULT, "uipc_ns_path");
+
+	if (!sym || !dladdr(sym, &info) || !info.dli_fname || info.dli_fname[0] != '/')
+		return -1;
+	if ((size_t)snprintf(out, len, "%s", info.dli_fname) >= len)
+		return -1;
+	return 0;
+}
+
+/* Absolute path of the library to preload into lib (PATH_MAX bytes, as
+ * realpath() wants), or a message and -1. */
+static int find_library(char lib[PATH_MAX])
+{
+	const char *env = getenv("UIPC_LIB");
+	char cand[PATH_MAX] = "", alt[PATH_MAX];
+
+	if (env && *env) {
+		if (!is_readable_file(env) || !realpath(env, lib)) {
+			warnerr(errno, "library not found: UIPC_LIB=%s", env);
+			return -1;
+		}
+		return 0;
+	}
+	if (lib_next_to_exe(cand, sizeof(cand)) == 0 && is_readable_file(cand) &&
+	    realpath(cand, lib))
+		return 0;
+	if (lib_loaded(alt, sizeof(alt)) == 0 && is_readable_file(alt) &&
+	    realpath(alt, lib))
+		return 0;
+	warnmsg("library not found: looked for %s (next to the uipc binary); "
+		"set UIPC_LIB to the path of libuipc.so",
+		cand[0] ? cand : "libuipc.so");
+	return -1;
+}
+
+/* LD_PRELOAD = lib, then what was there (without a second copy of lib). */
+static int set_preload(const char *lib)
+{
+	const char *old = getenv("LD_PRELOAD");
+	char *val, *copy, *tok, *save;
+	size_t n;
+
+	if (strpbrk(lib, " :")) {
+		warnmsg("library path '%s' contains a space or ':', which LD_PRELOAD "
+			"cannot hold", lib);
+		return -1;
+	}
+	n = strlen(lib) + (old ? strlen(old) : 0) + 2;
+	val = malloc(n);
+	copy = strdup(old ? old : "");
+	if (!val || !copy) {
+		warnerr(ENOMEM, "LD_PRELOAD");
+		free(val);
+		free(copy);
+		return -1;
+	}
+	strcpy(val, lib);
+	for (tok = strtok_r(copy, " :", &save); tok; tok = strtok_r(NULL, " :", &save)) {
+		if (!strcmp(tok, lib))
+			continue;
+		strcat(val, ":");
+		strcat(val, tok);
+	}
+	free(copy);
+	if (setenv("LD_PRELOAD", val, 1) != 0) {
+		warnerr(errno, "cannot set LD_PRELOAD");
+		free(val);
+		return -1;
+	}
+	free(val);
+	return 0;
+}
+
+/* Export UIPC_DIR (absolute) and UIPC_NS for the command. */
+static int set_ns_env(const char *ns, const char *dir)
+{
+	char abs[PATH_MAX];
+
+	if (dir) {
+		if (realpath(dir, abs))
+			dir = abs;
+		if (setenv("UIPC_DIR", dir, 1) != 0) {
+			warnerr(errno, "cannot set UIPC_DIR");
+			return -1;
+		}
+	}
+	if (ns && setenv("UIPC_NS", ns, 1) != 0) {
+		warnerr(errno, "cannot set UIPC_NS");
+		return -1;
+	}
+	/* the file this process was started with no longer applies */
+	if ((ns || dir) && unsetenv("UIPC_NS_FILE") != 0) {
+		warnerr(errno, "cannot unset UIPC_NS_FILE");
+		return -1;
+	}
+	return 0;
+}
+
+/* In a child process (so that CMD starts with a process untouched by the
+ * library), open the namespace the command will use; report why if it fails. */
+static int check_namespace(const char *ns)
+{
+	char path[PATH_MAX], buf[256];
+	int status;
+	pid_t pid;
+
+	if (uipc_ns_path(current_ns_name(), path, sizeof(path)) != 0) {
+		warnerr(errno, "invalid namespace name '%s'", current_ns_name());
+		return -1;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		warnerr(errno, "fork");
+		return -1;
+	}
+	if (pid == 0) {
+		int err = 0;
+
+		if (uipc_ns_select(ns ? ns : current_ns_name()) != 0)
+			err = errno;
+		if (uipc_ns_path(NULL, path, sizeof(path)) != 0)
+			snprintf(path, sizeof(path), "?");
+		if (!err && uipc_sysctl_get("kernel.sem", buf, sizeof(buf)) != 0 &&
+		    errno != ENOSYS)
+			err = errno;
+		if (err)
+			warnerr(err, "cannot open namespace '%s' (%s)",
+				current_ns_name(), path);
+		fflush(NULL);
+		_exit(err ? 1 : 0);
+	}
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			warnerr(errno, "waitpid");
+			return -1;
+		}
+	}
+	if (WIFSIGNALED(status))
+		warnmsg("opening namespace '%s' killed the checking process (signal %d)",
+			current_ns_name(), WTERMSIG(status));
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "ns", required_argument, NULL, OPT_NS },
+		{ "dir", required_argument, NULL, OPT_DIR },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char lib[PATH_MAX];
+	int c, err;
+
+	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_NS:
+			set_ns_option(optarg);
+			break;
+		case OPT_DIR:
+			set_dir_option(optarg);
+			break;
+		case 'h':
+			fputs(help_for("run"), stdout);
+			return 0;
+		default:
+			return try_help(EXIT_USAGE);
+		}
+	}
+	if (optind >= argc)
+		return usage_error("no command given");
+	if (find_library(lib) != 0)
+		return 1;
+	if (set_ns_env(global_ns, global_dir) != 0)
+		return 1;
+	if (check_namespace(global_ns) != 0)
+		return 1;
+	if (set_preload(lib) != 0)
+		return 1;
+	execvp(argv[optind], argv + optind);
+	err = errno;
+	if (err == ENOENT) {
+		warnmsg("%s: command not found", argv[optind]);
+		return 127;
+	}
+	warnerr(err, "cannot execute %s", argv[optind]);
+	return 126;
+}

@@ -84,6 +84,10 @@ struct uipc_ns_stats {
 };
 int uipc_ns_stats(struct uipc_ns_stats *st);
 
+/* Check the current namespace's consistency (what `uipc fsck` reports):
+ * returns the number of problems found, described in REPORT; -1 on error. */
+int uipc_ns_check(char *report, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

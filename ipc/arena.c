@@ -11,6 +11,7 @@
  * free a block record it, so that rolling an allocation back or redoing a
  * deferred free acts on exactly that allocation and is idempotent.
  */
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -221,4 +222,48 @@ void arena_init(struct uipc_hdr *h, uoff_t heap_start)
 	ulock_init(&h->alloc.lock);
 	h->alloc.brk = heap_start;
 	h->alloc.populated = heap_start;
+}
+
+/*
+ * Check the allocator: every free-list block is a free block of its list's
+ * class and pool, no list loops.  Returns the number of problems found and
+ * describes the first ones in REPORT.
+ */
+int arena_check(struct ns *ns, char *report, size_t len)
+{
+	struct alloc_state *a = &ns->hdr->alloc;
+	int bad = 0;
+	size_t used = 0;
+
+	if (report && len)
+		report[0] = 0;
+	for (int pool = 0; pool < 2; pool++) {
+		for (int cls = MIN_CLASS; cls <= MAX_CLASS; cls++) {
+			uoff_t off = a->free[pool][cls];
+			uint64_t guard = 0, most = (a->brk >> cls) + 1;
+
+			while (off && guard++ <= most) {
+				struct blk *b = ns_ptr(ns, off, sizeof(*b));
+
+				if (!b || b->magic != BLK_MAGIC || b->cls != cls || b->pool != pool ||
+				    b->allocated || off >= a->brk) {
+					bad++;
+					if (report && used < len)
+						used += (size_t)snprintf(report + used, len - used,
+							"free list %d/%d: bad block at %llu (allocated %d, class %d)\n",
+							pool, cls, (unsigned long long)off,
+							b ? b->allocated : -1, b ? b->cls : -1);
+					break;
+				}
+				off = b->next_free;
+			}
+			if (guard > most) {
+				bad++;
+				if (report && used < len)
+					used += (size_t)snprintf(report + used, len - used,
+						"free list %d/%d: loops (a block freed twice)\n", pool, cls);
+			}
+		}
+	}
+	return bad;
 }

@@ -164,6 +164,7 @@ struct ipc_ids {
 	uint32_t keys_tombs;
 	uint32_t pad2;
 	uoff_t populated;          /* bitmap of populated pages of entries[] */
+	_Atomic uint64_t wseq;     /* bumped at every release of the lock */
 };
 
 /* kern_ipc_perm, at the start of every object */
@@ -237,10 +238,11 @@ struct ns {
 	char path[4096];
 };
 
-/* bounds-checked translation of an offset into a pointer; NULL if outside */
+/* bounds-checked translation of an offset into a pointer; NULL if outside
+ * the mapping (offset 0 is "none", the header's magic word) */
 static inline void *ns_ptr(struct ns *ns, uoff_t off, size_t len)
 {
-	if (unlikely(off < UIPC_PAGE || off > ns->size || len > ns->size - off))
+	if (unlikely(off < 8 || off > ns->size || len > ns->size - off))
 		return NULL;
 	return ns->base + off;
 }
@@ -279,6 +281,7 @@ enum { POOL_GENERAL = 0, POOL_SEM = 1 };
 UIPC_HIDDEN uoff_t arena_alloc(struct ns *ns, uint64_t size, int pool);
 UIPC_HIDDEN uoff_t arena_alloc_raw(struct ns *ns, uint64_t size, int pool);
 UIPC_HIDDEN uint64_t arena_block_gen(struct ns *ns, uoff_t off);
+UIPC_HIDDEN int arena_check(struct ns *ns, char *report, size_t len);
 UIPC_HIDDEN void arena_free(struct ns *ns, uoff_t off);
 UIPC_HIDDEN void arena_free_now(struct ns *ns, uoff_t off, struct jentry *mark);
 UIPC_HIDDEN int arena_populate(struct ns *ns, uoff_t off, uint64_t len);
@@ -302,6 +305,10 @@ struct ipc_ops {
 };
 UIPC_HIDDEN int ipcget(struct ns *ns, int type, key_t key, int flg, long arg,
 		       const struct ipc_ops *ops);
+UIPC_HIDDEN int ids_lock(struct ns *ns, int type);
+UIPC_HIDDEN void ids_unlock(struct ns *ns, int type);
+UIPC_HIDDEN bool ids_read_begin(struct ns *ns, int type, uint64_t *seq);
+UIPC_HIDDEN bool ids_read_end(struct ns *ns, int type, uint64_t seq);
 UIPC_HIDDEN int ipc_addid(struct ns *ns, int type, struct uperm *p, int limit);
 UIPC_HIDDEN void ipc_rmid(struct ns *ns, int type, struct uperm *p);
 UIPC_HIDDEN struct uperm *ipc_obtain(struct ns *ns, int type, int id);

@@ -11,8 +11,10 @@
  * freed only after it commits, and that deferred work is redone by the next
  * locker if the holder died between commit and release.
  */
+#include <execinfo.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -148,6 +150,37 @@ static bool frame_append(struct ns *ns, struct jframe *f, uint64_t where, uint64
 	return true;
 }
 
+/*
+ * Failpoints for crash tests: UIPC_FAILPOINT=N kills this process with
+ * SIGKILL at its Nth journaled store, just before the store is made
+ * (UIPC_FAILPOINT_AFTER=1: just after).  Off unless the variable is set.
+ */
+static long failpoint_left = -1;
+static bool failpoint_after;
+
+__attribute__((constructor)) static void failpoint_init(void)
+{
+	const char *v = getenv("UIPC_FAILPOINT");
+
+	if (v && *v) {
+		failpoint_left = strtol(v, NULL, 10);
+		failpoint_after = getenv("UIPC_FAILPOINT_AFTER") != NULL;
+	}
+}
+
+static inline void failpoint(bool after)
+{
+	if (unlikely(failpoint_left > 0) && after == failpoint_after &&
+	    __atomic_sub_fetch(&failpoint_left, 1, __ATOMIC_RELAXED) == 0) {
+		if (getenv("UIPC_FAILPOINT_TRACE")) {
+			void *bt[16];
+
+			backtrace_symbols_fd(bt, backtrace(bt, 16), 2);
+		}
+		kill(getpid(), SIGKILL);
+	}
+}
+
 void j_store(struct ns *ns, void *p, const void *val, unsigned size)
 {
 	struct jframe *f = j_top(ns);
@@ -171,7 +204,9 @@ void j_store(struct ns *ns, void *p, const void *val, unsigned size)
 			ns_corrupt(ns, "journal cannot grow (arena full)");
 		}
 	}
+	failpoint(false);
 	store_bytes(p, val, size);
+	failpoint(true);
 }
 
 
@@ -210,6 +245,7 @@ void lock_recover_frame(struct ns *ns, struct jframe *f)
 
 	if (n > (uint32_t)J_INLINE + (1u << 24))
 		n = 0; /* corrupt count: nothing trustworthy to undo */
+
 	if (atomic_load(&f->committed)) {
 		redo_frees(ns, f, n);
 	} else {
@@ -218,6 +254,7 @@ void lock_recover_frame(struct ns *ns, struct jframe *f)
 
 			if (e)
 				undo_entry(ns, e);
+
 			n--;
 			atomic_store(&f->n, n);
 		}

@@ -547,6 +547,15 @@ int uipc_ns_stats(struct uipc_ns_stats *st)
 	return 0;
 }
 
+int uipc_ns_check(char *report, size_t len)
+{
+	struct ns *ns = ns_get();
+
+	if (!ns)
+		return -1;
+	return arena_check(ns, report, len);
+}
+
 /* ---- sysctls ---- */
 
 struct sysctl_ent {
@@ -662,12 +671,12 @@ static int set_sem_limits(struct ns *ns, const char *value)
 static int set_next_id(struct ns *ns, int type, long long v)
 {
 	struct ipc_ids *ids = &ns->hdr->ids[type];
-	int r = ulock_acquire(ns, &ids->lock);
+	int r = ids_lock(ns, type);
 
 	if (r)
 		return r;
 	J_SET(ns, ids->next_id, (int32_t)v);
-	ulock_release(ns, &ids->lock);
+	ids_unlock(ns, type);
 	return 0;
 }
 

@@ -78,6 +78,8 @@ struct sem_array {
 struct semq {
 	uoff_t next, prev;
 	uoff_t undo;
+	uint64_t tword;            /* the sleeper's thread slot state word: a
+				      reused slot (another thread) differs */
 	uint32_t thread;           /* thread slot index of the sleeper */
 	int32_t pid;
 	_Atomic int32_t status;    /* futex word: QS_WAITING, then 0 or -errno */
@@ -565,12 +567,19 @@ static int perform_q(struct ns *ns, struct sem_array *sma, struct semq *q)
  * A sleeper that died (SIGKILL while blocked) must not consume a value: the
  * kernel would have taken it off the queue.  Drop it.
  */
+static bool q_sleeper_alive(struct ns *ns, struct semq *q)
+{
+	struct uthread *t;
+
+	if (q->thread >= MAX_THREADS)
+		return false;
+	t = ns_ptr(ns, ns->hdr->threads + (uoff_t)q->thread * sizeof(*t), sizeof(*t));
+	return t && atomic_load(&t->state) == q->tword && thread_alive(ns, t);
+}
+
 static bool q_sleeper_gone(struct ns *ns, struct sem_array *sma, struct semq *q)
 {
-	struct uthread *t = ns_ptr(ns, ns->hdr->threads + (uoff_t)q->thread * sizeof(*t),
-				   sizeof(*t));
-
-	if (t && q->thread < MAX_THREADS && thread_alive(ns, t))
+	if (q_sleeper_alive(ns, q))
 		return false;
 	unlink_queue(ns, sma, q);
 	arena_free(ns, ns_off(ns, q));
@@ -732,9 +741,7 @@ static int count_list(struct ns *ns, struct qlist *l, int semnum, bool count_zer
 		if (!q)
 			break;
 		/* a sleeper that died is no longer waiting */
-		struct uthread *t = ns_ptr(ns, ns->hdr->threads +
-					   (uoff_t)q->thread * sizeof(*t), sizeof(*t));
-		if (t && thread_alive(ns, t))
+		if (q_sleeper_alive(ns, q))
 			n += all ? 1 : check_qop(q, semnum, count_zero);
 		o = q->next;
 	}
@@ -1018,7 +1025,10 @@ static bool reap_dead_holders(struct ns *ns, struct sem_array *sma, int semid)
 	int n = 0, locknum;
 	uoff_t o;
 
-	if (!__atomic_load_n(&sma->undo_list, __ATOMIC_ACQUIRE))
+	/* nothing to do without undo entries, unless a section that may have
+	 * changed the list is in progress or was cut short (then look) */
+	if (!__atomic_load_n(&sma->undo_list, __ATOMIC_ACQUIRE) &&
+	    !__atomic_load_n((unsigned *)&sma->glock.m.__data.__lock, __ATOMIC_ACQUIRE))
 		return false;
 	locknum = sem_lock_all(ns, sma);
 	if (locknum != SEM_GLOBAL_LOCK)
@@ -1083,15 +1093,19 @@ static int semop_fast(struct ns *ns, int semid, struct sembuf *sop)
 {
 	struct sem_array *sma;
 	struct sem *s;
-	uint64_t w, nw;
+	uint64_t w, nw, seq;
 	uint32_t tag;
 	int err, val, pid;
 
+	/* only committed arrays: none half-made by a creator that may die */
+	if (!ids_read_begin(ns, IPC_SEM_IDS, &seq))
+		return 1;
 	sma = sem_obtain_check(ns, semid, &err);
 	if (!sma || sop->sem_num >= (unsigned)sma->nsems)
 		return 1;
 	tag = sma->tag;
-	if (atomic_load(&sma->perm.deleted) || sma->perm.id != semid)
+	if (atomic_load(&sma->perm.deleted) || sma->perm.id != semid ||
+	    !ids_read_end(ns, IPC_SEM_IDS, seq))
 		return 1;
 	if (ipcperms(&sma->perm, sop->sem_op ? 0222 : 0444))
 		return 1;
@@ -1165,6 +1179,7 @@ static struct semq *enqueue(struct ns *ns, struct sem_array *sma, struct semop_a
 	q->dupsop = a->dupsop;
 	q->blocking = blocking;
 	q->thread = (uint32_t)(((char *)t - (ns->base + ns->hdr->threads)) / sizeof(*t));
+	q->tword = atomic_load(&t->state);
 	atomic_store(&q->status, QS_WAITING);
 	if (a->nsops == 1) {
 		struct sem *s = &sma->sems[a->sops[0].sem_num];
@@ -1406,7 +1421,7 @@ static int semctl_info(struct ns *ns, int cmd, void *p)
 	si.semmnu = SEMMNS_DEF;    /* the kernel's constants SEMMNU, SEMMAP */
 	si.semmap = SEMMNS_DEF;
 	si.semume = SEMUME_DEF;
-	r = ulock_acquire(ns, &h->ids[IPC_SEM_IDS].lock);
+	r = ids_lock(ns, IPC_SEM_IDS);
 	if (r)
 		return r;
 	if (cmd == SEM_INFO) {
@@ -1417,7 +1432,7 @@ static int semctl_info(struct ns *ns, int cmd, void *p)
 		si.semaem = SEMAEM_MAX;
 	}
 	maxidx = ipc_get_maxidx(ns, IPC_SEM_IDS);
-	ulock_release(ns, &h->ids[IPC_SEM_IDS].lock);
+	ids_unlock(ns, IPC_SEM_IDS);
 	if (uipc_copy_to_user(p, &si, sizeof(si)))
 		return -EFAULT;
 	return maxidx < 0 ? 0 : maxidx;
@@ -1651,7 +1666,7 @@ static int semctl_down(struct ns *ns, int semid, int cmd, struct semid_ds *in)
 	struct sem_array *sma;
 	int err = 0, locknum, r;
 
-	r = ulock_acquire(ns, &ids->lock);
+	r = ids_lock(ns, IPC_SEM_IDS);
 	if (r)
 		return r;
 	sma = sem_obtain_check(ns, semid, &err);
@@ -1681,7 +1696,7 @@ static int semctl_down(struct ns *ns, int semid, int cmd, struct semid_ds *in)
 		J_SET(ns, ns->hdr->used_sems, ns->hdr->used_sems - sma->nsems);
 		arena_free(ns, ns_off(ns, sma));
 		j_target_restore(prev);
-		ulock_release(ns, &ids->lock);
+		ids_unlock(ns, IPC_SEM_IDS);
 		sem_unlock(ns, sma, locknum);
 		wake_up_q(ns, &wq, NULL);
 		return 0;
@@ -1695,7 +1710,7 @@ static int semctl_down(struct ns *ns, int semid, int cmd, struct semid_ds *in)
 		sem_unlock(ns, sma, locknum);
 	}
 out:
-	ulock_release(ns, &ids->lock);
+	ids_unlock(ns, IPC_SEM_IDS);
 	wake_up_q(ns, &wq, NULL);
 	return err;
 }

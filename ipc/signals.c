@@ -7,8 +7,9 @@
  *
  * SIGCONT: the kernel's semop returns EINTR when the sleeper is stopped and
  * continued.  A futex wait is restarted silently in that case unless a
- * handler runs, so while any thread sleeps in uipc a SIGCONT handler is
- * installed (it calls the program's handler, if any).
+ * handler runs, so from the first time a thread sleeps in uipc a SIGCONT
+ * handler is installed (it calls the program's handler, if any).  It stays:
+ * installing it around every sleep would cost two system calls per wait.
  *
  * For these three signals sigaction() and signal() record and report what
  * the program installed, so the program sees exactly its own handlers.
@@ -28,7 +29,7 @@
 static __thread sigjmp_buf *fault_jmp;
 static struct sigaction prog_act[3];   /* what the program installed: SEGV, BUS, CONT */
 static pthread_mutex_t cont_mutex = PTHREAD_MUTEX_INITIALIZER;
-static int cont_sleepers;
+static _Atomic bool cont_installed;
 static pthread_once_t install_once = PTHREAD_ONCE_INIT;
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 
@@ -193,8 +194,8 @@ int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 			*old = prog_act[2];
 		if (act) {
 			prog_act[2] = *act;
-			/* while nobody sleeps in uipc the program's own is in place */
-			if (!cont_sleepers)
+			/* until uipc needs its own, the program's is in place */
+			if (!cont_installed)
 				r = real_sigaction(sig, act, NULL);
 		}
 		pthread_mutex_unlock(&cont_mutex);
@@ -209,11 +210,13 @@ int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 
 void uipc_sleep_begin(void)
 {
+	if (likely(atomic_load_explicit(&cont_installed, memory_order_acquire)))
+		return;
 	pthread_once(&install_once, install);
 	if (!real_sigaction)
 		return;
 	pthread_mutex_lock(&cont_mutex);
-	if (cont_sleepers++ == 0) {
+	if (!cont_installed) {
 		struct sigaction sa;
 
 		memset(&sa, 0, sizeof(sa));
@@ -221,31 +224,13 @@ void uipc_sleep_begin(void)
 		sa.sa_flags = SA_SIGINFO | SA_RESTART;
 		sigemptyset(&sa.sa_mask);
 		real_sigaction(SIGCONT, &sa, NULL);
+		atomic_store(&cont_installed, true);
 	}
 	pthread_mutex_unlock(&cont_mutex);
 }
 
 void uipc_sleep_end(void)
 {
-	if (!real_sigaction)
-		return;
-	pthread_mutex_lock(&cont_mutex);
-	if (--cont_sleepers == 0)
-		real_sigaction(SIGCONT, &prog_act[2], NULL);
-	pthread_mutex_unlock(&cont_mutex);
-}
-
-sighandler_t signal(int sig, sighandler_t h)
-{
-	struct sigaction sa, old;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = h;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(sig, &sa, &old) < 0)
-		return SIG_ERR;
-	return old.sa_handler;
 }
 
 static int guarded_copy(void *dst, const void *src, size_t len)

@@ -352,12 +352,59 @@ static void key_remove(struct ns *ns, struct ipc_ids *ids, int32_t key, int idx)
 	}
 }
 
+/* ---- the ids lock, and lock-free readers of what it protects ----
+ *
+ * Lock-free readers (key lookups, the semop fast path) must never act on
+ * an uncommitted change: one whose writer may still die and be rolled
+ * back.  So they read like a seqlock: the lock must be free, and its
+ * release count unchanged, from before their reads until after them.
+ */
+
+int ids_lock(struct ns *ns, int type)
+{
+	return ulock_acquire(ns, &ids_of(ns, type)->lock);
+}
+
+void ids_unlock(struct ns *ns, int type)
+{
+	struct ipc_ids *ids = ids_of(ns, type);
+
+	atomic_fetch_add_explicit(&ids->wseq, 1, memory_order_release);
+	ulock_release(ns, &ids->lock);
+}
+
+static bool ids_lock_free(struct ipc_ids *ids)
+{
+	return __atomic_load_n((unsigned *)&ids->lock.m.__data.__lock, __ATOMIC_ACQUIRE) == 0;
+}
+
+bool ids_read_begin(struct ns *ns, int type, uint64_t *seq)
+{
+	struct ipc_ids *ids = ids_of(ns, type);
+
+	*seq = atomic_load_explicit(&ids->wseq, memory_order_acquire);
+	return ids_lock_free(ids);
+}
+
+bool ids_read_end(struct ns *ns, int type, uint64_t seq)
+{
+	struct ipc_ids *ids = ids_of(ns, type);
+
+	atomic_thread_fence(memory_order_acquire);
+	return ids_lock_free(ids) &&
+	       atomic_load_explicit(&ids->wseq, memory_order_relaxed) == seq;
+}
+
 /* ---- adding and removing ids (ids lock held) ---- */
 
 static int seq_max(struct ns *ns)
 {
 	return INT32_MAX >> ns->shift;
 }
+
+/* set when an allocation attempt used next_id: the kernel resets it to -1
+ * even if the attempt then fails, so the reset survives a rollback */
+static __thread bool next_id_consumed;
 
 static int alloc_idx(struct ns *ns, struct ipc_ids *ids, uint32_t *seq)
 {
@@ -366,6 +413,7 @@ static int alloc_idx(struct ns *ns, struct ipc_ids *ids, uint32_t *seq)
 
 	if (next_id >= 0) {
 		J_SET(ns, ids->next_id, -1);
+		next_id_consumed = true;
 		*seq = (uint32_t)next_id >> ns->shift;
 		return find_free(ns, ids, next_id & (ns->ipcmni - 1), ns->ipcmni);
 	}
@@ -473,18 +521,23 @@ static int ipcget_lockless(struct ns *ns, int type, key_t key, int flg, long arg
 			   const struct ipc_ops *ops)
 {
 	struct ipc_ids *ids = ids_of(ns, type);
-	int idx = key_find(ns, ids, key);
-	struct uperm *p = idx >= 0 ? ipc_obtain(ns, type, idx) : NULL;
-	int r;
+	uint64_t seq;
+	int idx, r;
+	struct uperm *p;
 
+	if (!ids_read_begin(ns, type, &seq))
+		return LOCKED_PATH;
+	idx = key_find(ns, ids, key);
+	p = idx >= 0 ? ipc_obtain(ns, type, idx) : NULL;
 	if (!p || p->key != key || atomic_load_explicit(&p->deleted, memory_order_acquire) ||
 	    ((flg & IPC_CREAT) && (flg & IPC_EXCL)))
 		return LOCKED_PATH;
 	r = ops->more_checks ? ops->more_checks(ns, p, arg) : 0;
 	if (!r)
 		r = ipcperms(p, flg) ? -EACCES : p->id;
-	/* still the same live object? then the answer stands */
-	if (atomic_load_explicit(&p->deleted, memory_order_acquire) || p->key != key)
+	/* still the same live, committed object? then the answer stands */
+	if (atomic_load_explicit(&p->deleted, memory_order_acquire) || p->key != key ||
+	    !ids_read_end(ns, type, seq))
 		return LOCKED_PATH;
 	return r;
 }
@@ -501,9 +554,10 @@ int ipcget(struct ns *ns, int type, key_t key, int flg, long arg, const struct i
 		if (r != LOCKED_PATH)
 			return r;
 	}
-	r = ulock_acquire(ns, &ids->lock);
+	r = ids_lock(ns, type);
 	if (r)
 		return r;
+	next_id_consumed = false;
 	if (key == IPC_PRIVATE) {
 		r = ops->getnew(ns, key, flg, arg);
 		goto out;
@@ -522,8 +576,11 @@ int ipcget(struct ns *ns, int type, key_t key, int flg, long arg, const struct i
 			r = ipcperms(p, flg) ? -EACCES : p->id;
 	}
 out:
-	if (r < 0)
+	if (r < 0) {
 		j_abort(ns);
-	ulock_release(ns, &ids->lock);
+		if (next_id_consumed)
+			J_SET(ns, ids->next_id, -1);
+	}
+	ids_unlock(ns, type);
 	return r;
 }

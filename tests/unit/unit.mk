@@ -1,0 +1,10 @@
+# tests/unit/unit.mk - unit and crash tests of the library (tests/unit-*.t)
+UNIT_DIR   := $(B)/tests/unit
+UNIT_PROGS := $(UNIT_DIR)/crash_sem
+TEST_PROGS += $(UNIT_PROGS)
+
+$(UNIT_DIR)/%: tests/unit/%.c | $(UNIT_DIR)
+	$(CC) $(TESTCFLAGS) $< -o $@ -ldl
+
+$(UNIT_DIR):
+	mkdir -p $@

@@ -131,6 +131,7 @@ struct uproc {
 	_Atomic uint64_t state;
 	pthread_mutex_t alive;     /* held by one live thread of the process */
 	_Atomic int32_t alive_tid; /* that thread, 0 if none holds it now */
+	_Atomic uint32_t cont_gen; /* SIGCONTs it went through (signals.c) */
 	struct ulock lock;         /* protects the undo list */
 	int32_t pid;
 	uint32_t pad;
@@ -295,6 +296,7 @@ UIPC_HIDDEN bool thread_alive(struct ns *ns, struct uthread *t);
 UIPC_HIDDEN struct uproc *proc_at(struct ns *ns, uint32_t idx);
 UIPC_HIDDEN void proc_exit_work(void);
 UIPC_HIDDEN bool proc_is_dead(struct ns *ns, struct uproc *p);
+UIPC_HIDDEN void proc_note_continue(void);
 UIPC_HIDDEN void proc_reap(struct ns *ns, struct uproc *p);
 UIPC_HIDDEN void ns_open_for_fork(void);
 

@@ -370,6 +370,19 @@ void proc_reap(struct ns *ns, struct uproc *p)
 	atomic_store(&p->state, SLOT_WORD(0, SLOT_FREE));
 }
 
+/* Called from the SIGCONT handler: let others see that this process was
+ * stopped and continued (its sleepers are no longer waiting).  Only an
+ * atomic increment: async-signal-safe. */
+void proc_note_continue(void)
+{
+	struct ns *ns = __atomic_load_n(&g_ns_for_hooks, __ATOMIC_ACQUIRE);
+	uint32_t idx = __atomic_load_n(&g_proc_idx, __ATOMIC_ACQUIRE);
+	struct uproc *p = ns && idx != UINT32_MAX ? proc_at(ns, idx) : NULL;
+
+	if (p)
+		atomic_fetch_add(&p->cont_gen, 1);
+}
+
 /* ---- lifecycle ---- */
 
 static void atfork_prepare(void)

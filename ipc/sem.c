@@ -12,7 +12,9 @@
  * Any lock holder sets SLOW first (so the word is stable under the lock), and
  * clears it when it leaves with no waiter and no global-lock mode.
  */
+#include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <linux/futex.h>
 #include <stdarg.h>
@@ -80,6 +82,9 @@ struct semq {
 	uoff_t undo;
 	uint64_t tword;            /* the sleeper's thread slot state word: a
 				      reused slot (another thread) differs */
+	int64_t since;             /* CLOCK_MONOTONIC ns when it went to sleep */
+	uint32_t proc;             /* process slot of the sleeper */
+	uint32_t cont_gen;         /* its process's continue count then */
 	uint32_t thread;           /* thread slot index of the sleeper */
 	int32_t pid;
 	_Atomic int32_t status;    /* futex word: QS_WAITING, then 0 or -errno */
@@ -577,10 +582,72 @@ static bool q_sleeper_alive(struct ns *ns, struct semq *q)
 	return t && atomic_load(&t->state) == q->tword && thread_alive(ns, t);
 }
 
-static bool q_sleeper_gone(struct ns *ns, struct sem_array *sma, struct semq *q)
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Is the sleeper's thread stopped (SIGSTOP, SIGTSTP, ...)?  Reads /proc. */
+static bool q_sleeper_stopped(struct semq *q)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", q->pid, SLOT_ID(q->tword));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+}
+
+/*
+ * The kernel takes a sleeper off the queue when it is stopped: its semop
+ * returns EINTR once it continues.  uipc cannot run code in a stopped
+ * process, so whoever looks at the queue does it for it: GETNCNT/GETZCNT
+ * always, a waker for sleepers that have slept longer than 10 ms (a stop
+ * lasts longer than that; checking every sleeper would cost a /proc read
+ * per wakeup).
+ */
+#define STOP_CHECK_AFTER_NS 10000000LL
+
+static bool q_was_continued(struct ns *ns, struct semq *q)
+{
+	struct uproc *p = proc_at(ns, q->proc);
+
+	return p && atomic_load(&p->cont_gen) != q->cont_gen;
+}
+
+static bool q_take_stopped(struct ns *ns, struct sem_array *sma, struct semq *q, bool always,
+			   struct wake_q *wq)
+{
+	if (!q_was_continued(ns, q)) {
+		if (!always && mono_ns() - q->since < STOP_CHECK_AFTER_NS)
+			return false;
+		if (!q_sleeper_stopped(q))
+			return false;
+	}
+	unlink_queue(ns, sma, q);
+	J_SET(ns, *(int32_t *)&q->status, -EINTR);
+	if (wq)
+		wake_q_add(wq, ns, q);
+	return true;
+}
+
+static bool q_sleeper_gone(struct ns *ns, struct sem_array *sma, struct semq *q,
+			   struct wake_q *wq)
 {
 	if (q_sleeper_alive(ns, q))
-		return false;
+		return q_take_stopped(ns, sma, q, false, wq);
 	unlink_queue(ns, sma, q);
 	arena_free(ns, ns_off(ns, q));
 	return true;
@@ -599,7 +666,7 @@ static int wake_const_ops(struct ns *ns, struct sem_array *sma, int semnum, stru
 		if (!q)
 			break;
 		o = q->next;
-		if (q_sleeper_gone(ns, sma, q))
+		if (q_sleeper_gone(ns, sma, q, wq))
 			continue;
 		err = perform_q(ns, sma, q);
 		if (err > 0)
@@ -665,7 +732,7 @@ again:
 		o = q->next;
 		if (semnum != -1 && W_VAL(atomic_load(&sma->sems[semnum].word)) == 0)
 			break;
-		if (q_sleeper_gone(ns, sma, q))
+		if (q_sleeper_gone(ns, sma, q, wq))
 			continue;
 		err = perform_q(ns, sma, q);
 		if (err > 0)
@@ -730,7 +797,8 @@ static int check_qop(struct semq *q, int semnum, bool count_zero)
 	return 0;
 }
 
-static int count_list(struct ns *ns, struct qlist *l, int semnum, bool count_zero, bool all)
+static int count_list(struct ns *ns, struct sem_array *sma, struct qlist *l, int semnum,
+		      bool count_zero, bool all)
 {
 	int n = 0;
 	uoff_t o = l->first;
@@ -740,10 +808,10 @@ static int count_list(struct ns *ns, struct qlist *l, int semnum, bool count_zer
 
 		if (!q)
 			break;
-		/* a sleeper that died is no longer waiting */
-		if (q_sleeper_alive(ns, q))
-			n += all ? 1 : check_qop(q, semnum, count_zero);
 		o = q->next;
+		/* a sleeper that died or was stopped is no longer waiting */
+		if (q_sleeper_alive(ns, q) && !q_take_stopped(ns, sma, q, true, NULL))
+			n += all ? 1 : check_qop(q, semnum, count_zero);
 	}
 	return n;
 }
@@ -752,11 +820,11 @@ static int count_semcnt(struct ns *ns, struct sem_array *sma, int semnum, bool c
 {
 	int n;
 
-	n = count_list(ns, count_zero ? &sma->sems[semnum].pend_const
-				      : &sma->sems[semnum].pend_alter, semnum, count_zero, true);
-	n += count_list(ns, &sma->pend_alter, semnum, count_zero, false);
+	n = count_list(ns, sma, count_zero ? &sma->sems[semnum].pend_const
+					   : &sma->sems[semnum].pend_alter, semnum, count_zero, true);
+	n += count_list(ns, sma, &sma->pend_alter, semnum, count_zero, false);
 	if (count_zero)
-		n += count_list(ns, &sma->pend_const, semnum, count_zero, false);
+		n += count_list(ns, sma, &sma->pend_const, semnum, count_zero, false);
 	return n;
 }
 
@@ -1180,6 +1248,9 @@ static struct semq *enqueue(struct ns *ns, struct sem_array *sma, struct semop_a
 	q->blocking = blocking;
 	q->thread = (uint32_t)(((char *)t - (ns->base + ns->hdr->threads)) / sizeof(*t));
 	q->tword = atomic_load(&t->state);
+	q->since = mono_ns();
+	q->proc = t->proc;
+	q->cont_gen = atomic_load(&proc_at(ns, t->proc)->cont_gen);
 	atomic_store(&q->status, QS_WAITING);
 	if (a->nsops == 1) {
 		struct sem *s = &sma->sems[a->sops[0].sem_num];
@@ -1206,7 +1277,11 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 	struct semq *q;
 	uoff_t undo = 0;
 	int err = 0, locknum, blocking = 0, r;
+	unsigned cont0;
 
+	/* a stop and continue during this call interrupts it (EINTR) */
+	uipc_sleep_begin();
+	cont0 = uipc_cont_gen();
 	if (a->undos) {
 		err = find_alloc_undo(ns, a->semid, &undo);
 		if (err)
@@ -1274,9 +1349,9 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 	}
 	for (;;) {
 		sem_unlock(ns, sma, locknum);
-		uipc_sleep_begin();
-		r = wait_slice(&q->status, deadline);
-		uipc_sleep_end();
+		r = uipc_cont_gen() != cont0 ? -EINTR : wait_slice(&q->status, deadline);
+		if (uipc_cont_gen() != cont0)
+			r = -EINTR;
 		locknum = sem_lock(ns, sma, a->sops, a->nsops);
 		if (locknum < SEM_GLOBAL_LOCK)
 			return locknum; /* cannot happen short of a corrupt arena */

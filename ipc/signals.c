@@ -45,10 +45,21 @@ static bool installed_function(const struct sigaction *pa)
 	return pa->sa_handler != SIG_DFL && pa->sa_handler != SIG_IGN;
 }
 
+static _Atomic unsigned cont_gen;
+
+unsigned uipc_cont_gen(void)
+{
+	return atomic_load_explicit(&cont_gen, memory_order_acquire);
+}
+
 static void cont_handler(int sig, siginfo_t *si, void *ctx)
 {
 	struct sigaction *pa = &prog_act[2];
 
+	/* a stop and continue happened: every sleeper of this process that
+	 * was in semop meanwhile returns EINTR, as with the kernel */
+	atomic_fetch_add(&cont_gen, 1);
+	proc_note_continue();
 	if (!installed_function(pa))
 		return;
 	if (pa->sa_flags & SA_SIGINFO)

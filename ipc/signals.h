@@ -15,5 +15,7 @@ __attribute__((visibility("hidden"))) int uipc_copy_to_user(void *dst, const voi
 /* around a blocking wait: a stop and continue must interrupt it (EINTR) */
 __attribute__((visibility("hidden"))) void uipc_sleep_begin(void);
 __attribute__((visibility("hidden"))) void uipc_sleep_end(void);
+/* counts the continues (SIGCONT) this process went through */
+__attribute__((visibility("hidden"))) unsigned uipc_cont_gen(void);
 
 #endif

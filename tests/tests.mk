@@ -6,6 +6,8 @@ TESTCFLAGS = $(CFLAGS) $(BASECFLAGS)
 -include tests/unit/unit.mk
 -include tests/diff/diff.mk
 -include tests/cmd/cmd.mk
+-include tests/diff/msg.mk
+-include tests/diff/shm.mk
 
 test-progs: $(TEST_PROGS)
 

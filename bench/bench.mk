@@ -1,0 +1,29 @@
+# bench/bench.mk - benchmarks and `make bench`.
+#
+# `make bench` builds the library (all), the benchmark programs and the driver
+# into build/bench/, then runs every benchmark against the kernel and against
+# uipc and prints the table (JSON: build/bench/results.json).
+#   make bench BENCH_ARGS=--quick           short runs, one repetition
+#   make bench-progs                        build only
+#   build/bench/driver --kernel-only        kernel column only (no library needed)
+BENCH_PROGS := $(B)/bench/sem_keys $(B)/bench/sem_cyclic $(B)/bench/sem_threads \
+	       $(B)/bench/sem_single $(B)/bench/sem_pingpong
+BENCH_DRIVER_SRCS := bench/driver.c bench/rows.c bench/runner.c bench/report.c
+BENCHCFLAGS = $(CFLAGS) $(BASECFLAGS)
+BENCH_ARGS ?=
+
+$(B)/bench:
+	mkdir -p $@
+
+$(B)/bench/%: bench/%.c bench/util.c bench/util.h include/uipc.h | $(B)/bench
+	$(CC) $(BENCHCFLAGS) -o $@ $< bench/util.c -ldl
+
+$(B)/bench/driver: $(BENCH_DRIVER_SRCS) bench/driver.h | $(B)/bench
+	$(CC) $(BENCHCFLAGS) -o $@ $(BENCH_DRIVER_SRCS) -lm
+
+bench-progs: $(BENCH_PROGS) $(B)/bench/driver
+
+bench: all bench-progs
+	$(B)/bench/driver --bindir $(B)/bench --lib $(B)/libuipc.so $(BENCH_ARGS)
+
+.PHONY: bench-progs

@@ -1,0 +1,176 @@
+/*
+ * bench/driver.c - runs every benchmark of bench/rows.c against the kernel
+ * and against uipc in the same run, then prints the table and writes JSON.
+ *
+ *   driver [--bindir DIR] [--lib PATH] [--json PATH] [--logs DIR]
+ *          [--only SUBSTR] [--kernel-only] [--quick] [--reps N]
+ *          [--big-arena BYTES] [--timeout SECONDS]
+ *
+ * Exit status 1 if a kernel-side run failed (the benchmarks themselves are
+ * broken); uipc failures are reported in the table and JSON, status 0.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include "driver.h"
+
+struct options opt;
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: driver [--bindir DIR] [--lib PATH] [--json PATH] "
+		"[--logs DIR] [--only SUBSTR] [--kernel-only] [--quick] [--reps N] "
+		"[--big-arena BYTES] [--timeout SECONDS]\n");
+	exit(2);
+}
+
+static int kernel_has_ipcmni_extend(void)
+{
+	char buf[4096] = "";
+	FILE *f = fopen("/proc/cmdline", "r");
+
+	if (!f)
+		return 0;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return strstr(buf, "ipcmni_extend") != NULL;
+}
+
+static void parse_args(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "bindir", 1, 0, 'b' }, { "lib", 1, 0, 'l' }, { "json", 1, 0, 'j' },
+		{ "logs", 1, 0, 'L' }, { "only", 1, 0, 'o' }, { "kernel-only", 0, 0, 'k' },
+		{ "quick", 0, 0, 'q' }, { "reps", 1, 0, 'r' }, { "big-arena", 1, 0, 'a' },
+		{ "timeout", 1, 0, 't' },
+		{ 0, 0, 0, 0 }
+	};
+	static char bindir[PATH_MAX], lib[PATH_MAX], json[PATH_MAX], logs[PATH_MAX];
+	const char *libarg = "build/libuipc.so";
+	char *slash;
+	int c;
+
+	snprintf(bindir, sizeof(bindir), "%s", argv[0]);
+	slash = strrchr(bindir, '/');
+	strcpy(slash ? slash : bindir, slash ? "" : ".");
+	opt.bindir = bindir;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'b': opt.bindir = optarg; break;
+		case 'l': libarg = optarg; break;
+		case 'j': opt.json = optarg; break;
+		case 'L': opt.logdir = optarg; break;
+		case 'o': opt.only = optarg; break;
+		case 'k': opt.kernel_only = 1; break;
+		case 'q': opt.scale = "0.1"; opt.reps = 1; break;
+		case 'r': opt.reps = atoi(optarg); break;
+		case 'a': opt.big_arena = optarg; break;
+		case 't': opt.timeout = atoi(optarg); break;
+		default: usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+	if (opt.reps < 0 || opt.reps > MAX_REPS)
+		opt.reps = MAX_REPS;
+	/* absolute paths: LD_PRELOAD must not depend on the working directory */
+	opt.have_lib = realpath(libarg, lib) != NULL && access(lib, R_OK) == 0;
+	opt.lib = opt.have_lib ? lib : libarg;
+	if (!opt.json) {
+		snprintf(json, sizeof(json), "%s/results.json", opt.bindir);
+		opt.json = json;
+	}
+	if (!opt.logdir) {
+		snprintf(logs, sizeof(logs), "%s/logs", opt.bindir);
+		opt.logdir = logs;
+	}
+	opt.kernel_ext = kernel_has_ipcmni_extend();
+}
+
+static void mark_na(struct run *r, enum side s, const char *why)
+{
+	r->res[s].state = RES_NA;
+	snprintf(r->res[s].err, sizeof(r->res[s].err), "%s", why);
+}
+
+int main(int argc, char **argv)
+{
+	struct utsname u;
+	sigset_t chld;
+	int i, rep, reps, done = 0, todo = 0, kernel_failed = 0;
+
+	parse_args(argc, argv);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);	/* waited for with sigtimedwait */
+	if (mkdir(opt.logdir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "driver: mkdir %s: %s\n", opt.logdir, strerror(errno));
+		return 2;
+	}
+	uname(&u);
+	printf("uipc benchmarks: kernel %s, %ld CPUs; libuipc: %s%s\n", u.release,
+	       sysconf(_SC_NPROCESSORS_ONLN), opt.lib,
+	       opt.have_lib ? "" : " (MISSING: no uipc figures)");
+	printf("kernel side: unshare --ipc (fresh namespace per run); uipc side: "
+	       "LD_PRELOAD, fresh UIPC_DIR per run%s\n",
+	       opt.kernel_ext ? "" : "; kernel not booted with ipcmni_extend, "
+	       "so extended-id rows are uipc-only");
+	fflush(stdout);
+
+	for (i = 0; i < bench_nruns; i++) {
+		struct run *r = &bench_runs[i];
+
+		if (opt.only && !strstr(r->name, opt.only))
+			continue;
+		todo++;
+		if ((r->flags & RUN_EXTENDED) && !opt.kernel_ext)
+			mark_na(r, KERNEL, "n/a: this kernel is not booted with "
+				"ipcmni_extend (extended ids are uipc-only here)");
+		if (!opt.have_lib)
+			mark_na(r, UIPC, "libuipc.so not built: no uipc figures");
+		else if (opt.kernel_only)
+			mark_na(r, UIPC, "skipped (--kernel-only)");
+	}
+	for (i = 0; i < bench_nruns; i++) {
+		struct run *r = &bench_runs[i];
+
+		if (opt.only && !strstr(r->name, opt.only))
+			continue;
+		reps = opt.reps ? opt.reps : r->reps;
+		if (opt.timeout > 0)
+			r->timeout = opt.timeout;
+		fprintf(stderr, "[%2d/%d] %-18s", ++done, todo, r->name);
+		for (rep = 0; rep < reps; rep++) {
+			/* alternate which side goes first, against drift */
+			run_once(r, rep & 1 ? UIPC : KERNEL, rep);
+			run_once(r, rep & 1 ? KERNEL : UIPC, rep);
+		}
+		fprintf(stderr, " kernel %-5s %6.2fs   uipc %-5s %6.2fs\n",
+			r->res[KERNEL].state == RES_OK ? "ok" :
+			r->res[KERNEL].state == RES_NA ? "n/a" : "ERROR",
+			r->res[KERNEL].secs,
+			r->res[UIPC].state == RES_OK ? "ok" :
+			r->res[UIPC].state == RES_NA ? "n/a" : "ERROR",
+			r->res[UIPC].secs);
+		if (r->res[KERNEL].state == RES_ERR) {
+			kernel_failed = 1;
+			fprintf(stderr, "        kernel: %s\n", r->res[KERNEL].err);
+		}
+		if (r->res[UIPC].state == RES_ERR)
+			fprintf(stderr, "        uipc: %s\n", r->res[UIPC].err);
+	}
+	print_table();
+	if (write_json(opt.json))
+		fprintf(stderr, "driver: cannot write %s: %s\n", opt.json, strerror(errno));
+	else
+		printf("\nJSON: %s   logs: %s\n", opt.json, opt.logdir);
+	return kernel_failed;
+}

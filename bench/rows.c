@@ -1,0 +1,155 @@
+/*
+ * bench/rows.c - the table of benchmark runs and reported rows.
+ *
+ * A run is one program invocation (done once per side and repetition); a row
+ * is one figure of the report.  Add message-queue and shared-memory
+ * benchmarks by appending runs and a group of rows here.
+ */
+#include <string.h>
+#include "driver.h"
+
+#define T 120			/* default timeout per repetition, seconds */
+
+struct run bench_runs[] = {
+	/* 1. seed 000: semget for lots of keys (fresh namespace per KEYS) */
+	{ .name = "keys-1",     .argv = { "sem_keys", "1" },     .reps = 5, .timeout = T },
+	{ .name = "keys-10",    .argv = { "sem_keys", "10" },    .reps = 3, .timeout = T },
+	{ .name = "keys-32",    .argv = { "sem_keys", "32" },    .reps = 3, .timeout = T },
+	{ .name = "keys-100",   .argv = { "sem_keys", "100" },   .reps = 3, .timeout = T },
+	{ .name = "keys-1000",  .argv = { "sem_keys", "1000" },  .reps = 3, .timeout = T },
+	{ .name = "keys-10000", .argv = { "sem_keys", "10000" }, .reps = 1, .timeout = T },
+	{ .name = "keys-31900", .argv = { "sem_keys", "31900" }, .reps = 1, .timeout = T },
+	{ .name = "ext-keys-10", .argv = { "sem_keys", "10" },
+	  .flags = RUN_EXTENDED, .reps = 3, .timeout = T },
+	{ .name = "ext-keys-1000000", .argv = { "sem_keys", "1000000", "3" },
+	  .flags = RUN_EXTENDED | RUN_BIG_ARENA, .reps = 1, .timeout = 240 },
+	/* 2. seed 002: no-op semop on two ids at an idx distance */
+	{ .name = "cyclic-1",     .argv = { "sem_cyclic", "1" },     .reps = 5, .timeout = T },
+	{ .name = "cyclic-40",    .argv = { "sem_cyclic", "40" },    .reps = 5, .timeout = T },
+	{ .name = "cyclic-3348",  .argv = { "sem_cyclic", "3348" },  .reps = 5, .timeout = T },
+	{ .name = "cyclic-27348", .argv = { "sem_cyclic", "27348" }, .reps = 5, .timeout = T },
+	/* 3. seed 004: threads on their own semaphore of one array */
+	{ .name = "threads-1", .argv = { "sem_threads", "1" }, .reps = 3, .timeout = T },
+	{ .name = "threads-2", .argv = { "sem_threads", "2" }, .reps = 3, .timeout = T },
+	{ .name = "threads-8", .argv = { "sem_threads", "8" }, .reps = 3, .timeout = T },
+	/* 4. one uncontended semop */
+	{ .name = "single", .argv = { "sem_single" }, .reps = 3, .timeout = T },
+	/* 5. cross-process ping-pong */
+	{ .name = "pingpong", .argv = { "sem_pingpong" }, .reps = 3, .timeout = T },
+	{ .name = "pingpong-same", .argv = { "sem_pingpong", "1", "same" },
+	  .reps = 3, .timeout = T },
+	{ .name = "pingpong-split", .argv = { "sem_pingpong", "1", "split" },
+	  .reps = 3, .timeout = T },
+};
+const int bench_nruns = sizeof(bench_runs) / sizeof(bench_runs[0]);
+
+#define GROUP(title) { .kind = ROW_GROUP, .label = title }
+#define VAL(i, l, u, r, k, b) { .kind = ROW_VALUE, .id = i, .label = l, \
+	.unit = u, .run = r, .key = k, .better = b }
+#define VALT(i, l, u, r, k, b, t, tv) { .kind = ROW_VALUE, .id = i, .label = l, \
+	.unit = u, .run = r, .key = k, .better = b, .target = t, .target_val = tv }
+#define UIPC(i, l, u, r, k) { .kind = ROW_VALUE, .id = i, .label = l, \
+	.unit = u, .run = r, .key = k, .uipc_only = 1 }
+#define QUOT(i, l, r, k, r2, k2, t, tv) { .kind = ROW_QUOTIENT, .id = i, \
+	.label = l, .unit = "x", .run = r, .key = k, .run2 = r2, .key2 = k2, \
+	.better = -1, .target = t, .target_val = tv }
+
+/* The four seed-000 figures for one KEYS value. */
+#define KEYS_ROWS(n) \
+	VAL("keys." #n ".create_total", "create KEYS=" #n " total", "us", \
+	    "keys-" #n, "create_total_us", -1), \
+	VAL("keys." #n ".create_max", "create KEYS=" #n " max single call", "us", \
+	    "keys-" #n, "create_max_us", -1), \
+	VAL("keys." #n ".lookup_total", "lookup KEYS=" #n " total", "us", \
+	    "keys-" #n, "lookup_total_us", -1), \
+	VAL("keys." #n ".lookup_max", "lookup KEYS=" #n " max single call", "us", \
+	    "keys-" #n, "lookup_max_us", -1)
+
+#define CYCLIC_ROW(d) VAL("cyclic." #d, "no-op semop, idx distance " #d, \
+	"ns/op", "cyclic-" #d, "ns_per_op", -1)
+
+#define THREADS_ROW(n) VAL("threads." #n, #n " thread(s), semop +1/-1 own sem", \
+	"ops/s", "threads-" #n, "ops_per_s", +1)
+
+const struct row bench_rows[] = {
+	GROUP("1. semget for lots of keys (seed 000)"),
+	KEYS_ROWS(1), KEYS_ROWS(10), KEYS_ROWS(32), KEYS_ROWS(100),
+	KEYS_ROWS(1000), KEYS_ROWS(10000), KEYS_ROWS(31900),
+	VAL("lookup.10.per_call", "lookup per call, 10 keys", "ns",
+	    "keys-10", "lookup_ns_per_call", -1),
+	VAL("lookup.31900.per_call", "lookup per call, 31900 keys", "ns",
+	    "keys-31900", "lookup_ns_per_call", -1),
+	QUOT("lookup.scaling_31900_10", "lookup per call 31900 / 10 keys",
+	     "keys-31900", "lookup_ns_per_call", "keys-10", "lookup_ns_per_call",
+	     TGT_UIPC_MAX, 2),
+	VAL("ext.lookup.10.per_call", "extended ids: lookup per call, 10 keys", "ns",
+	    "ext-keys-10", "lookup_ns_per_call", -1),
+	VAL("ext.create.1000000.per_call", "extended ids: create per call, 1M keys", "ns",
+	    "ext-keys-1000000", "create_ns_per_call", -1),
+	VAL("ext.lookup.1000000.per_call", "extended ids: lookup per call, 1M keys", "ns",
+	    "ext-keys-1000000", "lookup_ns_per_call", -1),
+	QUOT("ext.lookup.scaling_1M_10", "extended ids: lookup 1M / 10 keys",
+	     "ext-keys-1000000", "lookup_ns_per_call", "ext-keys-10",
+	     "lookup_ns_per_call", TGT_NONE, 0),
+
+	GROUP("2. cyclic ids: no-op semop alternating between 2 ids (seed 002)"),
+	CYCLIC_ROW(1), CYCLIC_ROW(40), CYCLIC_ROW(3348), CYCLIC_ROW(27348),
+	QUOT("cyclic.slowdown_27348_1", "no-op semop, distance 27348 / 1",
+	     "cyclic-27348", "ns_per_op", "cyclic-1", "ns_per_op", TGT_NONE, 0),
+
+	GROUP("3. threads of one process, own semaphore of one array (seed 004)"),
+	THREADS_ROW(1), THREADS_ROW(2), THREADS_ROW(8),
+
+	GROUP("4. single semop, no contention, no SEM_UNDO"),
+	VALT("single.ns_per_op", "semop +1 / -1, one thread", "ns/op",
+	     "single", "ns_per_op", -1, TGT_RATIO_MIN, 10),
+
+	GROUP("5. cross-process ping-pong (2 processes, 2 semaphores)"),
+	VALT("pingpong.rtt_per_s", "round trips, placed by the scheduler", "rtt/s",
+	     "pingpong", "rtt_per_s", +1, TGT_RATIO_MIN, 1),
+	VALT("pingpong.same.rtt_per_s", "round trips, both on one CPU", "rtt/s",
+	     "pingpong-same", "rtt_per_s", +1, TGT_RATIO_MIN, 1),
+	VALT("pingpong.split.rtt_per_s", "round trips, on two CPUs", "rtt/s",
+	     "pingpong-split", "rtt_per_s", +1, TGT_RATIO_MIN, 1),
+
+	GROUP("6. semget create cost (from 1.; \"fresh\": 1st round in a new namespace)"),
+	VALT("create.10.per_call", "create per call, 10 keys", "ns",
+	     "keys-10", "create_ns_per_call", -1, TGT_RATIO_MIN, 1),
+	VALT("create.1000.per_call", "create per call, 1000 keys", "ns",
+	     "keys-1000", "create_ns_per_call", -1, TGT_RATIO_MIN, 1),
+	VALT("create.31900.per_call", "create per call, 31900 keys", "ns",
+	     "keys-31900", "create_ns_per_call", -1, TGT_RATIO_MIN, 1),
+	VALT("create.fresh.first_call", "first semget create in a fresh namespace", "us",
+	     "keys-1", "create_fresh_first_call_us", -1, TGT_RATIO_MIN, 1),
+	VALT("create.fresh.10", "create KEYS=10 total, fresh namespace", "us",
+	     "keys-10", "create_fresh_total_us", -1, TGT_RATIO_MIN, 1),
+	VALT("create.fresh.1000", "create KEYS=1000 total, fresh namespace", "us",
+	     "keys-1000", "create_fresh_total_us", -1, TGT_RATIO_MIN, 1),
+	VALT("create.fresh.31900", "create KEYS=31900 total, fresh namespace", "us",
+	     "keys-31900", "create_fresh_total_us", -1, TGT_RATIO_MIN, 1),
+
+	GROUP("7. arena usage (uipc_ns_stats)"),
+	UIPC("arena.sem_array_bytes", "bytes per semaphore array (header)", "B",
+	    "keys-1000", "sem_array_bytes"),
+	UIPC("arena.sem_bytes", "bytes per semaphore", "B",
+	    "keys-1000", "sem_bytes"),
+	UIPC("arena.per_key_measured", "arena growth per 1-sem array (1000 keys)", "B",
+	    "keys-1000", "arena_bytes_per_key"),
+	UIPC("arena.residue_1000", "arena bytes kept after RMID of 1000", "B",
+	    "keys-1000", "arena_residue_after_rmid"),
+	UIPC("arena.residue_1000_x100", "... after 100 rounds of create/RMID 1000", "B",
+	    "keys-1000", "arena_residue_after_all_rounds"),
+	UIPC("arena.per_key_measured_1M", "arena growth per array (1M keys, extended)", "B",
+	    "ext-keys-1000000", "arena_bytes_per_key"),
+};
+const int bench_nrows = sizeof(bench_rows) / sizeof(bench_rows[0]);
+
+struct run *find_run(const char *name)
+{
+	int i;
+
+	for (i = 0; i < bench_nruns; i++)
+		if (!strcmp(bench_runs[i].name, name))
+			return &bench_runs[i];
+	return NULL;
+}

@@ -125,6 +125,9 @@ struct uthread {
 	uint32_t proc;             /* index of the process slot */
 	uint32_t depth;            /* frames in use */
 	struct jframe frames[JDEPTH];
+	uoff_t waitq;              /* this thread's semaphore wait entries */
+	uint32_t waitq_seq;        /* waits so far: tells a late wakeup apart */
+	uint32_t pad_wq;
 };
 
 struct uproc {

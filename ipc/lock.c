@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "signals.h"
 
 #define FUTEX_TID_MASK_    0x3fffffffu
 #define FUTEX_OWNER_DIED_  0x40000000u
@@ -311,7 +312,21 @@ static int lock_mutex(struct ulock *l)
 	}
 }
 
+static int ulock_acquire_crit(struct ns *ns, struct ulock *l);
+
+/* Signal handlers are held off while the lock is held (see signals.c). */
 int ulock_acquire(struct ns *ns, struct ulock *l)
+{
+	int r;
+
+	uipc_crit_enter();
+	r = ulock_acquire_crit(ns, l);
+	if (r)
+		uipc_crit_exit();
+	return r;
+}
+
+static int ulock_acquire_crit(struct ns *ns, struct ulock *l)
 {
 	struct uthread *t = cur_thread(ns);
 	struct jframe *f;
@@ -374,6 +389,7 @@ void ulock_release(struct ns *ns, struct ulock *l)
 	if (!f || atomic_load(&f->lock) != ns_off(ns, l)) {
 		ns_corrupt(ns, "release of a lock whose frame is not ours");
 		pthread_mutex_unlock(&l->m);
+		uipc_crit_exit();
 		return;
 	}
 	n = atomic_load(&f->n);
@@ -405,6 +421,7 @@ void ulock_release(struct ns *ns, struct ulock *l)
 		target = NULL;
 	update_cur_frame(t);
 	pthread_mutex_unlock(&l->m);
+	uipc_crit_exit();
 }
 
 /* Roll back everything the current section stored, keeping the lock. */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "signals.h"
 
 static pid_t g_pid;                  /* cached getpid(), reset in the fork child */
 static uint32_t g_proc_idx = UINT32_MAX;
@@ -300,7 +301,11 @@ struct uthread *cur_thread(struct ns *ns)
 {
 	if (likely(tls_thread))
 		return tls_thread;
-	tls_thread = register_thread(ns);
+	/* no handler may register this thread again in the middle */
+	uipc_crit_enter();
+	if (!tls_thread)
+		tls_thread = register_thread(ns);
+	uipc_crit_exit();
 	return tls_thread;
 }
 

@@ -14,6 +14,7 @@
  */
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <linux/futex.h>
@@ -58,6 +59,8 @@ struct sem {
 	struct ulock lock;
 	struct qlist pend_alter;
 	struct qlist pend_const;
+	_Atomic int32_t poster_cpu;  /* hint: CPU of the last slow-path post */
+	int32_t pad;
 };
 
 struct sem_array {
@@ -87,7 +90,16 @@ struct semq {
 	uint32_t cont_gen;         /* its process's continue count then */
 	uint32_t thread;           /* thread slot index of the sleeper */
 	int32_t pid;
-	_Atomic int32_t status;    /* futex word: QS_WAITING, then 0 or -errno */
+	_Atomic int32_t status;    /* QS_WAITING, then 0 or -errno (journaled) */
+	_Atomic uint32_t wake;     /* futex word: set to seq by the waker after
+				      its section committed */
+	_Atomic uint32_t sleeping; /* the sleeper is (about to be) in FUTEX_WAIT */
+	uint32_t seq;              /* which wait of its thread this is */
+	uoff_t tnext;              /* the thread's other wait entries */
+	uint32_t cap;              /* sops it can hold */
+	uint32_t linked;           /* in a pending list (journaled) */
+	uint32_t busy;             /* a call of owner_tid is using it */
+	int32_t owner_tid;
 	int32_t nsops;
 	int32_t blocking;          /* index of the op it sleeps on */
 	uint8_t alter, dupsop;
@@ -144,6 +156,7 @@ static void list_add_tail(struct ns *ns, struct qlist *l, struct semq *q)
 
 	J_SET(ns, q->next, (uoff_t)0);
 	J_SET(ns, q->prev, l->last);
+	J_SET(ns, q->linked, 1u);
 	if (last)
 		J_SET(ns, last->next, qo);
 	else
@@ -165,6 +178,7 @@ static void list_del(struct ns *ns, struct qlist *l, struct semq *q)
 		J_SET(ns, l->last, q->prev);
 	J_SET(ns, q->next, (uoff_t)0);
 	J_SET(ns, q->prev, (uoff_t)0);
+	J_SET(ns, q->linked, 0u);
 }
 
 static bool list_empty(const struct qlist *l)
@@ -396,34 +410,42 @@ static int sem_lock_all(struct ns *ns, struct sem_array *sma)
 
 /* ---- wake queue: futex wakes issued after the locks are dropped ---- */
 
+/*
+ * Sleepers completed during a section are told after it committed: their
+ * wake word gets the sequence number of the wait we completed (a wait entry
+ * belongs to a thread and is reused, so a late store for an older wait is
+ * ignored), and FUTEX_WAKE is only needed when the sleeper sleeps.
+ */
 struct wake_q {
 	int n;
-	uoff_t q[64];
+	struct {
+		uoff_t q;
+		uint32_t seq;
+	} e[64];
 	bool overflow;
 };
 
 static void wake_q_add(struct wake_q *wq, struct ns *ns, struct semq *q)
 {
-	if (wq->n < 64)
-		wq->q[wq->n++] = ns_off(ns, q);
-	else
+	if (wq->n < 64) {
+		wq->e[wq->n].q = ns_off(ns, q);
+		wq->e[wq->n].seq = q->seq;
+		wq->n++;
+	} else {
 		wq->overflow = true;
-}
-
-static void futex_wake_word(_Atomic int32_t *w)
-{
-	syscall(SYS_futex, (int *)w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	}
 }
 
 static void wake_up_q(struct ns *ns, struct wake_q *wq, struct sem_array *sma)
 {
 	for (int i = 0; i < wq->n; i++) {
-		struct semq *q = ns_ptr(ns, wq->q[i], sizeof(*q));
+		struct semq *q = ns_ptr(ns, wq->e[i].q, sizeof(*q));
 
-		/* the sleeper may already have freed q; a spurious wake of a
-		 * reused word is harmless, every sleeper rechecks */
-		if (q)
-			futex_wake_word(&q->status);
+		if (!q)
+			continue;
+		atomic_store(&q->wake, wq->e[i].seq);
+		if (atomic_load(&q->sleeping))
+			syscall(SYS_futex, (int *)&q->wake, FUTEX_WAKE, 1, NULL, NULL, 0);
 	}
 	(void)sma;
 	/* overflowed wakes: those sleepers notice at their next time slice */
@@ -648,8 +670,8 @@ static bool q_sleeper_gone(struct ns *ns, struct sem_array *sma, struct semq *q,
 {
 	if (q_sleeper_alive(ns, q))
 		return q_take_stopped(ns, sma, q, false, wq);
+	/* the entry belongs to the dead thread's slot: unlink it only */
 	unlink_queue(ns, sma, q);
-	arena_free(ns, ns_off(ns, q));
 	return true;
 }
 
@@ -1087,16 +1109,22 @@ static int find_alloc_undo(struct ns *ns, int semid, uoff_t *out)
  * decides to wait on it, as the kernel would have done it at their death.
  * Called without locks; returns true if some process was reaped.
  */
+/* Could a dead holder's undo be pending on SMA?  (A cheap look, no lock.) */
+static bool reap_may_help(struct sem_array *sma)
+{
+	/* undo entries exist, or a section that may have changed them is in
+	 * progress or was cut short by a death */
+	return __atomic_load_n(&sma->undo_list, __ATOMIC_ACQUIRE) ||
+	       __atomic_load_n((unsigned *)&sma->glock.m.__data.__lock, __ATOMIC_ACQUIRE);
+}
+
 static bool reap_dead_holders(struct ns *ns, struct sem_array *sma, int semid)
 {
 	uint32_t dead[16];
 	int n = 0, locknum;
 	uoff_t o;
 
-	/* nothing to do without undo entries, unless a section that may have
-	 * changed the list is in progress or was cut short (then look) */
-	if (!__atomic_load_n(&sma->undo_list, __ATOMIC_ACQUIRE) &&
-	    !__atomic_load_n((unsigned *)&sma->glock.m.__data.__lock, __ATOMIC_ACQUIRE))
+	if (!reap_may_help(sma))
 		return false;
 	locknum = sem_lock_all(ns, sma);
 	if (locknum != SEM_GLOBAL_LOCK)
@@ -1130,31 +1158,79 @@ static bool reap_dead_holders(struct ns *ns, struct sem_array *sma, int semid)
 
 /* ---- semop ---- */
 
-static int wait_slice(_Atomic int32_t *status, const struct timespec *deadline)
+static inline void cpu_relax(void)
 {
-	struct timespec now, rel;
-	long long ns_left;
-	int r;
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	__asm__ volatile("" ::: "memory");
+#endif
+}
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (deadline) {
-		ns_left = (deadline->tv_sec - now.tv_sec) * 1000000000LL +
-			  (deadline->tv_nsec - now.tv_nsec);
-		if (ns_left <= 0)
-			return -EAGAIN;
-	} else {
-		ns_left = 1000000000LL;
+#define WAIT_SLICE_NS 1000000000LL
+#define SPIN_NS       20000LL
+
+/*
+ * Wait until Q's wake word says SEQ (0), the deadline passes (-EAGAIN), a
+ * signal handler runs or the process is stopped and continued (-EINTR), or
+ * a slice ends (1: the caller looks around and calls again).  A short spin
+ * first when the waker is likely on another CPU: a wakeup then costs no
+ * system call on either side.
+ */
+static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *deadline,
+			 unsigned cont0, bool spin)
+{
+	int64_t start = mono_ns(), now, left;
+
+	if (spin) {
+		for (int i = 0;; i++) {
+			if (atomic_load_explicit(&q->wake, memory_order_acquire) == seq)
+				return 0;
+			if ((i & 63) == 63 && mono_ns() - start > SPIN_NS)
+				break;
+			cpu_relax();
+		}
 	}
-	/* a bounded slice: a waker that died between commit and wake, or a
-	 * dead sleeper's queue entry, is noticed at the next slice */
-	if (ns_left > 1000000000LL)
-		ns_left = 1000000000LL;
-	rel.tv_sec = ns_left / 1000000000LL;
-	rel.tv_nsec = ns_left % 1000000000LL;
-	r = (int)syscall(SYS_futex, (int *)status, FUTEX_WAIT, QS_WAITING, &rel, NULL, 0);
-	if (r < 0 && errno == EINTR)
-		return -EINTR;
-	return 0;
+	for (;;) {
+		struct timespec rel;
+		uint32_t cur;
+		int r;
+
+		atomic_store(&q->sleeping, 1);
+		cur = atomic_load(&q->wake);
+		if (cur == seq) {
+			atomic_store(&q->sleeping, 0);
+			return 0;
+		}
+		if (uipc_cont_gen() != cont0) {
+			atomic_store(&q->sleeping, 0);
+			return -EINTR;
+		}
+		now = mono_ns();
+		left = WAIT_SLICE_NS - (now - start);
+		if (deadline) {
+			int64_t d = (int64_t)deadline->tv_sec * 1000000000LL + deadline->tv_nsec - now;
+
+			if (d <= 0) {
+				atomic_store(&q->sleeping, 0);
+				return -EAGAIN;
+			}
+			if (d < left)
+				left = d;
+		}
+		if (left <= 0) {
+			atomic_store(&q->sleeping, 0);
+			return 1;
+		}
+		rel.tv_sec = left / 1000000000LL;
+		rel.tv_nsec = left % 1000000000LL;
+		r = (int)syscall(SYS_futex, (int *)&q->wake, FUTEX_WAIT, cur, &rel, NULL, 0);
+		atomic_store(&q->sleeping, 0);
+		if (atomic_load(&q->wake) == seq)
+			return 0;
+		if (uipc_cont_gen() != cont0 || (r < 0 && errno == EINTR))
+			return -EINTR;
+	}
 }
 
 static int semop_fast(struct ns *ns, int semid, struct sembuf *sop)
@@ -1227,18 +1303,71 @@ static void scan_sops(struct semop_args *a)
 	}
 }
 
+/*
+ * Wait entries belong to thread slots and are never freed (a late waker may
+ * still store into one, harmlessly: see wake_up_q).  A thread keeps a list
+ * of them: normally one is enough, a signal handler that calls semop while
+ * its thread sleeps needs another, and an entry left queued by a thread
+ * that died stays out of use until a waker unlinks it.
+ */
+static struct semq *thread_waitq(struct ns *ns, struct uthread *t, int nsops)
+{
+	uint32_t cap = nsops < 16 ? 16 : (uint32_t)nsops;
+	struct semq *q;
+	uoff_t off;
+	int guard = 0;
+
+	for (off = t->waitq; off && guard++ < 1024; off = q->tnext) {
+		q = ns_ptr(ns, off, sizeof(*q));
+		if (!q)
+			break;
+		if (q->cap >= (uint32_t)nsops && !q->linked &&
+		    (!q->busy || q->owner_tid != t->tid) &&
+		    ns_ptr(ns, off, sizeof(*q) + q->cap * sizeof(struct sembuf)))
+			goto take;
+	}
+	off = arena_alloc_raw(ns, sizeof(struct semq) + cap * sizeof(struct sembuf), POOL_GENERAL);
+	q = off ? ns_ptr(ns, off, sizeof(*q) + cap * sizeof(struct sembuf)) : NULL;
+	if (!q)
+		return NULL;
+	q->cap = cap;
+	q->tnext = t->waitq;
+	t->waitq = off;
+take:
+	q->busy = 1;
+	q->owner_tid = t->tid;
+	return q;
+}
+
+static void thread_waitq_done(struct semq *q)
+{
+	q->busy = 0;
+}
+
+/* a hint for sleepers deciding whether to spin (not journaled) */
+static void note_posters(struct sem_array *sma, struct semop_args *a)
+{
+	int cpu = sched_getcpu();
+
+	for (int i = 0; i < a->nsops; i++)
+		if (a->sops[i].sem_op > 0)
+			atomic_store_explicit(&sma->sems[a->sops[i].sem_num].poster_cpu, cpu,
+					      memory_order_relaxed);
+}
+
 static struct semq *enqueue(struct ns *ns, struct sem_array *sma, struct semop_args *a,
 			    uoff_t undo, int blocking)
 {
-	uoff_t off = arena_alloc(ns, sizeof(struct semq) + (size_t)a->nsops * sizeof(struct sembuf),
-				 POOL_GENERAL);
 	struct uthread *t = cur_thread(ns);
-	struct semq *q;
+	struct semq *q = t ? thread_waitq(ns, t, a->nsops) : NULL;
 
-	if (!off || !t)
+	if (!q)
 		return NULL;
-	q = ns_ptr(ns, off, sizeof(*q) + (size_t)a->nsops * sizeof(struct sembuf));
-	/* fresh block: filled before it is linked */
+	/* (thread_waitq_done when the call ends, see do_semtimedop) */
+	/* not linked anywhere now: filled before it is linked */
+	q->seq = ++t->waitq_seq;
+	atomic_store(&q->wake, 0);
+	atomic_store(&q->sleeping, 0);
 	memcpy(q->sops, a->sops, (size_t)a->nsops * sizeof(struct sembuf));
 	q->nsops = a->nsops;
 	q->undo = undo;
@@ -1270,6 +1399,15 @@ static struct semq *enqueue(struct ns *ns, struct sem_array *sma, struct semop_a
 
 #define SEMOP_RETRY 1
 
+static int ncpus(void)
+{
+	static int n;
+
+	if (!n)
+		n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	return n;
+}
+
 static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct timespec *deadline)
 {
 	struct sem_array *sma;
@@ -1278,6 +1416,8 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 	uoff_t undo = 0;
 	int err = 0, locknum, blocking = 0, r;
 	unsigned cont0;
+	uint32_t seq;
+	bool spin;
 
 	/* a stop and continue during this call interrupts it (EINTR) */
 	uipc_sleep_begin();
@@ -1310,10 +1450,11 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 		else
 			set_semotime(ns, sma);
 		sem_unlock(ns, sma, locknum);
+		note_posters(sma, a);
 		wake_up_q(ns, &wq, sma);
 		return 0;
 	}
-	if (err == -EAGAIN || err > 0) {
+	if ((err == -EAGAIN || err > 0) && reap_may_help(sma)) {
 		/* a dead process's undo may be what we wait for */
 		sem_unlock(ns, sma, locknum);
 		if (reap_dead_holders(ns, sma, a->semid))
@@ -1347,46 +1488,60 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 		sem_unlock(ns, sma, locknum);
 		return -ENOMEM;
 	}
+	/* spin first only if who posts this semaphore last ran elsewhere */
+	seq = q->seq;
+	spin = ncpus() > 1 &&
+	       atomic_load_explicit(&sma->sems[a->sops[blocking].sem_num].poster_cpu,
+				    memory_order_relaxed) != sched_getcpu();
 	for (;;) {
 		sem_unlock(ns, sma, locknum);
-		r = uipc_cont_gen() != cont0 ? -EINTR : wait_slice(&q->status, deadline);
-		if (uipc_cont_gen() != cont0)
-			r = -EINTR;
+		r = wait_for_wake(q, seq, deadline, cont0, spin);
+		spin = false;
+		if (r == 0) {
+			err = atomic_load(&q->status); /* committed before the wake */
+			thread_waitq_done(q);
+			return err;
+		}
 		locknum = sem_lock(ns, sma, a->sops, a->nsops);
-		if (locknum < SEM_GLOBAL_LOCK)
+		if (locknum < SEM_GLOBAL_LOCK) {
+			thread_waitq_done(q);
 			return locknum; /* cannot happen short of a corrupt arena */
+		}
 		err = atomic_load(&q->status);
 		if (err != QS_WAITING) {
-			/* completed by a waker (committed: we hold its lock now) */
-			arena_free(ns, ns_off(ns, q));
+			/* completed (committed: we hold its lock now) */
 			sem_unlock(ns, sma, locknum);
+			thread_waitq_done(q);
 			return err;
 		}
 		if (!sma_valid(sma, a->semid)) {
 			/* cannot happen: removal completes every sleeper */
 			sem_unlock(ns, sma, locknum);
+			thread_waitq_done(q);
 			return -EIDRM;
 		}
-		if (r == -EINTR || r == -EAGAIN)
+		if (r < 0)
 			break;
 		if (sma->undo_list) {
 			/* a slice ended: maybe a holder died; its undo may free us */
 			sem_unlock(ns, sma, locknum);
 			reap_dead_holders(ns, sma, a->semid);
 			locknum = sem_lock(ns, sma, a->sops, a->nsops);
-			if (locknum < SEM_GLOBAL_LOCK)
+			if (locknum < SEM_GLOBAL_LOCK) {
+				thread_waitq_done(q);
 				return locknum;
+			}
 			err = atomic_load(&q->status);
 			if (err != QS_WAITING) {
-				arena_free(ns, ns_off(ns, q));
 				sem_unlock(ns, sma, locknum);
+				thread_waitq_done(q);
 				return err;
 			}
 		}
 	}
 	unlink_queue(ns, sma, q);
-	arena_free(ns, ns_off(ns, q));
 	sem_unlock(ns, sma, locknum);
+	thread_waitq_done(q);
 	return r;
 }
 

@@ -1,18 +1,25 @@
 /*
- * signals.c - the thin layer between the program's signal handlers and uipc.
+ * signals.c - the thin layer between the program's signal handlers and uipc
+ * (handler chaining, as JVMs do it).
  *
- * SIGSEGV and SIGBUS: uipc keeps its own handlers installed.  A fault inside
- * uipc_copy_*() jumps back and the call fails with EFAULT; any other fault is
- * passed to what the program installed (its handler, or the default action).
+ * The kernel's IPC calls are atomic to signal handlers: a handler never runs
+ * in the middle of a semop, only at its sleep points (which then return
+ * EINTR).  uipc runs in the caller's thread, so it restores that guarantee:
  *
- * SIGCONT: the kernel's semop returns EINTR when the sleeper is stopped and
- * continued.  A futex wait is restarted silently in that case unless a
- * handler runs, so from the first time a thread sleeps in uipc a SIGCONT
- * handler is installed (it calls the program's handler, if any).  It stays:
- * installing it around every sleep would cost two system calls per wait.
+ * - Every handler the program installs (sigaction, signal) is recorded and a
+ *   trampoline is installed in its place.  A signal that arrives while the
+ *   thread is inside a uipc critical section is held and its handler runs
+ *   when the section ends, exactly as if it had arrived just after the call.
+ *   Anywhere else the program's handler runs at once, so a sleeper in uipc
+ *   sees EINTR as with the kernel.
+ * - SIGSEGV and SIGBUS: a fault inside uipc_copy_*() fails the call with
+ *   EFAULT; any other fault goes to what the program installed.
+ * - SIGCONT: the kernel's semop returns EINTR when the sleeper is stopped
+ *   and continued, but a futex wait is restarted silently unless a handler
+ *   runs; from the first time a thread sleeps in uipc a SIGCONT handler is
+ *   installed (it also counts continues, see uipc_cont_gen).
  *
- * For these three signals sigaction() and signal() record and report what
- * the program installed, so the program sees exactly its own handlers.
+ * sigaction() and signal() report exactly what the program installed.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -26,16 +33,30 @@
 #include "internal.h"
 #include "signals.h"
 
-static __thread sigjmp_buf *fault_jmp;
-static struct sigaction prog_act[3];   /* what the program installed: SEGV, BUS, CONT */
-static pthread_mutex_t cont_mutex = PTHREAD_MUTEX_INITIALIZER;
+#define NSIGS 65
+
+static struct sigaction prog_act[NSIGS];   /* what the program installed */
+static bool trampolined[NSIGS];            /* our trampoline is in place */
+static pthread_mutex_t act_mutex = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic bool cont_installed;
 static pthread_once_t install_once = PTHREAD_ONCE_INIT;
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+static _Atomic unsigned cont_gen;
 
-static int slot_of(int sig)
+/* per thread: depth of uipc critical sections, signals held meanwhile */
+static __thread int crit_depth;
+static __thread uint64_t held_mask;
+static __thread siginfo_t held_info[NSIGS];
+
+static bool is_fault_signal(int sig)
 {
-	return sig == SIGSEGV ? 0 : sig == SIGBUS ? 1 : sig == SIGCONT ? 2 : -1;
+	return sig == SIGSEGV || sig == SIGBUS;
+}
+
+/* signals whose default action would not kill or stop: fine to catch */
+static bool catchable(int sig)
+{
+	return sig > 0 && sig < NSIGS && sig != SIGKILL && sig != SIGSTOP;
 }
 
 static bool installed_function(const struct sigaction *pa)
@@ -45,28 +66,82 @@ static bool installed_function(const struct sigaction *pa)
 	return pa->sa_handler != SIG_DFL && pa->sa_handler != SIG_IGN;
 }
 
-static _Atomic unsigned cont_gen;
-
 unsigned uipc_cont_gen(void)
 {
 	return atomic_load_explicit(&cont_gen, memory_order_acquire);
 }
 
-static void cont_handler(int sig, siginfo_t *si, void *ctx)
+/* Run the program's handler for SIG as the kernel would have. */
+static void call_program(int sig, siginfo_t *si, void *ctx)
 {
-	struct sigaction *pa = &prog_act[2];
+	struct sigaction *pa = &prog_act[sig];
 
-	/* a stop and continue happened: every sleeper of this process that
-	 * was in semop meanwhile returns EINTR, as with the kernel */
-	atomic_fetch_add(&cont_gen, 1);
-	proc_note_continue();
 	if (!installed_function(pa))
 		return;
-	if (pa->sa_flags & SA_SIGINFO)
-		pa->sa_sigaction(sig, si, ctx);
-	else
-		pa->sa_handler(sig);
+	if (pa->sa_flags & SA_SIGINFO) {
+		void (*h)(int, siginfo_t *, void *) = pa->sa_sigaction;
+
+		if (pa->sa_flags & SA_RESETHAND) {
+			pa->sa_handler = SIG_DFL;
+			pa->sa_flags &= ~SA_SIGINFO;
+		}
+		h(sig, si, ctx);
+	} else {
+		void (*h)(int) = pa->sa_handler;
+
+		if (pa->sa_flags & SA_RESETHAND)
+			pa->sa_handler = SIG_DFL;
+		h(sig);
+	}
 }
+
+static void trampoline(int sig, siginfo_t *si, void *ctx)
+{
+	if (sig == SIGCONT) {
+		/* a stop and continue happened: every sleeper of this process
+		 * that was in semop meanwhile returns EINTR, as with the kernel */
+		atomic_fetch_add(&cont_gen, 1);
+		proc_note_continue();
+	}
+	if (crit_depth > 0) {
+		/* inside a uipc critical section: the handler runs at its end */
+		held_mask |= 1ULL << sig;
+		if (si)
+			held_info[sig] = *si;
+		return;
+	}
+	call_program(sig, si, ctx);
+}
+
+void uipc_crit_enter(void)
+{
+	crit_depth++;
+	__asm__ volatile("" ::: "memory");
+}
+
+/* Leave a critical section; at the outermost, run the handlers held. */
+void uipc_crit_exit(void)
+{
+	__asm__ volatile("" ::: "memory");
+	if (--crit_depth > 0 || likely(!held_mask))
+		return;
+	while (held_mask) {
+		int sig = __builtin_ctzll(held_mask);
+		sigset_t mask, old;
+		siginfo_t si = held_info[sig];
+
+		held_mask &= ~(1ULL << sig);
+		/* what the kernel blocks while the handler runs */
+		mask = prog_act[sig].sa_mask;
+		if (!(prog_act[sig].sa_flags & SA_NODEFER))
+			sigaddset(&mask, sig);
+		pthread_sigmask(SIG_BLOCK, &mask, &old);
+		call_program(sig, &si, NULL);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+}
+
+/* ---- faults: EFAULT from uipc_copy_*() ---- */
 
 #if defined(__x86_64__)
 /*
@@ -119,41 +194,26 @@ static bool fixup_copy_fault(void *ctx)
 	return true;
 }
 #else
+static __thread sigjmp_buf *fault_jmp;
+
 static bool fixup_copy_fault(void *ctx)
 {
 	(void)ctx;
+	if (fault_jmp)
+		siglongjmp(*fault_jmp, 1);
 	return false;
 }
 #endif
 
 static void fault_handler(int sig, siginfo_t *si, void *ctx)
 {
-	int k = slot_of(sig);
-	struct sigaction *pa;
-
 	if (fixup_copy_fault(ctx))
 		return;
-	if (fault_jmp)
-		siglongjmp(*fault_jmp, 1);
-	if (k < 0)
-		return;
-	pa = &prog_act[k];
-	if (pa->sa_flags & SA_SIGINFO) {
-		if (pa->sa_sigaction) {
-			pa->sa_sigaction(sig, si, ctx);
-			if (pa->sa_flags & SA_RESETHAND)
-				pa->sa_handler = SIG_DFL, pa->sa_flags &= ~SA_SIGINFO;
-			return;
-		}
-	} else if (pa->sa_handler != SIG_DFL && pa->sa_handler != SIG_IGN) {
-		void (*h)(int) = pa->sa_handler;
-
-		if (pa->sa_flags & SA_RESETHAND)
-			pa->sa_handler = SIG_DFL;
-		h(sig);
+	if (installed_function(&prog_act[sig])) {
+		call_program(sig, si, ctx);
 		return;
 	}
-	/* default action: let the fault happen again without us */
+	/* the default action: let the fault happen again without us */
 	{
 		struct sigaction dfl;
 
@@ -163,60 +223,98 @@ static void fault_handler(int sig, siginfo_t *si, void *ctx)
 	}
 }
 
-static void install(void)
+/* ---- installing ---- */
+
+static void install_ours(int sig, const struct sigaction *prog, void (*h)(int, siginfo_t *, void *),
+			 int extra_flags)
 {
 	struct sigaction sa;
 
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = h;
+	sa.sa_flags = SA_SIGINFO | extra_flags;
+	if (prog) {
+		sa.sa_mask = prog->sa_mask;
+		sa.sa_flags |= prog->sa_flags & (SA_RESTART | SA_NODEFER | SA_ONSTACK | SA_RESETHAND);
+	} else {
+		sigemptyset(&sa.sa_mask);
+	}
+	real_sigaction(sig, &sa, NULL);
+}
+
+static void install(void)
+{
 	real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))
 		dlsym(RTLD_NEXT, "sigaction");
 	if (!real_sigaction)
 		return;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = fault_handler;
-	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
-	sigemptyset(&sa.sa_mask);
-	real_sigaction(SIGSEGV, &sa, &prog_act[0]);
-	real_sigaction(SIGBUS, &sa, &prog_act[1]);
-	real_sigaction(SIGCONT, NULL, &prog_act[2]);
+	for (int sig = 1; sig < NSIGS; sig++) {
+		if (!catchable(sig))
+			continue;
+		real_sigaction(sig, NULL, &prog_act[sig]);
+		/* handlers installed before uipc was loaded get the trampoline */
+		if (installed_function(&prog_act[sig]) && !is_fault_signal(sig)) {
+			install_ours(sig, &prog_act[sig], trampoline, 0);
+			trampolined[sig] = true;
+		}
+	}
+	install_ours(SIGSEGV, NULL, fault_handler, SA_NODEFER | SA_ONSTACK);
+	install_ours(SIGBUS, NULL, fault_handler, SA_NODEFER | SA_ONSTACK);
 }
 
-__attribute__((constructor)) static void usercopy_init(void)
+__attribute__((constructor)) static void signals_init(void)
 {
 	pthread_once(&install_once, install);
 }
 
-/* The program's view of SIGSEGV/SIGBUS: what it installed, not our handler. */
+/* The program's view of every signal: what it installed, not our handlers. */
 int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	int k = slot_of(sig);
+	int r = 0;
 
 	pthread_once(&install_once, install);
 	if (!real_sigaction) {
 		errno = ENOSYS;
 		return -1;
 	}
-	if (k < 0)
+	if (!catchable(sig))
 		return real_sigaction(sig, act, old);
-	if (k == 2) {
-		int r = 0;
-
-		pthread_mutex_lock(&cont_mutex);
-		if (old)
-			*old = prog_act[2];
-		if (act) {
-			prog_act[2] = *act;
-			/* until uipc needs its own, the program's is in place */
-			if (!cont_installed)
-				r = real_sigaction(sig, act, NULL);
-		}
-		pthread_mutex_unlock(&cont_mutex);
-		return r;
-	}
+	pthread_mutex_lock(&act_mutex);
 	if (old)
-		*old = prog_act[k];
-	if (act)
-		prog_act[k] = *act;
-	return 0;
+		*old = prog_act[sig];
+	if (act) {
+		bool fn = installed_function(act);
+
+		prog_act[sig] = *act;
+		if (is_fault_signal(sig)) {
+			/* our fault handler stays; it calls the program's */
+		} else if (fn) {
+			install_ours(sig, act, trampoline, 0);
+			trampolined[sig] = true;
+		} else if (sig == SIGCONT && atomic_load(&cont_installed)) {
+			/* uipc needs its SIGCONT handler; it does nothing more */
+			install_ours(sig, NULL, trampoline, SA_RESTART);
+			trampolined[sig] = true;
+		} else {
+			r = real_sigaction(sig, act, NULL);
+			trampolined[sig] = false;
+		}
+	}
+	pthread_mutex_unlock(&act_mutex);
+	return r;
+}
+
+sighandler_t signal(int sig, sighandler_t h)
+{
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = h;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(sig, &sa, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
 }
 
 void uipc_sleep_begin(void)
@@ -226,47 +324,47 @@ void uipc_sleep_begin(void)
 	pthread_once(&install_once, install);
 	if (!real_sigaction)
 		return;
-	pthread_mutex_lock(&cont_mutex);
+	pthread_mutex_lock(&act_mutex);
 	if (!cont_installed) {
-		struct sigaction sa;
-
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = cont_handler;
-		sa.sa_flags = SA_SIGINFO | SA_RESTART;
-		sigemptyset(&sa.sa_mask);
-		real_sigaction(SIGCONT, &sa, NULL);
+		if (!trampolined[SIGCONT]) {
+			install_ours(SIGCONT, NULL, trampoline, SA_RESTART);
+			trampolined[SIGCONT] = true;
+		}
 		atomic_store(&cont_installed, true);
 	}
-	pthread_mutex_unlock(&cont_mutex);
+	pthread_mutex_unlock(&act_mutex);
 }
 
 void uipc_sleep_end(void)
 {
 }
 
+/* ---- copies ---- */
+
 static int guarded_copy(void *dst, const void *src, size_t len)
 {
-#if defined(__x86_64__)
-	if (!dst || !src)
-		return len ? -EFAULT : 0;
-	return uipc_copy_asm_fn(dst, src, len);
-#endif
-	sigjmp_buf jb;
-	sigjmp_buf *volatile saved = fault_jmp;
-
 	if (len == 0)
 		return 0;
 	if (!dst || !src)
 		return -EFAULT;
-	if (sigsetjmp(jb, 0)) {
+#if defined(__x86_64__)
+	return uipc_copy_asm_fn(dst, src, len);
+#else
+	{
+		sigjmp_buf jb;
+		sigjmp_buf *volatile saved = fault_jmp;
+
+		if (sigsetjmp(jb, 0)) {
+			fault_jmp = saved;
+			return -EFAULT;
+		}
+		fault_jmp = &jb;
+		memcpy(dst, src, len);
+		__asm__ volatile("" ::: "memory");
 		fault_jmp = saved;
-		return -EFAULT;
+		return 0;
 	}
-	fault_jmp = &jb;
-	memcpy(dst, src, len);
-	__asm__ volatile("" ::: "memory");
-	fault_jmp = saved;
-	return 0;
+#endif
 }
 
 int uipc_copy_from_user(void *dst, const void *src, size_t len)

@@ -1,0 +1,359 @@
+/*
+ * sem_signal.c - signals and a blocked semop()/semtimedop(): EINTR when a
+ * handler runs, with and without SA_RESTART (semop is never restarted);
+ * an ignored signal (SIG_IGN, or default-ignore like SIGWINCH) and a
+ * blocked signal do not interrupt; SIGSTOP/SIGCONT while blocked
+ * return EINTR too on Linux (not restarted), and the waiter leaves the
+ * queue while stopped; a timer signal in the sleeper itself; the queue and
+ * the value after an interrupted wait; semop called from a signal handler
+ * that interrupts semop/semctl of the same process (beyond POSIX, which
+ * does not list semop as async-signal-safe, but a system call on Linux).
+ */
+#include "dt.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+
+static volatile sig_atomic_t handled;
+
+static void handler(int sig)
+{
+	(void)sig;
+	handled++;
+}
+
+enum how { H_RESTART, H_NORESTART, H_IGN, H_DEFAULT, H_MASKED, H_ALARM };
+
+struct sleeper {
+	int id;
+	struct sembuf op;
+	int sig;
+	enum how how;
+	long timeout_ms;
+};
+
+static void sleeper(void *p)
+{
+	struct sleeper *s = p;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sigemptyset(&sa.sa_mask);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, s->sig);
+	switch (s->how) {
+	case H_RESTART:
+	case H_NORESTART:
+	case H_MASKED:
+	case H_ALARM:
+		sa.sa_handler = handler;
+		sa.sa_flags = s->how == H_RESTART ? SA_RESTART : 0;
+		sigaction(s->sig, &sa, NULL);
+		break;
+	case H_IGN:
+		sa.sa_handler = SIG_IGN;
+		sigaction(s->sig, &sa, NULL);
+		break;
+	case H_DEFAULT:
+		sa.sa_handler = SIG_DFL;
+		sigaction(s->sig, &sa, NULL);
+		break;
+	}
+	if (s->how == H_MASKED)
+		sigprocmask(SIG_BLOCK, &set, NULL);
+	if (s->how == H_ALARM) {
+		struct itimerval it = { { 0, 0 }, { 0, 100000 } };
+		setitimer(ITIMER_REAL, &it, NULL);
+	}
+	int r;
+	if (s->timeout_ms) {
+		struct timespec ts = { s->timeout_ms / 1000, (s->timeout_ms % 1000) * 1000000L };
+		r = semtimedop(s->id, &s->op, 1, &ts);
+	} else {
+		r = semop(s->id, &s->op, 1);
+	}
+	int e = errno;
+	int before = handled;
+	if (s->how == H_MASKED)
+		sigprocmask(SIG_UNBLOCK, &set, NULL);  /* the handler runs now */
+	dt_chan_send(r, r < 0 ? e : 0, before * 10 + handled);
+}
+
+static struct sleeper S;
+
+static pid_t start(int id, short o, int sig, enum how how, long tmo)
+{
+	memset(&S, 0, sizeof S);
+	S.id = id;
+	S.op.sem_num = 0;
+	S.op.sem_op = o;
+	S.sig = sig;
+	S.how = how;
+	S.timeout_ms = tmo;
+	pid_t p = dt_fork(sleeper, &S);
+	dt_out("%s: %s(%d,[0:%+d:0]) blocks (signal %s, how %d)", dt_pid(p),
+	       tmo ? "semtimedop" : "semop", id, o, sigabbrev_np(sig), (int)how);
+	dt_wait_cnt(id, 0, o == 0 ? GETZCNT : GETNCNT, 1);
+	return p;
+}
+
+/* the "extra" of a report is handler runs before*10 + after */
+static void interrupted(int how, short o, long tmo)
+{
+	int a = dt_semget(IPC_PRIVATE, 1, 0600);
+	if (o == 0)
+		dt_setval(a, 0, 1);
+	pid_t p = start(a, o, SIGUSR1, how, tmo);
+	kill(p, SIGUSR1);
+	dt_wakes(1);
+	dt_get(a, 0, GETNCNT);
+	dt_get(a, 0, GETZCNT);
+	dt_get(a, 0, GETVAL);
+	dt_get(a, 0, GETPID);
+	dt_wait(p);
+	dt_stat(a, IPC_STAT);
+	dt_rmid(a);
+}
+
+static void eintr_restart(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	interrupted(H_RESTART, -1, 0);
+}
+
+static void eintr_norestart(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	interrupted(H_NORESTART, -1, 0);
+}
+
+static void eintr_timed(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	interrupted(H_RESTART, -1, 20000);
+	interrupted(H_NORESTART, -1, 20000);
+}
+
+static void eintr_zero(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	interrupted(H_RESTART, 0, 0);
+	interrupted(H_NORESTART, 0, 20000);
+}
+
+/* a signal that is not delivered to a handler does not interrupt */
+static void not_interrupted(int how, int sig)
+{
+	int a = dt_semget(IPC_PRIVATE, 1, 0600);
+	pid_t p = start(a, -1, sig, how, 0);
+	kill(p, sig);
+	dt_msleep(50);
+	dt_get(a, 0, GETNCNT);
+	dt_chan_none();
+	struct sembuf up = { 0, 1, 0 };
+	dt_semop(a, &up, 1);
+	dt_wakes(1);
+	dt_get(a, 0, GETVAL);
+	dt_get(a, 0, GETPID);
+	dt_wait(p);
+	dt_rmid(a);
+}
+
+static void ignored(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	not_interrupted(H_IGN, SIGUSR1);
+	not_interrupted(H_DEFAULT, SIGWINCH);
+	not_interrupted(H_DEFAULT, SIGCHLD);
+}
+
+static void masked(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	not_interrupted(H_MASKED, SIGUSR2);
+}
+
+static void self_alarm(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	int a = dt_semget(IPC_PRIVATE, 1, 0600);
+	memset(&S, 0, sizeof S);
+	S.id = a;
+	S.op.sem_op = -1;
+	S.sig = SIGALRM;
+	S.how = H_ALARM;
+	pid_t p = dt_fork(sleeper, &S);
+	dt_out("%s: semop(%d,[0:-1:0]) with a 100ms SIGALRM timer", dt_pid(p), a);
+	dt_wakes(1);
+	dt_get(a, 0, GETNCNT);
+	dt_wait(p);
+	dt_rmid(a);
+}
+
+static int wait_state(pid_t p, int opts, const char *what)
+{
+	int st;
+	pid_t r = waitpid(p, &st, opts);
+	if (r != p) {
+		dt_fail("waitpid for %s: %s", what, dt_errname(errno));
+		return -1;
+	}
+	dt_out("%s %s", dt_pid(p), what);
+	return 0;
+}
+
+/* Polls until a report is waiting or GETNCNT(id,0) == want (5 s). */
+static void report_or_requeue(int id, int want)
+{
+	long long deadline = dt_now_ms() + dt_deadline_ms(5000);
+	for (;;) {
+		if (dt_chan_ready()) {
+			dt_wakes(1);
+			break;
+		}
+		if (semctl(id, 0, GETNCNT) == want) {
+			dt_out("re-queued, no report");
+			break;
+		}
+		if (dt_now_ms() > deadline) {
+			dt_fail("neither a report nor GETNCNT %d in time", want);
+			break;
+		}
+		dt_msleep(1);
+	}
+}
+
+/* SIGSTOP + SIGCONT while blocked (no handler runs): Linux returns EINTR
+ * from semop here too (it does not restart it) */
+static void stop_cont(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	int a = dt_semget(IPC_PRIVATE, 1, 0600);
+	pid_t p1 = start(a, -1, SIGUSR1, H_NORESTART, 0);
+	memset(&S, 0, sizeof S);
+	S.id = a;
+	S.op.sem_op = -1;
+	S.sig = SIGUSR1;
+	S.how = H_NORESTART;
+	pid_t p2 = dt_fork(sleeper, &S);
+	dt_out("%s: semop(%d,[0:-1:0]) blocks", dt_pid(p2), a);
+	dt_wait_cnt(a, 0, GETNCNT, 2);
+	kill(p1, SIGSTOP);
+	wait_state(p1, WUNTRACED, "stopped");
+	dt_get(a, 0, GETNCNT);
+	/* no waitpid(WCONTINUED): the child may run on and exit at once */
+	kill(p1, SIGCONT);
+	report_or_requeue(a, 2);
+	struct sembuf up = { 0, 1, 0 };
+	dt_semop(a, &up, 1);
+	dt_wakes(1);
+	if (semctl(a, 0, GETNCNT) > 0) {
+		dt_semop(a, &up, 1);
+		dt_wakes(1);
+	}
+	dt_get(a, 0, GETVAL);
+	dt_wait(p1);
+	dt_wait(p2);
+	dt_rmid(a);
+}
+
+/* the same with a timed wait */
+static void stop_cont_timed(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	int a = dt_semget(IPC_PRIVATE, 1, 0600);
+	pid_t p1 = start(a, -1, SIGUSR1, H_NORESTART, 20000);
+	kill(p1, SIGSTOP);
+	wait_state(p1, WUNTRACED, "stopped");
+	dt_get(a, 0, GETNCNT);
+	kill(p1, SIGCONT);
+	report_or_requeue(a, 1);
+	struct sembuf up = { 0, 1, 0 };
+	dt_semop(a, &up, 1);
+	if (semctl(a, 0, GETVAL) == 0)
+		dt_wakes(1);
+	dt_get(a, 0, GETVAL);
+	dt_wait(p1);
+	dt_rmid(a);
+}
+
+/* semop from a signal handler that interrupts semop/semctl calls of the
+ * same process (the system calls are async-signal-safe): nothing is lost
+ * and nothing deadlocks */
+static int hs_id;
+static volatile sig_atomic_t hs_count;
+static volatile sig_atomic_t hs_fail;
+
+static void hs_handler(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	struct sembuf s = { 1, 1, IPC_NOWAIT };
+	if (semop(hs_id, &s, 1) == 0)
+		hs_count++;
+	else
+		hs_fail++;
+	errno = saved;
+}
+
+static void handler_child(void *p)
+{
+	(void)p;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = hs_handler;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	struct itimerval it = { { 0, 200 }, { 0, 200 } };
+	setitimer(ITIMER_REAL, &it, NULL);
+	long long end = dt_now_ms() + 300;
+	long loops = 0, bad = 0;
+	while (dt_now_ms() < end) {
+		struct sembuf up[2] = { { 0, 1, 0 }, { 2, 1, SEM_UNDO } };
+		struct sembuf down[2] = { { 0, -1, IPC_NOWAIT }, { 2, -1, SEM_UNDO | IPC_NOWAIT } };
+		if (semop(hs_id, up, 2) < 0 && errno != EINTR)
+			bad++;
+		if (semop(hs_id, down, 2) < 0 && errno != EINTR)
+			bad++;
+		if (semctl(hs_id, 1, GETVAL) < 0)
+			bad++;
+		loops++;
+	}
+	struct itimerval off = { { 0, 0 }, { 0, 0 } };
+	setitimer(ITIMER_REAL, &off, NULL);
+	int v1 = semctl(hs_id, 1, GETVAL);
+	dt_out("loops > 100: %s, handler ran > 10 times: %s, bad calls: %ld, "
+	       "handler failures: %d", loops > 100 ? "yes" : "no",
+	       hs_count > 10 ? "yes" : "no", bad, (int)hs_fail);
+	dt_out("sem 1 == handler count: %s", v1 == hs_count ? "yes" : "no");
+	exit(0);
+}
+
+static void handler_semop(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	hs_id = dt_semget(IPC_PRIVATE, 3, 0600);
+	pid_t p = dt_fork(handler_child, NULL);
+	dt_wait(p);
+	dt_get(hs_id, 0, GETVAL);
+	dt_get(hs_id, 2, GETVAL);
+	dt_rmid(hs_id);
+}
+
+const struct dt_case dt_cases[] = {
+	{ "eintr-restart", eintr_restart, 0 },
+	{ "eintr-norestart", eintr_norestart, 0 },
+	{ "eintr-timed", eintr_timed, 0 },
+	{ "eintr-zero", eintr_zero, 0 },
+	{ "ignored", ignored, 0 },
+	{ "masked", masked, 0 },
+	{ "self-alarm", self_alarm, 0 },
+	{ "stop-cont", stop_cont, 0 },
+	{ "stop-cont-timed", stop_cont_timed, 0 },
+	{ "handler-semop", handler_semop, 0 },
+	{ NULL, NULL, 0 },
+};

@@ -25,7 +25,7 @@
 #define BLK_HDR    32u
 #define MIN_CLASS  6
 #define MAX_CLASS  39
-#define POPULATE_CHUNK (2u << 20)
+#define POPULATE_CHUNK (256u << 10)
 
 struct blk {
 	uint32_t magic;

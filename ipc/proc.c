@@ -321,6 +321,14 @@ bool thread_alive(struct ns *ns, struct uthread *t)
 	(void)ns;
 	if (SLOT_STATE(w) != SLOT_LIVE)
 		return false;
+	{
+		/* the usual answer without a write to another process's line:
+		 * the lock word still holds the thread's tid, not marked dead */
+		unsigned v = __atomic_load_n((unsigned *)&t->alive.__data.__lock, __ATOMIC_ACQUIRE);
+
+		if ((v & 0x3fffffffu) == (unsigned)t->tid && !(v & 0x40000000u))
+			return true;
+	}
 	r = pthread_mutex_trylock(&t->alive);
 	if (r == EBUSY)
 		return true;

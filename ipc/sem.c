@@ -649,11 +649,19 @@ static bool q_was_continued(struct ns *ns, struct semq *q)
 	return p && atomic_load(&p->cont_gen) != q->cont_gen;
 }
 
+static int64_t mono_coarse_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 static bool q_take_stopped(struct ns *ns, struct sem_array *sma, struct semq *q, bool always,
 			   struct wake_q *wq)
 {
 	if (!q_was_continued(ns, q)) {
-		if (!always && mono_ns() - q->since < STOP_CHECK_AFTER_NS)
+		if (!always && mono_coarse_ns() - q->since < STOP_CHECK_AFTER_NS)
 			return false;
 		if (!q_sleeper_stopped(q))
 			return false;
@@ -1377,7 +1385,7 @@ static struct semq *enqueue(struct ns *ns, struct sem_array *sma, struct semop_a
 	q->blocking = blocking;
 	q->thread = (uint32_t)(((char *)t - (ns->base + ns->hdr->threads)) / sizeof(*t));
 	q->tword = atomic_load(&t->state);
-	q->since = mono_ns();
+	q->since = mono_coarse_ns();
 	q->proc = t->proc;
 	q->cont_gen = atomic_load(&proc_at(ns, t->proc)->cont_gen);
 	atomic_store(&q->status, QS_WAITING);

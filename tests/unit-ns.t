@@ -1,0 +1,65 @@
+#!/bin/bash
+# tests/unit-ns.t - namespace files and library properties the kernel has no
+# counterpart for: bad namespace files give a clear message and a failing
+# call (never a crash), the fast path makes no system call, extended ids.
+top=$(cd "$(dirname "$0")/.." && pwd)
+lib=$top/build/libuipc.so
+bin=$top/build/tests/unit
+n=0 failed=0
+ok() { n=$((n+1)); echo "ok $n - $1"; }
+nok() { n=$((n+1)); failed=$((failed+1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
+if [ ! -f "$lib" ] || [ ! -x "$bin/nosys" ] || [ ! -x "$bin/ext_ids" ]; then
+	echo "1..1"; echo "not ok 1 - $lib or test programs missing: run make test-progs"; exit 1
+fi
+dir=$(mktemp -d /dev/shm/uipc-ns.XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+uid=$(id -u)
+
+# run ipcmk -S 1 (util-linux, a real program) in namespace $1
+mk() { UIPC_DIR=$dir UIPC_NS=$1 LD_PRELOAD=$lib ipcmk -S 1 2>&1; }
+
+# expect: fails (exit 1, not a signal), and the message matches
+expect_refused() {
+	local name=$1 regex=$2 what=$3 out rc
+	out=$(mk "$name"); rc=$?
+	if [ "$rc" -ge 128 ]; then nok "$what: crashed (status $rc)" "$out"; return; fi
+	if [ "$rc" -eq 0 ]; then nok "$what: the call succeeded" "$out"; return; fi
+	if [[ "$out" =~ $regex ]]; then ok "$what: clear message, failing call"; else nok "$what: message" "$out"; fi
+}
+
+# a file that is not a namespace
+echo "hello, not a namespace" > "$dir/uipc-$uid-text"
+expect_refused text "not a uipc namespace" "a text file"
+# a good namespace, then damaged in three ways
+mk good >/dev/null || nok "creating a namespace"
+cp "$dir/uipc-$uid-good" "$dir/uipc-$uid-trunc" && truncate -s 100 "$dir/uipc-$uid-trunc"
+expect_refused trunc "truncated" "a truncated file"
+cp --sparse=always "$dir/uipc-$uid-good" "$dir/uipc-$uid-ver"
+printf '\x63\x00\x00\x00' | dd of="$dir/uipc-$uid-ver" bs=1 seek=8 conv=notrunc status=none
+expect_refused ver "layout version 99" "another layout version"
+cp --sparse=always "$dir/uipc-$uid-good" "$dir/uipc-$uid-short"
+truncate -s 200M "$dir/uipc-$uid-short"
+expect_refused short "damaged" "a file shorter than its header says"
+printf 'XXXXXXXX' | dd of="$dir/uipc-$uid-good" bs=1 seek=0 conv=notrunc status=none
+expect_refused good "bad magic" "a namespace whose magic was overwritten"
+# a namespace file of another user is refused (a trap in a shared directory)
+if [ "$uid" = 0 ]; then
+	mk other >/dev/null
+	chown 1000 "$dir/uipc-0-other"
+	expect_refused other "belongs to uid 1000" "a file owned by another user"
+fi
+# mode 0600 by default
+mk fresh >/dev/null
+m=$(stat -c %a "$dir/uipc-$uid-fresh")
+[ "$m" = 600 ] && ok "a new namespace file has mode 0600" || nok "mode is $m, not 600"
+
+# the fast path makes no system call (a seccomp filter kills it otherwise)
+out=$(UIPC_DIR=$dir UIPC_NS=nosys LD_PRELOAD=$lib "$bin/nosys" 2>&1); rc=$?
+if [ $rc -eq 0 ] && [[ "$out" == *"ok 1 - 300,000"* ]]; then ok "uncontended semop makes no system call"; else nok "no-syscall fast path (status $rc)" "$out"; fi
+
+# extended ids
+out=$(UIPC_DIR=$dir UIPC_NS=ext UIPC_NS_EXTENDED=1 LD_PRELOAD=$lib "$bin/ext_ids" 2>&1); rc=$?
+if [ $rc -eq 0 ]; then ok "extended ids: (seq << 24) + idx, cycle >= 4096, 7-bit seq, next_id"; else nok "extended ids" "$out"; fi
+
+echo "1..$n"
+[ $failed -eq 0 ]

@@ -1407,6 +1407,30 @@ static struct semq *enqueue(struct ns *ns, struct sem_array *sma, struct semop_a
 
 #define SEMOP_RETRY 1
 
+/*
+ * Try the operations with the lock held.  On success the updates and
+ * wakeups are done and the lock released (0); otherwise the lock is still
+ * held and the result is 1 (must sleep, *blocking set) or -errno.
+ */
+static int try_semop_locked(struct ns *ns, struct sem_array *sma, struct semop_args *a,
+			    uoff_t undo, int locknum, int *blocking)
+{
+	struct wake_q wq = { 0 };
+	int err = perform_atomic_semop(ns, sma, a->sops, a->nsops, undo, cur_pid(), blocking,
+				       a->dupsop);
+
+	if (err)
+		return err;
+	if (a->alter)
+		do_smart_update(ns, sma, a->sops, a->nsops, 1, &wq);
+	else
+		set_semotime(ns, sma);
+	sem_unlock(ns, sma, locknum);
+	note_posters(sma, a);
+	wake_up_q(ns, &wq, sma);
+	return 0;
+}
+
 static int ncpus(void)
 {
 	static int n;
@@ -1419,7 +1443,6 @@ static int ncpus(void)
 static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct timespec *deadline)
 {
 	struct sem_array *sma;
-	struct wake_q wq = { 0 };
 	struct semq *q;
 	uoff_t undo = 0;
 	int err = 0, locknum, blocking = 0, r;
@@ -1450,18 +1473,9 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 		sem_unlock(ns, sma, locknum);
 		return -EIDRM;
 	}
-	err = perform_atomic_semop(ns, sma, a->sops, a->nsops, undo, cur_pid(), &blocking,
-				   a->dupsop);
-	if (err == 0) {
-		if (a->alter)
-			do_smart_update(ns, sma, a->sops, a->nsops, 1, &wq);
-		else
-			set_semotime(ns, sma);
-		sem_unlock(ns, sma, locknum);
-		note_posters(sma, a);
-		wake_up_q(ns, &wq, sma);
+	err = try_semop_locked(ns, sma, a, undo, locknum, &blocking);
+	if (err == 0)
 		return 0;
-	}
 	if ((err == -EAGAIN || err > 0) && reap_may_help(sma)) {
 		/* a dead process's undo may be what we wait for */
 		sem_unlock(ns, sma, locknum);
@@ -1474,17 +1488,9 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 			sem_unlock(ns, sma, locknum);
 			return -EIDRM;
 		}
-		err = perform_atomic_semop(ns, sma, a->sops, a->nsops, undo, cur_pid(),
-					   &blocking, a->dupsop);
-		if (err == 0) {
-			if (a->alter)
-				do_smart_update(ns, sma, a->sops, a->nsops, 1, &wq);
-			else
-				set_semotime(ns, sma);
-			sem_unlock(ns, sma, locknum);
-			wake_up_q(ns, &wq, sma);
+		err = try_semop_locked(ns, sma, a, undo, locknum, &blocking);
+		if (err == 0)
 			return 0;
-		}
 	}
 	if (err < 0) {
 		sem_unlock(ns, sma, locknum);

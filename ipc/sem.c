@@ -1175,7 +1175,10 @@ static inline void cpu_relax(void)
 #endif
 }
 
-#define WAIT_SLICE_NS 1000000000LL
+/* A sleeper looks around (lost wakeups, dead holders) after every slice:
+ * often when a dead holder's SEM_UNDO could free it, rarely otherwise. */
+#define WAIT_SLICE_NS      1000000000LL
+#define WAIT_SLICE_UNDO_NS   50000000LL
 #define SPIN_NS       20000LL
 
 /*
@@ -1186,7 +1189,7 @@ static inline void cpu_relax(void)
  * system call on either side.
  */
 static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *deadline,
-			 unsigned cont0, bool spin)
+			 unsigned cont0, bool spin, int64_t slice)
 {
 	int64_t start = mono_ns(), now, left;
 
@@ -1215,7 +1218,7 @@ static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *de
 			return -EINTR;
 		}
 		now = mono_ns();
-		left = WAIT_SLICE_NS - (now - start);
+		left = slice - (now - start);
 		if (deadline) {
 			int64_t d = (int64_t)deadline->tv_sec * 1000000000LL + deadline->tv_nsec - now;
 
@@ -1509,7 +1512,8 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 				    memory_order_relaxed) != sched_getcpu();
 	for (;;) {
 		sem_unlock(ns, sma, locknum);
-		r = wait_for_wake(q, seq, deadline, cont0, spin);
+		r = wait_for_wake(q, seq, deadline, cont0, spin,
+				  sma->undo_list ? WAIT_SLICE_UNDO_NS : WAIT_SLICE_NS);
 		spin = false;
 		if (r == 0) {
 			err = atomic_load(&q->status); /* committed before the wake */

@@ -233,7 +233,16 @@ struct uipc_hdr {
 
 /* ---- process-local view of a namespace ---- */
 
+/* where the fixed tables are: computed from the id mode, checked against the
+ * header when the namespace is opened, then used from this private copy
+ * (a corrupted header must not send a process outside its tables) */
+struct ns_layout {
+	uoff_t procs, threads, heap_start;
+	uoff_t entries[IPC_NR_IDS], used[IPC_NR_IDS], populated[IPC_NR_IDS];
+};
+
 struct ns {
+	struct ns_layout lay;
 	char *base;                /* the mapping */
 	uint64_t size;             /* mapped bytes (== hdr->arena_size) */
 	struct uipc_hdr *hdr;
@@ -300,6 +309,7 @@ UIPC_HIDDEN struct uproc *proc_at(struct ns *ns, uint32_t idx);
 UIPC_HIDDEN void proc_exit_work(void);
 UIPC_HIDDEN bool proc_is_dead(struct ns *ns, struct uproc *p);
 UIPC_HIDDEN void proc_note_continue(void);
+UIPC_HIDDEN bool tid_is_registered(struct ns *ns, pid_t tid);
 UIPC_HIDDEN void proc_reap(struct ns *ns, struct uproc *p);
 UIPC_HIDDEN void ns_open_for_fork(void);
 

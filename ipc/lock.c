@@ -277,11 +277,11 @@ static void recover_lock(struct ns *ns, struct ulock *l)
 }
 
 /*
- * A lock word whose owner tid does not exist (a corrupt arena, or a holder in
- * another pid namespace that vanished) would block forever: mark it owner-dead
- * the way the kernel does, so that the next attempt recovers it.
+ * A lock word whose owner is no thread of this namespace (a corrupt arena, or
+ * a holder in another pid namespace that vanished) would block forever: mark
+ * it owner-dead the way the kernel does, so that the next attempt recovers it.
  */
-static void break_if_orphaned(struct ulock *l)
+static void break_if_orphaned(struct ns *ns, struct ulock *l)
 {
 	unsigned *word = (unsigned *)&l->m.__data.__lock;
 	unsigned v = __atomic_load_n(word, __ATOMIC_ACQUIRE);
@@ -289,13 +289,13 @@ static void break_if_orphaned(struct ulock *l)
 
 	if (tid == 0 || (v & FUTEX_OWNER_DIED_))
 		return;
-	if (kill(tid, 0) == 0 || errno != ESRCH)
+	if ((kill(tid, 0) == 0 || errno != ESRCH) && tid_is_registered(ns, tid))
 		return;
 	__atomic_compare_exchange_n(word, &v, (v & FUTEX_WAITERS_) | FUTEX_OWNER_DIED_,
 				    false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
-static int lock_mutex(struct ulock *l)
+static int lock_mutex(struct ns *ns, struct ulock *l)
 {
 	for (;;) {
 		struct timespec ts;
@@ -308,7 +308,7 @@ static int lock_mutex(struct ulock *l)
 		r = pthread_mutex_clocklock(&l->m, CLOCK_MONOTONIC, &ts);
 		if (r != ETIMEDOUT)
 			return r;
-		break_if_orphaned(l);
+		break_if_orphaned(ns, l);
 	}
 }
 
@@ -341,7 +341,7 @@ static int ulock_acquire_crit(struct ns *ns, struct ulock *l)
 		ns_corrupt(ns, "lock nesting too deep");
 		return -EDEADLK;
 	}
-	r = lock_mutex(l);
+	r = lock_mutex(ns, l);
 	if (r == EOWNERDEAD) {
 		recover_lock(ns, l);
 		pthread_mutex_consistent(&l->m);

@@ -153,62 +153,80 @@ static void default_limits(struct uipc_limits *l)
 	l->shm_rmid_forced = 0;
 }
 
+/* Where the fixed tables of a namespace with ids of SHIFT bits go. */
+static uint64_t compute_layout(int shift, struct ns_layout *l, uint64_t *eager_end)
+{
+	int32_t mni = 1 << shift;
+	uint64_t off = page_up(sizeof(struct uipc_hdr));
+	uint64_t used_bytes = (uint64_t)mni / 8;
+	uint64_t pop_bytes = ((uint64_t)mni * 8 / UIPC_PAGE + 7) / 8;
+	int t;
+
+	/* bitmaps first (small, populated at creation), then the sparse tables */
+	for (t = 0; t < IPC_NR_IDS; t++) {
+		l->used[t] = off;
+		off = page_up(off + used_bytes);
+		l->populated[t] = off;
+		off = page_up(off + pop_bytes);
+	}
+	*eager_end = off;
+	l->procs = off;
+	off = page_up(off + (uint64_t)MAX_PROCS * sizeof(struct uproc));
+	l->threads = off;
+	off = page_up(off + (uint64_t)MAX_THREADS * sizeof(struct uthread));
+	for (t = 0; t < IPC_NR_IDS; t++) {
+		l->entries[t] = off;
+		off = page_up(off + (uint64_t)mni * sizeof(uoff_t));
+	}
+	l->heap_start = off;
+	return off;
+}
+
+/* Does the header describe exactly the layout uipc computes for it? */
+static bool layout_matches(const struct uipc_hdr *h, const struct ns_layout *l)
+{
+	if (h->procs != l->procs || h->threads != l->threads || h->heap_start != l->heap_start)
+		return false;
+	for (int t = 0; t < IPC_NR_IDS; t++)
+		if (h->ids[t].entries != l->entries[t] || h->ids[t].used != l->used[t] ||
+		    h->ids[t].populated != l->populated[t])
+			return false;
+	return true;
+}
+
 /* Build a complete namespace in the mapping at BASE (SIZE bytes). */
 static int init_arena(char *base, uint64_t size, int extended, unsigned mode)
 {
 	struct uipc_hdr *h = (struct uipc_hdr *)base;
 	struct ns tmp = { .base = base, .size = size, .hdr = h };
 	int shift = extended ? IPCMNI_EXT_SHIFT : IPCMNI_SHIFT;
-	int32_t mni = 1 << shift;
-	uint64_t off = page_up(sizeof(*h));
-	uint64_t eager_end;
+	uint64_t eager_end, end;
 	int t;
 
+	end = compute_layout(shift, &tmp.lay, &eager_end);
+	if (end + MIN_ARENA / 2 > size)
+		return -EINVAL;
 	tmp.shift = shift;
-	tmp.ipcmni = mni;
+	tmp.ipcmni = 1 << shift;
 	h->version = UIPC_LAYOUT_VERSION;
 	h->hdr_size = sizeof(*h);
 	h->arena_size = size;
 	h->flags = extended ? NS_FLAG_EXTENDED : 0;
 	h->ipcmni_shift = (uint32_t)shift;
-	h->ipcmni = mni;
+	h->ipcmni = 1 << shift;
 	h->min_cycle = extended ? IPC_MIN_CYCLE_EXT : IPC_MIN_CYCLE;
 	h->creator_uid = (uint32_t)geteuid();
 	h->mode = mode;
 	ulock_init(&h->ns_lock);
 	default_limits(&h->lim);
-
-	/* bitmaps first (small, populated now), then the sparse entry tables */
-	{
-		uoff_t used[IPC_NR_IDS], pop[IPC_NR_IDS], ent[IPC_NR_IDS];
-		uint64_t used_bytes = (uint64_t)mni / 8;
-		uint64_t pop_bytes = ((uint64_t)mni * 8 / UIPC_PAGE + 7) / 8;
-
-		for (t = 0; t < IPC_NR_IDS; t++) {
-			used[t] = off;
-			off = page_up(off + used_bytes);
-			pop[t] = off;
-			off = page_up(off + pop_bytes);
-		}
-		eager_end = off;
-		/* sparse from here on: populated as they are used */
-		h->procs = off;
-		off = page_up(off + (uint64_t)MAX_PROCS * sizeof(struct uproc));
-		h->threads = off;
-		off = page_up(off + (uint64_t)MAX_THREADS * sizeof(struct uthread));
-		for (t = 0; t < IPC_NR_IDS; t++) {
-			ent[t] = off;
-			off = page_up(off + (uint64_t)mni * sizeof(uoff_t));
-		}
-		if (off + MIN_ARENA / 2 > size)
-			return -EINVAL;
-		if (arena_populate(&tmp, UIPC_PAGE, eager_end - UIPC_PAGE))
-			return -ENOMEM;
-		for (t = 0; t < IPC_NR_IDS; t++)
-			ipc_ids_init(&tmp, t, ent[t], used[t], pop[t]);
-	}
-	h->heap_start = off;
-	arena_init(h, off);
+	h->procs = tmp.lay.procs;
+	h->threads = tmp.lay.threads;
+	if (arena_populate(&tmp, UIPC_PAGE, eager_end - UIPC_PAGE))
+		return -ENOMEM;
+	for (t = 0; t < IPC_NR_IDS; t++)
+		ipc_ids_init(&tmp, t, tmp.lay.entries[t], tmp.lay.used[t], tmp.lay.populated[t]);
+	h->heap_start = tmp.lay.heap_start;
+	arena_init(h, tmp.lay.heap_start);
 	atomic_store_explicit(&h->magic, UIPC_MAGIC, memory_order_release);
 	return 0;
 }
@@ -255,6 +273,17 @@ static int map_checked(int fd, const char *path, struct ns **out, bool owner_che
 		    path, (long long)st.st_size, (unsigned long long)hdr.arena_size);
 		return -EINVAL;
 	}
+	{
+		struct ns_layout l;
+		uint64_t eager_end;
+
+		if (compute_layout((int)hdr.ipcmni_shift, &l, &eager_end) + MIN_ARENA / 2 >
+			    hdr.arena_size || !layout_matches(&hdr, &l)) {
+			say("uipc: %s is a damaged uipc namespace (its tables are not where they "
+			    "belong)", path);
+			return -EINVAL;
+		}
+	}
 	m = mmap(NULL, hdr.arena_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
 		 fd, 0);
 	if (m == MAP_FAILED)
@@ -269,6 +298,11 @@ static int map_checked(int fd, const char *path, struct ns **out, bool owner_che
 	ns->hdr = m;
 	ns->shift = (int)hdr.ipcmni_shift;
 	ns->ipcmni = 1 << ns->shift;
+	{
+		uint64_t eager_end;
+
+		compute_layout(ns->shift, &ns->lay, &eager_end);
+	}
 	snprintf(ns->path, sizeof(ns->path), "%s", path);
 	*out = ns;
 	return 0;

@@ -69,7 +69,7 @@ struct uproc *proc_at(struct ns *ns, uint32_t idx)
 {
 	if (idx >= MAX_PROCS)
 		return NULL;
-	return ns_ptr(ns, ns->hdr->procs + (uoff_t)idx * sizeof(struct uproc),
+	return ns_ptr(ns, ns->lay.procs + (uoff_t)idx * sizeof(struct uproc),
 		      sizeof(struct uproc));
 }
 
@@ -77,7 +77,7 @@ static struct uthread *thread_at(struct ns *ns, uint32_t idx)
 {
 	if (idx >= MAX_THREADS)
 		return NULL;
-	return ns_ptr(ns, ns->hdr->threads + (uoff_t)idx * sizeof(struct uthread),
+	return ns_ptr(ns, ns->lay.threads + (uoff_t)idx * sizeof(struct uthread),
 		      sizeof(struct uthread));
 }
 
@@ -106,7 +106,7 @@ static int claim_slot(struct ns *ns, bool threads, int32_t id)
 	_Atomic uint32_t *hwm = threads ? &ns->hdr->threads_hwm : &ns->hdr->procs_hwm;
 	uint32_t max = threads ? MAX_THREADS : MAX_PROCS;
 	size_t sz = threads ? sizeof(struct uthread) : sizeof(struct uproc);
-	uoff_t base = threads ? ns->hdr->threads : ns->hdr->procs;
+	uoff_t base = threads ? ns->lay.threads : ns->lay.procs;
 	uint32_t i, top = atomic_load(hwm);
 
 	if (top > max)
@@ -457,4 +457,22 @@ __attribute__((constructor)) static void proc_init(void)
 {
 	pthread_atfork(atfork_prepare, NULL, atfork_child);
 	atexit(exit_hook);
+}
+
+/* Is TID a live thread registered in this namespace?  (A lock held by
+ * anything else can only come from a corrupted arena.) */
+bool tid_is_registered(struct ns *ns, pid_t tid)
+{
+	uint32_t i, top = atomic_load(&ns->hdr->threads_hwm);
+
+	if (top > MAX_THREADS)
+		top = MAX_THREADS;
+	for (i = 0; i < top; i++) {
+		struct uthread *t = thread_at(ns, i);
+		uint64_t w = t ? atomic_load(&t->state) : 0;
+
+		if (SLOT_STATE(w) == SLOT_LIVE && SLOT_ID(w) == tid)
+			return true;
+	}
+	return false;
 }

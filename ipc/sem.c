@@ -600,7 +600,7 @@ static bool q_sleeper_alive(struct ns *ns, struct semq *q)
 
 	if (q->thread >= MAX_THREADS)
 		return false;
-	t = ns_ptr(ns, ns->hdr->threads + (uoff_t)q->thread * sizeof(*t), sizeof(*t));
+	t = ns_ptr(ns, ns->lay.threads + (uoff_t)q->thread * sizeof(*t), sizeof(*t));
 	return t && atomic_load(&t->state) == q->tword && thread_alive(ns, t);
 }
 
@@ -1386,7 +1386,7 @@ static struct semq *enqueue(struct ns *ns, struct sem_array *sma, struct semop_a
 	q->alter = a->alter;
 	q->dupsop = a->dupsop;
 	q->blocking = blocking;
-	q->thread = (uint32_t)(((char *)t - (ns->base + ns->hdr->threads)) / sizeof(*t));
+	q->thread = (uint32_t)(((char *)t - (ns->base + ns->lay.threads)) / sizeof(*t));
 	q->tword = atomic_load(&t->state);
 	q->since = mono_coarse_ns();
 	q->proc = t->proc;

@@ -117,16 +117,22 @@ static struct ipc_ids *ids_of(struct ns *ns, int type)
 	return &ns->hdr->ids[type];
 }
 
+static int type_of(struct ns *ns, struct ipc_ids *ids)
+{
+	return (int)(ids - ns->hdr->ids);
+}
+
 static _Atomic uoff_t *entry_slot(struct ns *ns, struct ipc_ids *ids, int idx)
 {
 	if (idx < 0 || idx >= ns->ipcmni)
 		return NULL;
-	return ns_ptr(ns, ids->entries + (uoff_t)idx * sizeof(uoff_t), sizeof(uoff_t));
+	return ns_ptr(ns, ns->lay.entries[type_of(ns, ids)] + (uoff_t)idx * sizeof(uoff_t),
+		      sizeof(uoff_t));
 }
 
 static uint64_t *bitmap(struct ns *ns, struct ipc_ids *ids)
 {
-	return ns_ptr(ns, ids->used, (uint64_t)ns->ipcmni / 8);
+	return ns_ptr(ns, ns->lay.used[type_of(ns, ids)], (uint64_t)ns->ipcmni / 8);
 }
 
 int ipc_ids_init(struct ns *ns, int type, uoff_t entries, uoff_t used, uoff_t populated)
@@ -196,8 +202,14 @@ int ipc_get_maxidx(struct ns *ns, int type)
 static int find_free(struct ns *ns, struct ipc_ids *ids, int from, int to)
 {
 	uint64_t *bm = bitmap(ns, ids);
-	int i = from;
+	int i;
 
+	/* the bounds come from the arena: never trust them past the table */
+	if (!bm || to > ns->ipcmni)
+		to = bm ? ns->ipcmni : 0;
+	if (from < 0 || from > to)
+		from = from < 0 ? 0 : to;
+	i = from;
 	if (!bm)
 		return -1;
 	while (i < to) {
@@ -218,13 +230,13 @@ static int find_free(struct ns *ns, struct ipc_ids *ids, int from, int to)
 static int populate_entry(struct ns *ns, struct ipc_ids *ids, int idx)
 {
 	uint64_t page = (uint64_t)idx * sizeof(uoff_t) / UIPC_PAGE;
-	uint64_t *pop = ns_ptr(ns, ids->populated, page / 8 + 8);
+	uint64_t *pop = ns_ptr(ns, ns->lay.populated[type_of(ns, ids)], page / 8 + 8);
 
 	if (!pop)
 		return -ENOMEM;
 	if (pop[page / 64] & (1ULL << (page % 64)))
 		return 0;
-	if (arena_populate(ns, ids->entries + page * UIPC_PAGE, UIPC_PAGE))
+	if (arena_populate(ns, ns->lay.entries[type_of(ns, ids)] + page * UIPC_PAGE, UIPC_PAGE))
 		return -ENOMEM;
 	/* not journaled: a populated page stays populated */
 	__atomic_fetch_or(&pop[page / 64], 1ULL << (page % 64), __ATOMIC_RELAXED);
@@ -418,8 +430,8 @@ static int alloc_idx(struct ns *ns, struct ipc_ids *ids, uint32_t *seq)
 		return find_free(ns, ids, next_id & (ns->ipcmni - 1), ns->ipcmni);
 	}
 	max = ids->in_use * 3 / 2;
-	if (max < ns->hdr->min_cycle)
-		max = ns->hdr->min_cycle;
+	if (max < (ns->shift == IPCMNI_EXT_SHIFT ? IPC_MIN_CYCLE_EXT : IPC_MIN_CYCLE))
+		max = ns->shift == IPCMNI_EXT_SHIFT ? IPC_MIN_CYCLE_EXT : IPC_MIN_CYCLE;
 	if (max > ns->ipcmni)
 		max = ns->ipcmni;
 	idx = find_free(ns, ids, ids->last_idx + 1, max);

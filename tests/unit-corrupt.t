@@ -1,0 +1,51 @@
+#!/bin/bash
+# tests/unit-corrupt.t - flip random bits of a namespace file (its header,
+# its process and thread tables, its heap), then run random semaphore calls
+# in it: calls may fail, no process may crash or hang.  Seeds are printed;
+# replay one with UIPC_CORRUPT_SEEDS="N ...".
+top=$(cd "$(dirname "$0")/.." && pwd)
+lib=$top/build/libuipc.so
+prog=$top/build/tests/unit/fuzz_ops
+if [ ! -f "$lib" ] || [ ! -x "$prog" ]; then
+	echo "1..1"; echo "not ok 1 - $lib or $prog missing: run make test-progs"; exit 1
+fi
+base=$(( $(date +%s) % 100000 ))
+seeds=${UIPC_CORRUPT_SEEDS:-$(seq $base $((base + 39)))}
+set -- $seeds
+echo "1..$#"
+n=0 failed=0
+for seed in $seeds; do
+	n=$((n+1))
+	dir=$(mktemp -d /dev/shm/uipc-corrupt.XXXXXX)
+	UIPC_DIR=$dir UIPC_NS=c LD_PRELOAD=$lib "$prog" "$seed" 2>/dev/null
+	python3 - "$dir/uipc-$(id -u)-c" "$seed" <<'PY'
+import os, random, struct, sys
+path, seed = sys.argv[1], int(sys.argv[2])
+random.seed(seed)
+fd = os.open(path, os.O_RDWR)
+hdr = os.pread(fd, 4096, 0)
+# (offsets of heap_start, procs and threads in struct uipc_hdr)
+heap = struct.unpack_from('<Q', hdr, 48)[0]
+procs = struct.unpack_from('<Q', hdr, 200)[0]
+threads = struct.unpack_from('<Q', hdr, 208)[0]
+# the header, the first process and thread slots, the start of the heap
+regions = [(8, 4096), (procs, procs + 4096), (threads, threads + 16384),
+           (heap, heap + (256 << 10))]
+for _ in range(30):
+    a, b = random.choice(regions)
+    off = random.randrange(a, b)
+    x = os.pread(fd, 1, off)
+    os.pwrite(fd, bytes([(x[0] if x else 0) ^ (1 << random.randrange(8))]), off)
+os.close(fd)
+PY
+	timeout 30 env UIPC_DIR=$dir UIPC_NS=c LD_PRELOAD=$lib "$prog" $((seed + 1000000)) 2>/dev/null
+	rc=$?
+	rm -rf "$dir"
+	if [ $rc -ge 124 ]; then
+		failed=$((failed+1))
+		echo "not ok $n - seed $seed: status $rc (crash or hang) after bit flips"
+	else
+		echo "ok $n - seed $seed: calls after bit flips end normally (status $rc)"
+	fi
+done
+[ $failed -eq 0 ]

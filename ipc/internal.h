@@ -215,7 +215,7 @@ struct uipc_hdr {
 	uint32_t creator_uid;
 	uint32_t mode;
 	uint64_t heap_start;
-	uint64_t spare;
+	uoff_t msg_retired;        /* removed message queues, kept for reuse (msg.c) */
 
 	struct ulock ns_lock;      /* limits, used_sems and other ns-wide counters */
 	struct uipc_limits lim;

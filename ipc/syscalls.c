@@ -57,31 +57,9 @@ int semctl(int semid, int semnum, int cmd, ...)
 	return uipc_semctl(semid, semnum, cmd, arg);
 }
 
-/* ---- message queues and shared memory: not yet in uipc ---- */
+/* ---- message queues (msg.c); shared memory: not yet in uipc ---- */
 
-int uipc_msgget(key_t key, int msgflg)
-{
-	(void)key, (void)msgflg;
-	return (int)set_errno_ret(-ENOSYS);
-}
-
-int uipc_msgsnd(int msqid, const void *msgp, size_t msgsz, int msgflg)
-{
-	(void)msqid, (void)msgp, (void)msgsz, (void)msgflg;
-	return (int)set_errno_ret(-ENOSYS);
-}
-
-ssize_t uipc_msgrcv(int msqid, void *msgp, size_t msgsz, long msgtyp, int msgflg)
-{
-	(void)msqid, (void)msgp, (void)msgsz, (void)msgtyp, (void)msgflg;
-	return set_errno_ret(-ENOSYS);
-}
-
-int uipc_msgctl(int msqid, int cmd, struct msqid_ds *buf)
-{
-	(void)msqid, (void)cmd, (void)buf;
-	return (int)set_errno_ret(-ENOSYS);
-}
+/* uipc_msgget, uipc_msgsnd, uipc_msgrcv, uipc_msgctl: msg.c */
 
 int uipc_shmget(key_t key, size_t size, int shmflg)
 {

@@ -354,6 +354,12 @@ UIPC_HIDDEN bool has_cap(int cap);
 UIPC_HIDDEN void sem_exit_proc(struct ns *ns, struct uproc *p);
 UIPC_HIDDEN int sem_array_bytes(int nsems);
 
+/* ---- shm.c ---- */
+UIPC_HIDDEN void shm_exit_proc(struct ns *ns, struct uproc *p); /* exit, reaper */
+UIPC_HIDDEN void shm_note_exec(uint32_t proc_idx);  /* register_proc after exec */
+UIPC_HIDDEN void shm_fork_child(void);              /* atfork child */
+UIPC_HIDDEN void shm_destroy_orphaned(struct ns *ns); /* shm_rmid_forced set to 1 */
+
 /* errno helpers: internal functions return -errno */
 static inline long set_errno_ret(long r)
 {

@@ -9,6 +9,7 @@
  * namespace at once end up using the same, complete file.
  */
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -530,6 +531,21 @@ int uipc_ns_create(const char *name, const struct uipc_ns_opts *opts)
 	return set_errno_ret(r);
 }
 
+/* The shared memory segments of the namespace at PATH are files beside it
+ * (PATH.shm-*, see shm.c): they go with it. */
+static void remove_segment_files(const char *path)
+{
+	char pat[4200];
+	glob_t g;
+
+	snprintf(pat, sizeof(pat), "%s.shm-*", path);
+	if (glob(pat, GLOB_NOSORT, NULL, &g) != 0)
+		return;
+	for (size_t i = 0; i < g.gl_pathc; i++)
+		unlink(g.gl_pathv[i]);
+	globfree(&g);
+}
+
 int uipc_ns_remove(const char *name)
 {
 	char path[4096];
@@ -540,7 +556,10 @@ int uipc_ns_remove(const char *name)
 	r = uipc_ns_path(name, path, sizeof(path));
 	if (r)
 		return r;
-	return unlink(path) < 0 ? -1 : 0;
+	if (unlink(path) < 0)
+		return -1;
+	remove_segment_files(path);
+	return 0;
 }
 
 int uipc_ns_select(const char *name)
@@ -746,6 +765,10 @@ static int set_limit(struct ns *ns, const struct sysctl_ent *e, const char *valu
 	else
 		j_store(ns, (char *)l + e->off, &u, 8);
 	ulock_release(ns, &ns->hdr->ns_lock);
+	/* as the kernel: turning shm_rmid_forced on destroys the unattached
+	 * segments whose creator is gone */
+	if (e->off == LIM(shm_rmid_forced) && v == 1)
+		shm_destroy_orphaned(ns);
 	return 0;
 }
 

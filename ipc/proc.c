@@ -157,8 +157,11 @@ static uint32_t register_proc(struct ns *ns)
 	for (i = 0; i < top && i < MAX_PROCS; i++) {
 		p = proc_at(ns, i);
 		if (p && atomic_load(&p->state) == SLOT_WORD(pid, SLOT_LIVE)) {
-			if (p->starttime == start)
+			if (p->starttime == start) {
+				/* shm: the old image's attachments are gone */
+				shm_note_exec(i);
 				return i;
+			}
 			/* a dead process with a recycled pid: its exit work is
 			 * left to the reaper; the slot is no longer this pid's */
 			uint64_t w = SLOT_WORD(pid, SLOT_LIVE);
@@ -380,6 +383,7 @@ void proc_reap(struct ns *ns, struct uproc *p)
 	if (!atomic_compare_exchange_strong(&p->state, &w, SLOT_WORD(SLOT_ID(w), SLOT_DEAD)))
 		return;
 	sem_exit_proc(ns, p);
+	shm_exit_proc(ns, p);   /* shm: detach the dead process's attachments */
 	atomic_store(&p->state, SLOT_WORD(0, SLOT_FREE));
 }
 
@@ -413,6 +417,7 @@ static void atfork_child(void)
 	tls_thread = NULL;
 	j_forget_held();
 	pthread_mutex_init(&reg_mutex, NULL);
+	shm_fork_child();       /* shm: the child inherits the attachments */
 }
 
 /* The kernel's exit_sem(): apply this process's SEM_UNDO adjustments. */
@@ -431,6 +436,7 @@ void proc_exit_work(void)
 	if (!p)
 		return;
 	sem_exit_proc(ns, p);
+	shm_exit_proc(ns, p);   /* shm: exit detaches (the kernel's exit_shm) */
 }
 
 static void exit_hook(void)

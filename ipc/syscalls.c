@@ -57,34 +57,11 @@ int semctl(int semid, int semnum, int cmd, ...)
 	return uipc_semctl(semid, semnum, cmd, arg);
 }
 
-/* ---- message queues (msg.c); shared memory: not yet in uipc ---- */
+/* ---- message queues and shared memory ---- */
 
 /* uipc_msgget, uipc_msgsnd, uipc_msgrcv, uipc_msgctl: msg.c */
 
-int uipc_shmget(key_t key, size_t size, int shmflg)
-{
-	(void)key, (void)size, (void)shmflg;
-	return (int)set_errno_ret(-ENOSYS);
-}
-
-void *uipc_shmat(int shmid, const void *shmaddr, int shmflg)
-{
-	(void)shmid, (void)shmaddr, (void)shmflg;
-	errno = ENOSYS;
-	return (void *)-1;
-}
-
-int uipc_shmdt(const void *shmaddr)
-{
-	(void)shmaddr;
-	return (int)set_errno_ret(-ENOSYS);
-}
-
-int uipc_shmctl(int shmid, int cmd, struct shmid_ds *buf)
-{
-	(void)shmid, (void)cmd, (void)buf;
-	return (int)set_errno_ret(-ENOSYS);
-}
+/* uipc_shmget, uipc_shmat, uipc_shmdt, uipc_shmctl: shm.c */
 
 int msgget(key_t key, int msgflg) { return uipc_msgget(key, msgflg); }
 int msgsnd(int q, const void *p, size_t n, int f) { return uipc_msgsnd(q, p, n, f); }

@@ -1,0 +1,246 @@
+/*
+ * shm_proc.c - attach accounting across processes: fork duplicates the
+ * parent's attachments (nattch grows, lpid/atime as the kernel sets them),
+ * exit, _exit, exec and SIGKILL detach, a segment marked SHM_DEST goes
+ * with its last attachment wherever it is, memory shared between
+ * processes, and shm_rmid_forced (the creator's exit destroys its
+ * unattached segments; any last detach destroys).
+ */
+#include "dt.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int g_id;
+static char *g_p;
+
+static void child_exit(void *arg)
+{
+	(void)arg;
+	dt_shmstat(g_id, IPC_STAT);
+	g_p[100] = 'c';
+	exit(0);
+}
+
+static void child__exit(void *arg)
+{
+	(void)arg;
+	dt_shmstat(g_id, IPC_STAT);
+	_exit(0);
+}
+
+static void child_detach(void *arg)
+{
+	(void)arg;
+	dt_shmdt(g_p, "p");
+	dt_shmstat(g_id, IPC_STAT);
+	char *q = dt_shmat(g_id, NULL, 0);
+	dt_out("q[100]=%c", q[100]);
+	dt_shmstat(g_id, IPC_STAT);
+}
+
+static void child_wait_kill(void *arg)
+{
+	(void)arg;
+	dt_chan_send(0, 0, 0);
+	for (;;)
+		pause();
+}
+
+static void fork_exit(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	g_id = dt_shmget(IPC_PRIVATE, 4096, 0600);
+	g_p = dt_shmat(g_id, NULL, 0);
+	char *p2 = dt_shmat(g_id, NULL, SHM_RDONLY);
+	dt_msleep(1100);
+	dt_wait(dt_fork(child_exit, NULL));
+	dt_out("p[100]=%c", g_p[100]);
+	dt_shmstat(g_id, IPC_STAT);
+	dt_wait(dt_fork(child__exit, NULL));
+	dt_shmstat(g_id, IPC_STAT);
+	dt_wait(dt_fork(child_detach, NULL));
+	dt_shmstat(g_id, IPC_STAT);
+	dt_shmdt(p2, "p2");
+	dt_shmstat(g_id, IPC_STAT);
+	dt_shmctl(g_id, IPC_RMID);
+	dt_shmdt(g_p, "p");
+	dt_shmstat(g_id, IPC_STAT);
+}
+
+static void kill9(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	g_id = dt_shmget(IPC_PRIVATE, 4096, 0600);
+	g_p = dt_shmat(g_id, NULL, 0);
+	struct dt_msg m;
+	pid_t c = dt_fork(child_wait_kill, NULL);
+	dt_chan_recv(&m);
+	dt_shmstat(g_id, IPC_STAT);
+	dt_shmdt(g_p, "p");
+	dt_shmctl(g_id, IPC_RMID);
+	dt_shmstat(g_id, IPC_STAT);
+	kill(c, SIGKILL);
+	dt_wait(c);
+	dt_shmstat(g_id, IPC_STAT);
+	dt_shminfo(SHM_INFO);
+}
+
+static void exec_child(int argc, char **argv)
+{
+	if (argc < 2)
+		return;
+	int id = atoi(argv[1]);
+	dt_out("after exec");
+	dt_shmstat(id, IPC_STAT);
+	dt_shmdt((void *)strtoul(argv[2], NULL, 16), "old address");
+}
+
+static void execer(void *arg)
+{
+	(void)arg;
+	char ids[32], addr[32];
+	snprintf(ids, sizeof ids, "%d", g_id);
+	snprintf(addr, sizeof addr, "%lx", (unsigned long)g_p);
+	char *args[] = { "shm_proc", "exec-child", ids, addr, NULL };
+	dt_exec_self(args);
+}
+
+static void exec_detach(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	g_id = dt_shmget(IPC_PRIVATE, 4096, 0600);
+	g_p = dt_shmat(g_id, NULL, 0);
+	dt_shmat(g_id, NULL, 0);
+	dt_wait(dt_fork(execer, NULL));
+	dt_shmstat(g_id, IPC_STAT);
+	dt_shmctl(g_id, IPC_RMID);
+}
+
+static void quiet_execer(void *arg)
+{
+	(void)arg;
+	/* a program that never calls System V IPC */
+	execl("/bin/sleep", "sleep", "1", (char *)NULL);
+	_exit(127);
+}
+
+static void exec_quiet(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	g_id = dt_shmget(IPC_PRIVATE, 4096, 0600);
+	g_p = dt_shmat(g_id, NULL, 0);
+	pid_t c = dt_fork(quiet_execer, NULL);
+	dt_msleep(400);
+	dt_shmstat(g_id, IPC_STAT);
+	dt_wait(c);
+	dt_shmstat(g_id, IPC_STAT);
+	dt_shmctl(g_id, IPC_RMID);
+}
+
+static void grandchild(void *arg)
+{
+	(void)arg;
+	dt_shmstat(g_id, IPC_STAT);
+}
+
+static void child_forks(void *arg)
+{
+	(void)arg;
+	char *q = dt_shmat(g_id, NULL, 0);
+	dt_shmstat(g_id, IPC_STAT);
+	dt_wait(dt_fork(grandchild, NULL));
+	dt_shmstat(g_id, IPC_STAT);
+	(void)q;
+}
+
+static void nested(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	g_id = dt_shmget(IPC_PRIVATE, 4096, 0600);
+	g_p = dt_shmat(g_id, NULL, 0);
+	dt_shmctl(g_id, IPC_RMID);
+	dt_wait(dt_fork(child_forks, NULL));
+	dt_shmstat(g_id, IPC_STAT);
+	dt_shmdt(g_p, "p");
+	dt_shmstat(g_id, IPC_STAT);
+}
+
+static void creator(void *arg)
+{
+	(void)arg;
+	int a = dt_shmget(0x300, 4096, IPC_CREAT | 0600);
+	int b = dt_shmget(0x301, 4096, IPC_CREAT | 0600);
+	char *p = dt_shmat(b, NULL, 0);
+	(void)a, (void)p;
+	dt_chan_send(0, 0, 0);
+	for (;;)
+		pause();
+}
+
+static void attacher(void *arg)
+{
+	(void)arg;
+	int b = shmget(0x301, 0, 0);
+	char *p = shmat(b, NULL, 0);
+	(void)p;
+	dt_chan_send(0, 0, 0);
+	for (;;)
+		pause();
+}
+
+static void rmid_forced(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	dt_sysctl_set("kernel.shm_rmid_forced", "1");
+	pid_t c = dt_fork(creator, NULL);
+	struct dt_msg m;
+	dt_chan_recv(&m);
+	pid_t d = dt_fork(attacher, NULL);
+	dt_chan_recv(&m);
+	dt_shmget(0x300, 0, 0);
+	int b = dt_shmget(0x301, 0, 0);
+	dt_shmstat(b, IPC_STAT);
+	/* let the creator go */
+	kill(c, SIGKILL);
+	dt_wait(c);
+	dt_shmget(0x300, 0, 0);
+	dt_shmstat(b, IPC_STAT);
+	kill(d, SIGKILL);
+	dt_wait(d);
+	dt_shmget(0x301, 0, 0);
+	dt_shminfo(SHM_INFO);
+	/* any last detach destroys */
+	int e = dt_shmget(0x302, 4096, IPC_CREAT | 0600);
+	char *p = dt_shmat(e, NULL, 0);
+	dt_shmdt(p, "p");
+	dt_shmget(0x302, 0, 0);
+	int f = dt_shmget(0x303, 4096, IPC_CREAT | 0600);
+	dt_sysctl_set("kernel.shm_rmid_forced", "0");
+	p = dt_shmat(f, NULL, 0);
+	dt_shmdt(p, "p");
+	dt_shmget(0x303, 0, 0);
+	dt_shmctl(f, IPC_RMID);
+	/* a failed attach counts and uncounts: the last "detach" destroys */
+	dt_sysctl_set("kernel.shm_rmid_forced", "1");
+	int g = dt_shmget(0x304, 4096, IPC_CREAT | 0600);
+	dt_shmstat(g, IPC_STAT);
+	dt_shmat(g, (void *)((unsigned long)&g_id & ~4095UL), 0);
+	dt_shmget(0x304, 0, 0);
+	dt_sysctl_set("kernel.shm_rmid_forced", "0");
+}
+
+const struct dt_case dt_cases[] = {
+	{ "fork-exit", fork_exit, 0 },
+	{ "kill9", kill9, 0 },
+	{ "exec", exec_detach, 0 },
+	{ "exec-child", exec_child, 1 },
+	{ "exec-quiet", exec_quiet, 0 },
+	{ "nested", nested, 0 },
+	{ "rmid-forced", rmid_forced, 0 },
+	{ NULL, NULL, 0 },
+};

@@ -1,0 +1,190 @@
+/*
+ * crash_shm.c - SIGKILL at every journaled store of a shared memory
+ * workload (attach, detach, create, IPC_RMID while attached and not, the
+ * last detach of a removed segment, a fork whose child inherits), then
+ * check: nattch equals the live attachments (the killed process's are
+ * detached by the survivors), a segment marked SHM_DEST is gone once its
+ * last attachment went, segments are whole (segsz, memory), no segment file
+ * outlives its segment, the allocator is sound.
+ *
+ * Run under uipc (the .t sets LD_PRELOAD and a fresh UIPC_DIR).  The child
+ * re-executes this program with UIPC_FAILPOINT=N so that the library kills
+ * it at its Nth journaled store.  Prints TAP.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/shm.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define KEY_TMP  0x7b7b01
+#define KEY_TMP2 0x7b7b02
+
+static int workload(int a)
+{
+	char *p, *q, *t;
+	int id, id2;
+	pid_t c;
+
+	p = shmat(a, NULL, 0);
+	if (p == (void *)-1)
+		return 1;
+	q = shmat(a, NULL, SHM_RDONLY);
+	if (q == (void *)-1)
+		return 2;
+	p[10] = 'w';
+	if (shmdt(q) < 0)
+		return 3;
+	id = shmget(KEY_TMP, 8192, IPC_CREAT | 0600);
+	if (id < 0)
+		return 4;
+	t = shmat(id, NULL, 0);
+	if (t == (void *)-1)
+		return 5;
+	if (shmctl(id, IPC_RMID, NULL) < 0)
+		return 6;
+	/* a child inherits both attachments and exits */
+	c = fork();
+	if (c == 0)
+		_exit(0);
+	if (c < 0 || waitpid(c, NULL, 0) != c)
+		return 7;
+	if (shmdt(t) < 0)
+		return 8;
+	id2 = shmget(KEY_TMP2, 100, IPC_CREAT | 0600);
+	if (id2 < 0)
+		return 9;
+	if (shmctl(id2, IPC_RMID, NULL) < 0)
+		return 10;
+	return 0; /* exit detaches p */
+}
+
+static int fail, ntest;
+
+static void check(int cond, const char *what, int n)
+{
+	ntest++;
+	if (!cond) {
+		fail++;
+		printf("not ok %d - failpoint %d: %s\n", ntest, n, what);
+	}
+}
+
+static int count_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		if (strstr(e->d_name, ".shm-"))
+			n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	int a, n, done = 0;
+	char *mine;
+	const char *dir = getenv("UIPC_DIR");
+
+	if (argc == 3 && !strcmp(argv[1], "work"))
+		return workload(atoi(argv[2]));
+	a = shmget(IPC_PRIVATE, 3 * 4096, 0600);
+	mine = a >= 0 ? shmat(a, NULL, 0) : (void *)-1;
+	if (a < 0 || mine == (void *)-1 || !dir) {
+		printf("1..1\nnot ok 1 - setup: %s\n", strerror(errno));
+		return 1;
+	}
+	alarm(getenv("CRASH_ALARM") ? atoi(getenv("CRASH_ALARM")) : 120);
+	/* every store twice: killed just before it, and just after it */
+	for (n = 2; n < 1200 && !done; n++) {
+		char sa[16], sn[16], why[160];
+		struct shm_info si;
+		struct shmid_ds ds;
+		int st, maxidx, live = 0;
+		pid_t p;
+
+		mine[10] = 0;
+		snprintf(sa, sizeof sa, "%d", a);
+		snprintf(sn, sizeof sn, "%d", n / 2);
+		p = fork();
+		if (p == 0) {
+			setenv("UIPC_FAILPOINT", sn, 1);
+			if (n % 2)
+				setenv("UIPC_FAILPOINT_AFTER", "1", 1);
+			execl("/proc/self/exe", argv[0], "work", sa, (char *)NULL);
+			_exit(127);
+		}
+		waitpid(p, &st, 0);
+		if (WIFEXITED(st)) {
+			snprintf(why, sizeof why, "workload failed without a kill (%d)",
+				 WEXITSTATUS(st));
+			check(WEXITSTATUS(st) == 0, why, n);
+			done = 1;
+		} else {
+			check(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "child died oddly", n);
+		}
+		/* a: only our own attachment is left */
+		check(shmctl(a, IPC_STAT, &ds) == 0, "IPC_STAT of the base segment", n);
+		snprintf(why, sizeof why, "nattch %lu, want 1 (ours)", (unsigned long)ds.shm_nattch);
+		check(ds.shm_nattch == 1, why, n);
+		check(ds.shm_segsz == 3 * 4096, "segsz changed", n);
+		check(mine[10] == 0 || mine[10] == 'w', "memory not shared", n);
+		/* every other segment: whole, unattached, not SHM_DEST (those
+		 * must be gone with their last attachment) */
+		maxidx = shmctl(0, SHM_INFO, (struct shmid_ds *)(void *)&si);
+		for (int i = 0; i <= maxidx; i++) {
+			int id = shmctl(i, SHM_STAT_ANY, &ds);
+
+			if (id < 0)
+				continue;
+			live++;
+			if (id == a)
+				continue;
+			snprintf(why, sizeof why, "segment %d: nattch %lu mode 0%o", id,
+				 (unsigned long)ds.shm_nattch, (unsigned)ds.shm_perm.mode);
+			check(ds.shm_nattch == 0 && !(ds.shm_perm.mode & 01000), why, n);
+			check(ds.shm_segsz == 8192 || ds.shm_segsz == 100, "half-made segment", n);
+			check(shmctl(id, IPC_RMID, NULL) == 0, "cannot remove a leftover", n);
+			live--;
+		}
+		check(live == 1, "a segment is missing from SHM_STAT_ANY", n);
+		check(shmget(KEY_TMP, 0, 0) < 0 && errno == ENOENT, "key KEY_TMP still there", n);
+		check(shmget(KEY_TMP2, 0, 0) < 0 && errno == ENOENT, "key KEY_TMP2 still there", n);
+		/* files: exactly the live segments' (SHM_INFO swept leftovers) */
+		shmctl(0, SHM_INFO, (struct shmid_ds *)(void *)&si);
+		snprintf(why, sizeof why, "%d segment files for 1 segment", count_files(dir));
+		check(count_files(dir) == 1, why, n);
+		{
+			int (*check_ns)(char *, size_t) =
+				(int (*)(char *, size_t))dlsym(RTLD_DEFAULT, "uipc_ns_check");
+			char rep[512];
+
+			if (check_ns) {
+				int bad = check_ns(rep, sizeof rep);
+
+				check(bad == 0, bad ? rep : "", n);
+			}
+		}
+		if (fail)
+			break;
+	}
+	check(done, "workload never completed", n);
+	shmdt(mine);
+	shmctl(a, IPC_RMID, NULL);
+	check(count_files(dir) == 0, "a file outlived the last segment", n);
+	printf("1..%d\n", ntest);
+	if (!fail)
+		for (int i = 1; i <= ntest; i++)
+			printf("ok %d - invariant %d holds after SIGKILL at a journaled store\n", i, i);
+	printf("# %d failpoints exercised (stores before and after)\n", n - 2);
+	return fail ? 1 : 0;
+}

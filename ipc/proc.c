@@ -24,6 +24,7 @@
 
 static pid_t g_pid;                  /* cached getpid(), reset in the fork child */
 static uint32_t g_proc_idx = UINT32_MAX;
+static uint32_t g_stale_idx = UINT32_MAX; /* a dead process with our pid */
 static pthread_mutex_t reg_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t thread_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
@@ -162,11 +163,9 @@ static uint32_t register_proc(struct ns *ns)
 				shm_note_exec(i);
 				return i;
 			}
-			/* a dead process with a recycled pid: its exit work is
-			 * left to the reaper; the slot is no longer this pid's */
-			uint64_t w = SLOT_WORD(pid, SLOT_LIVE);
-
-			atomic_compare_exchange_strong(&p->state, &w, SLOT_WORD(pid, SLOT_DEAD));
+			/* a dead process whose pid we got: its exit work is done
+			 * once we are registered (see cur_proc_idx) */
+			g_stale_idx = i;
 		}
 	}
 	idx = claim_slot(ns, false, pid);
@@ -222,6 +221,8 @@ static uint32_t cur_proc_idx(struct ns *ns)
 
 	if (likely(idx != UINT32_MAX))
 		return idx;
+	uint32_t stale;
+
 	pthread_mutex_lock(&reg_mutex);
 	if (g_proc_idx == UINT32_MAX) {
 		idx = register_proc(ns);
@@ -230,7 +231,12 @@ static uint32_t cur_proc_idx(struct ns *ns)
 		__atomic_store_n(&g_proc_idx, idx, __ATOMIC_RELEASE);
 	}
 	idx = g_proc_idx;
+	stale = g_stale_idx;
+	g_stale_idx = UINT32_MAX;
 	pthread_mutex_unlock(&reg_mutex);
+	/* a dead process had our pid and nobody did its exit work yet */
+	if (stale != UINT32_MAX && idx != UINT32_MAX)
+		proc_reap(ns, proc_at(ns, stale));
 	return idx;
 }
 

@@ -7,7 +7,9 @@
 #   make bench-progs                        build only
 #   build/bench/driver --kernel-only        kernel column only (no library needed)
 BENCH_PROGS := $(B)/bench/sem_keys $(B)/bench/sem_cyclic $(B)/bench/sem_threads \
-	       $(B)/bench/sem_single $(B)/bench/sem_pingpong
+	       $(B)/bench/sem_single $(B)/bench/sem_pingpong $(B)/bench/sem_deathwake \
+	       $(B)/bench/msg_stream $(B)/bench/msg_pingpong \
+	       $(B)/bench/shm_cycle $(B)/bench/shm_attach $(B)/bench/shm_bw
 BENCH_DRIVER_SRCS := bench/driver.c bench/rows.c bench/runner.c bench/report.c
 BENCHCFLAGS = $(CFLAGS) $(BASECFLAGS)
 BENCH_ARGS ?=

@@ -38,8 +38,24 @@ struct run bench_runs[] = {
 	{ .name = "pingpong", .argv = { "sem_pingpong" }, .reps = 3, .timeout = T },
 	{ .name = "pingpong-same", .argv = { "sem_pingpong", "1", "same" },
 	  .reps = 3, .timeout = T },
+	/* 10. a sleeper freed by a killed holder's SEM_UNDO (issue 5) */
+	{ .name = "deathwake", .argv = { "sem_deathwake", "100" }, .reps = 1, .timeout = T },
 	{ .name = "pingpong-split", .argv = { "sem_pingpong", "1", "split" },
 	  .reps = 3, .timeout = T },
+	/* 8. message queues (issue 3): 1,000,000 x 128 B one way; 64 B ping-pong */
+	{ .name = "msg-stream", .argv = { "msg_stream", "1000000", "128" },
+	  .reps = 3, .timeout = T },
+	{ .name = "msg-stream-same", .argv = { "msg_stream", "1000000", "128", "same" },
+	  .reps = 3, .timeout = T },
+	{ .name = "msg-stream-split", .argv = { "msg_stream", "1000000", "128", "split" },
+	  .reps = 3, .timeout = T },
+	{ .name = "msg-pingpong", .argv = { "msg_pingpong", "1", "64" },
+	  .reps = 3, .timeout = T },
+	/* shared memory (issue 4) */
+	{ .name = "shm-cycle-4k", .argv = { "shm_cycle", "4096" }, .reps = 3, .timeout = T },
+	{ .name = "shm-cycle-1m", .argv = { "shm_cycle", "1048576" }, .reps = 2, .timeout = T },
+	{ .name = "shm-attach-1m", .argv = { "shm_attach", "1048576" }, .reps = 3, .timeout = T },
+	{ .name = "shm-bw-64m", .argv = { "shm_bw", "64", "20" }, .reps = 3, .timeout = T },
 };
 const int bench_nruns = sizeof(bench_runs) / sizeof(bench_runs[0]);
 
@@ -112,6 +128,11 @@ const struct row bench_rows[] = {
 	VALT("pingpong.split.rtt_per_s", "round trips, on two CPUs", "rtt/s",
 	     "pingpong-split", "rtt_per_s", +1, TGT_RATIO_MIN, 1),
 
+	GROUP("10. sleeper freed by a SIGKILLed holder's SEM_UNDO (100 trials)"),
+	VAL("deathwake.median", "kill to wakeup, median", "ms", "deathwake", "median_ms", -1),
+	VALT("deathwake.max", "kill to wakeup, max", "ms", "deathwake", "max_ms", -1,
+	     TGT_UIPC_MAX, 100),
+
 	GROUP("6. semget create cost (from 1.; \"fresh\": 1st round in a new namespace)"),
 	VALT("create.10.per_call", "create per call, 10 keys", "ns",
 	     "keys-10", "create_ns_per_call", -1, TGT_RATIO_MIN, 1),
@@ -127,6 +148,28 @@ const struct row bench_rows[] = {
 	     "keys-1000", "create_fresh_total_us", -1, TGT_RATIO_MIN, 1),
 	VALT("create.fresh.31900", "create KEYS=31900 total, fresh namespace", "us",
 	     "keys-31900", "create_fresh_total_us", -1, TGT_RATIO_MIN, 1),
+
+	GROUP("8. message queues, 2 processes, msgmnb default"),
+	VALT("msg.stream.msgs_per_s", "stream 1,000,000 x 128 B one way", "msg/s",
+	     "msg-stream", "msgs_per_s", +1, TGT_RATIO_MIN, 5),
+	VAL("msg.stream.same.msgs_per_s", "stream 1,000,000 x 128 B, both on one CPU",
+	    "msg/s", "msg-stream-same", "msgs_per_s", +1),
+	VAL("msg.stream.split.msgs_per_s", "stream 1,000,000 x 128 B, on two CPUs",
+	    "msg/s", "msg-stream-split", "msgs_per_s", +1),
+	VALT("msg.pingpong.rtt_per_s", "request/response 64 B round trips", "rtt/s",
+	     "msg-pingpong", "rtt_per_s", +1, TGT_RATIO_MIN, 1),
+
+	GROUP("9. shared memory"),
+	VALT("shm.cycle.4k", "shmget+shmat+touch+shmdt+RMID, 4 KiB", "ns",
+	     "shm-cycle-4k", "ns_per_cycle", -1, TGT_RATIO_MIN, 1),
+	VALT("shm.cycle.1m", "shmget+shmat+touch+shmdt+RMID, 1 MiB", "ns",
+	     "shm-cycle-1m", "ns_per_cycle", -1, TGT_RATIO_MIN, 1),
+	VAL("shm.attach.1m", "shmat+shmdt of an existing 1 MiB segment", "ns",
+	    "shm-attach-1m", "ns_per_op", -1),
+	VALT("shm.bw.64m", "64 MiB written by one process, read by another", "GB/s",
+	     "shm-bw-64m", "gbps", +1, TGT_RATIO_MIN, 1),
+	VAL("shm.bw.64m.write", "... writer alone", "GB/s", "shm-bw-64m", "write_gbps", +1),
+	VAL("shm.bw.64m.read", "... reader alone", "GB/s", "shm-bw-64m", "read_gbps", +1),
 
 	GROUP("7. arena usage (uipc_ns_stats)"),
 	UIPC("arena.sem_array_bytes", "bytes per semaphore array (header)", "B",

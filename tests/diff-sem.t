@@ -5,18 +5,4 @@
 . "$(dirname "$0")/diff/lib.sh"
 dt_require_lib
 
-progs="sem_get sem_op sem_ctl sem_ids sem_wake sem_signal sem_undo sem_perm"
-todo=()
-for p in $progs; do
-	if [ -x "$DT_BIN/$p" ]; then
-		for c in $(dt_list "$p"); do todo+=("$p $c"); done
-	else
-		todo+=("$p")
-	fi
-done
-echo "1..${#todo[@]}"
-for t in "${todo[@]}"; do
-	set -- $t
-	dt_case "$t" "$DT_BIN/$1" ${2:+"$2"}
-done
-[ "$DT_FAILED" = 0 ]
+dt_run_programs "sem_get sem_op sem_ctl sem_ids sem_wake sem_signal sem_undo sem_perm"

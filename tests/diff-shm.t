@@ -6,18 +6,4 @@
 . "$(dirname "$0")/diff/lib.sh"
 dt_require_lib
 
-progs="shm_get shm_at shm_ctl shm_proc shm_perm"
-todo=()
-for p in $progs; do
-	if [ -x "$DT_BIN/$p" ]; then
-		for c in $(dt_list "$p"); do todo+=("$p $c"); done
-	else
-		todo+=("$p")
-	fi
-done
-echo "1..${#todo[@]}"
-for t in "${todo[@]}"; do
-	set -- $t
-	dt_case "$t" "$DT_BIN/$1" ${2:+"$2"}
-done
-[ "$DT_FAILED" = 0 ]
+dt_run_programs "shm_get shm_at shm_ctl shm_proc shm_perm"

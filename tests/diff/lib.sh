@@ -153,3 +153,23 @@ dt_case() {
 dt_list() {
 	"$DT_BIN/$1" --list
 }
+
+# dt_run_programs "PROG..." - the body of a tests/diff-*.t: every case of
+# every scenario program, kernel vs uipc, as TAP; returns non-zero if any
+# case failed.  (A program that is not built is reported as a failure.)
+dt_run_programs() {
+	local p c t todo=()
+	for p in $1; do
+		if [ -x "$DT_BIN/$p" ]; then
+			for c in $(dt_list "$p"); do todo+=("$p $c"); done
+		else
+			todo+=("$p")
+		fi
+	done
+	echo "1..${#todo[@]}"
+	for t in "${todo[@]}"; do
+		set -- $t
+		dt_case "$t" "$DT_BIN/$1" ${2:+"$2"}
+	done
+	[ "$DT_FAILED" = 0 ]
+}

@@ -295,14 +295,38 @@ static void break_if_orphaned(struct ns *ns, struct ulock *l)
 				    false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
+static inline void spin_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/*
+ * Critical sections are short: when the lock is taken, spin a little (only
+ * reading the word) before sleeping in the kernel, so that two processes
+ * on two CPUs trading a lock do not pay a futex sleep and wakeup each time.
+ */
+#define LOCK_SPINS 200
+
 static int lock_mutex(struct ns *ns, struct ulock *l)
 {
+	unsigned *word = (unsigned *)&l->m.__data.__lock;
+
 	for (;;) {
 		struct timespec ts;
 		int r = pthread_mutex_trylock(&l->m);
 
 		if (r != EBUSY)
 			return r;
+		for (int i = 0; i < LOCK_SPINS; i++) {
+			spin_pause();
+			if (__atomic_load_n(word, __ATOMIC_RELAXED) == 0) {
+				r = pthread_mutex_trylock(&l->m);
+				if (r != EBUSY)
+					return r;
+			}
+		}
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		ts.tv_sec += 2;
 		r = pthread_mutex_clocklock(&l->m, CLOCK_MONOTONIC, &ts);

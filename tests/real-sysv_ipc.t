@@ -1,0 +1,51 @@
+#!/bin/bash
+# tests/real-sysv_ipc.t - a real program: the PyPI sysv_ipc package's own
+# test suite (from its source distribution, which carries the tests), run on
+# the kernel (a fresh IPC namespace) and under uipc (a fresh namespace);
+# the results must be the same.  The package is built into a virtualenv
+# under build/ (pip, from PyPI) the first time.
+top=$(cd "$(dirname "$0")/.." && pwd)
+lib=$top/build/libuipc.so
+work=$top/build/real/sysv_ipc
+version=1.2.0
+echo "1..3"
+if [ ! -f "$lib" ]; then
+	echo "not ok 1 - $lib missing: run make"; echo "not ok 2"; echo "not ok 3"; exit 1
+fi
+set -o pipefail
+if [ ! -x "$work/venv/bin/python" ] || [ ! -d "$work/src/tests" ]; then
+	rm -rf "$work" && mkdir -p "$work" &&
+	python3 -m venv "$work/venv" >"$work/setup.log" 2>&1 &&
+	"$work/venv/bin/pip" download -q --no-deps --no-binary :all: "sysv_ipc==$version" \
+		-d "$work" >>"$work/setup.log" 2>&1 &&
+	tar xzf "$work/sysv_ipc-$version.tar.gz" -C "$work" &&
+	mv "$work/sysv_ipc-$version" "$work/src" &&
+	"$work/venv/bin/pip" install -q "$work/src" >>"$work/setup.log" 2>&1
+	if [ $? -ne 0 ]; then
+		echo "not ok 1 - building sysv_ipc $version failed"; sed 's/^/# /' "$work/setup.log" | tail -20
+		echo "not ok 2"; echo "not ok 3"; exit 1
+	fi
+fi
+echo "ok 1 - sysv_ipc $version built from its source distribution"
+
+# the summary of a unittest run: "Ran N tests" and the final status line
+summary() { grep -E '^(Ran [0-9]+ tests|OK|FAILED)' | sed 's/ in [0-9.]*s$//'; }
+cd "$work/src" || exit 1
+kern=$(timeout 300 unshare --ipc -- "$work/venv/bin/python" -m unittest discover 2>&1 | summary)
+dir=$(mktemp -d /dev/shm/uipc-sysv_ipc.XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+out=$(timeout 300 env UIPC_DIR=$dir UIPC_NS=sysv_ipc LD_PRELOAD=$lib \
+	"$work/venv/bin/python" -m unittest discover 2>&1)
+uipc=$(echo "$out" | summary)
+if [[ "$kern" == *OK* ]]; then
+	echo "ok 2 - on the kernel: $(echo $kern)"
+else
+	echo "not ok 2 - on the kernel: $(echo $kern)"
+fi
+if [ -n "$uipc" ] && [ "$uipc" = "$kern" ]; then
+	echo "ok 3 - under uipc, the same: $(echo $uipc)"
+else
+	echo "not ok 3 - under uipc: $(echo $uipc) (kernel: $(echo $kern))"
+	echo "$out" | grep -E '^(FAIL|ERROR)|Error' | head -20 | sed 's/^/# /'
+	exit 1
+fi

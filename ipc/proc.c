@@ -137,8 +137,9 @@ static int claim_slot(struct ns *ns, bool threads, int32_t id)
 				continue;
 		} else if (SLOT_STATE(w) == SLOT_CLAIMING && !claimer_gone(w))
 			continue;
+		/* a DEAD process slot is being reaped: not free until FREE */
 		if (SLOT_STATE(w) != SLOT_FREE && SLOT_STATE(w) != SLOT_CLAIMING &&
-		    SLOT_STATE(w) != SLOT_DEAD)
+		    !(threads && SLOT_STATE(w) == SLOT_DEAD))
 			continue;
 		if (atomic_compare_exchange_strong(st, &w, SLOT_WORD(id, SLOT_CLAIMING)))
 			return (int)i;
@@ -382,11 +383,29 @@ bool proc_is_dead(struct ns *ns, struct uproc *p)
 void proc_reap(struct ns *ns, struct uproc *p)
 {
 	uint64_t w = atomic_load(&p->state);
+	int32_t me = (int32_t)syscall(SYS_gettid), r;
 
-	if (SLOT_STATE(w) != SLOT_LIVE || p == cur_proc(ns))
+	if (p == cur_proc(ns))
 		return;
-	/* one reaper per dead process */
-	if (!atomic_compare_exchange_strong(&p->state, &w, SLOT_WORD(SLOT_ID(w), SLOT_DEAD)))
+	/*
+	 * One reaper per dead process: the state word becomes (reaper tid,
+	 * DEAD) in one CAS.  A reaper killed in the middle is replaced (the
+	 * exit work is idempotent, entry by entry).
+	 */
+	if (SLOT_STATE(w) == SLOT_LIVE) {
+		/* the caller saw a dead process in this slot, but the slot may
+		 * have been reaped and taken by a new process since: look again
+		 * at this incarnation (the CAS fails if the slot changes) */
+		if (!proc_is_dead(ns, p))
+			return;
+	} else if (SLOT_STATE(w) == SLOT_DEAD) {
+		r = SLOT_ID(w);
+		if (r == me || (r != 0 && !(kill(r, 0) < 0 && errno == ESRCH)))
+			return;
+	} else {
+		return;
+	}
+	if (!atomic_compare_exchange_strong(&p->state, &w, SLOT_WORD(me, SLOT_DEAD)))
 		return;
 	sem_exit_proc(ns, p);
 	shm_exit_proc(ns, p);   /* shm: detach the dead process's attachments */

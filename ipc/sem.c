@@ -1126,17 +1126,31 @@ static bool reap_may_help(struct sem_array *sma)
 	       __atomic_load_n((unsigned *)&sma->glock.m.__data.__lock, __ATOMIC_ACQUIRE);
 }
 
+static int reap_some_holders(struct ns *ns, struct sem_array *sma, int semid);
+
 static bool reap_dead_holders(struct ns *ns, struct sem_array *sma, int semid)
+{
+	int n, total = 0, rounds = 0;
+
+	/* a batch at a time, until a batch finds nobody more */
+	do {
+		n = reap_some_holders(ns, sma, semid);
+		total += n;
+	} while (n == 16 && ++rounds < 4096);
+	return total > 0;
+}
+
+static int reap_some_holders(struct ns *ns, struct sem_array *sma, int semid)
 {
 	uint32_t dead[16];
 	int n = 0, locknum;
 	uoff_t o;
 
 	if (!reap_may_help(sma))
-		return false;
+		return 0;
 	locknum = sem_lock_all(ns, sma);
 	if (locknum != SEM_GLOBAL_LOCK)
-		return false;
+		return 0;
 	if (sma_valid(sma, semid)) {
 		int guard = 0;
 
@@ -1161,7 +1175,7 @@ static bool reap_dead_holders(struct ns *ns, struct sem_array *sma, int semid)
 	sem_unlock(ns, sma, locknum);
 	for (int i = 0; i < n; i++)
 		proc_reap(ns, proc_at(ns, dead[i]));
-	return n > 0;
+	return n;
 }
 
 /* ---- semop ---- */

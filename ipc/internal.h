@@ -329,6 +329,8 @@ UIPC_HIDDEN void ipc_rmid(struct ns *ns, int type, struct uperm *p);
 UIPC_HIDDEN struct uperm *ipc_obtain(struct ns *ns, int type, int id);
 UIPC_HIDDEN struct uperm *ipc_obtain_check(struct ns *ns, int type, int id, int *err);
 UIPC_HIDDEN int ipc_get_maxidx(struct ns *ns, int type);
+UIPC_HIDDEN struct uperm *ipc_obtain_for_stat(struct ns *ns, int type, int id, bool by_index,
+					      bool any, int *err);
 UIPC_HIDDEN int ipcperms(struct uperm *p, int flag);
 UIPC_HIDDEN bool ipc_owner_or_admin(struct uperm *p);
 UIPC_HIDDEN void ipc_update_perm(struct ns *ns, struct uperm *p, const struct ipc_perm *in);

@@ -1213,22 +1213,14 @@ static int msgctl_info(struct ns *ns, int cmd, struct msginfo *mi)
 static int msgctl_stat(struct ns *ns, int msqid, int cmd, struct msqid_ds *out)
 {
 	struct msg_queue *q;
+	struct uperm *p;
 	int err = 0, r;
 
 	memset(out, 0, sizeof(*out));
-	if (cmd == MSG_STAT || cmd == MSG_STAT_ANY) {
-		struct uperm *p = ipc_obtain(ns, IPC_MSG_IDS, msqid);
-
-		if (!p)
-			return -EINVAL;
-		q = msq_of(p);
-	} else {
-		q = msq_obtain_check(ns, msqid, &err);
-		if (!q)
-			return err;
-	}
-	if (cmd != MSG_STAT_ANY && ipcperms(&q->perm, 0444))
-		return -EACCES;
+	p = ipc_obtain_for_stat(ns, IPC_MSG_IDS, msqid, cmd != IPC_STAT, cmd == MSG_STAT_ANY, &err);
+	if (!p)
+		return err;
+	q = msq_of(p);
 	r = msq_lock(ns, q);
 	if (r)
 		return r;

@@ -1703,22 +1703,14 @@ static int semctl_info(struct ns *ns, int cmd, void *p)
 static int semctl_stat(struct ns *ns, int semid, int cmd, struct semid_ds *out)
 {
 	struct sem_array *sma;
+	struct uperm *p;
 	int err = 0, locknum;
 
 	memset(out, 0, sizeof(*out));
-	if (cmd == SEM_STAT || cmd == SEM_STAT_ANY) {
-		struct uperm *p = ipc_obtain(ns, IPC_SEM_IDS, semid);
-
-		if (!p)
-			return -EINVAL;
-		sma = sma_of(p);
-	} else {
-		sma = sem_obtain_check(ns, semid, &err);
-		if (!sma)
-			return err;
-	}
-	if (cmd != SEM_STAT_ANY && ipcperms(&sma->perm, 0444))
-		return -EACCES;
+	p = ipc_obtain_for_stat(ns, IPC_SEM_IDS, semid, cmd != IPC_STAT, cmd == SEM_STAT_ANY, &err);
+	if (!p)
+		return err;
+	sma = sma_of(p);
 	reap_dead_holders(ns, sma, sma->perm.id);
 	locknum = sem_lock_all(ns, sma);
 	if (locknum < SEM_GLOBAL_LOCK)

@@ -1284,19 +1284,16 @@ static int shmctl_stat(struct ns *ns, int shmid, int cmd, struct shmid_ds *out)
 
 retry:
 	memset(out, 0, sizeof(*out));
-	if (cmd == SHM_STAT || cmd == SHM_STAT_ANY) {
-		struct uperm *p = ipc_obtain(ns, IPC_SHM_IDS, shmid);
+	{
+		struct uperm *p = ipc_obtain_for_stat(ns, IPC_SHM_IDS, shmid, cmd != IPC_STAT,
+						      cmd == SHM_STAT_ANY, &err);
 
-		if (!p || !ns_ptr(ns, ns_off(ns, p), sizeof(*shp)))
+		if (!p)
+			return err;
+		if (!ns_ptr(ns, ns_off(ns, p), sizeof(*shp)))
 			return -EINVAL;
 		shp = shp_of(p);
-	} else {
-		shp = shm_obtain_check(ns, shmid, &err);
-		if (!shp)
-			return err;
 	}
-	if (cmd != SHM_STAT_ANY && ipcperms(&shp->perm, 0444))
-		return -EACCES;
 	/* a reaped process may have destroyed it: look again */
 	if (reap_dead_attachers(ns, shp) && again) {
 		again = false;

@@ -187,6 +187,34 @@ struct uperm *ipc_obtain_check(struct ns *ns, int type, int id, int *err)
 	return p;
 }
 
+/*
+ * The lookup of the *_STAT commands: by index without a sequence check for
+ * SEM_STAT/MSG_STAT/SHM_STAT and their _ANY forms, by checked id for
+ * IPC_STAT; then read permission, except for the _ANY forms.
+ */
+struct uperm *ipc_obtain_for_stat(struct ns *ns, int type, int id, bool by_index, bool any,
+				  int *err)
+{
+	struct uperm *p;
+
+	if (by_index) {
+		p = ipc_obtain(ns, type, id);
+		if (!p) {
+			*err = -EINVAL;
+			return NULL;
+		}
+	} else {
+		p = ipc_obtain_check(ns, type, id, err);
+		if (!p)
+			return NULL;
+	}
+	if (!any && ipcperms(p, 0444)) {
+		*err = -EACCES;
+		return NULL;
+	}
+	return p;
+}
+
 int ipc_get_maxidx(struct ns *ns, int type)
 {
 	struct ipc_ids *ids = ids_of(ns, type);

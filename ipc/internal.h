@@ -171,7 +171,9 @@ struct ipc_ids {
 	_Atomic uint64_t wseq;     /* bumped at every release of the lock */
 };
 
-/* kern_ipc_perm, at the start of every object */
+/* kern_ipc_perm, at the start of every object; every object's own lock (the
+ * kernel's kern_ipc_perm.lock: sem's array lock, msg's and shm's object
+ * lock) comes right after it, see ipc_obj_lock() */
 struct uperm {
 	int32_t key;
 	int32_t id;
@@ -181,6 +183,11 @@ struct uperm {
 	uint32_t type;             /* IPC_*_IDS, a guard against confusion */
 	uint32_t pad;
 };
+
+static inline struct ulock *ipc_obj_lock(struct uperm *p)
+{
+	return (struct ulock *)(p + 1);
+}
 
 /* ---- namespace header ---- */
 
@@ -329,6 +336,7 @@ UIPC_HIDDEN void ipc_rmid(struct ns *ns, int type, struct uperm *p);
 UIPC_HIDDEN struct uperm *ipc_obtain(struct ns *ns, int type, int id);
 UIPC_HIDDEN struct uperm *ipc_obtain_check(struct ns *ns, int type, int id, int *err);
 UIPC_HIDDEN int ipc_get_maxidx(struct ns *ns, int type);
+UIPC_HIDDEN int ipc_ids_check(struct ns *ns, int type, char *report, size_t len, size_t *used);
 UIPC_HIDDEN struct uperm *ipc_obtain_for_stat(struct ns *ns, int type, int id, bool by_index,
 					      bool any, int *err);
 UIPC_HIDDEN int ipcperms(struct uperm *p, int flag);

@@ -600,13 +600,30 @@ int uipc_ns_stats(struct uipc_ns_stats *st)
 	return 0;
 }
 
+/*
+ * What `uipc fsck` reports: the allocator and the three id tables, checked
+ * under their locks (taking them also recovers any a dead holder left).
+ */
 int uipc_ns_check(char *report, size_t len)
 {
 	struct ns *ns = ns_get();
+	size_t used;
+	int bad, t;
 
 	if (!ns)
 		return -1;
-	return arena_check(ns, report, len);
+	if (ulock_acquire(ns, &ns->hdr->alloc.lock))
+		return -1;
+	bad = arena_check(ns, report, len);
+	ulock_release(ns, &ns->hdr->alloc.lock);
+	used = report ? strlen(report) : 0;
+	for (t = 0; t < IPC_NR_IDS; t++) {
+		if (ids_lock(ns, t))
+			return bad + 1;
+		bad += ipc_ids_check(ns, t, report, len, &used);
+		ids_unlock(ns, t);
+	}
+	return bad;
 }
 
 /* ---- sysctls ---- */

@@ -5,6 +5,7 @@
  * caller's credentials and capabilities.
  */
 #include <linux/capability.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -623,4 +624,75 @@ out:
 	}
 	ids_unlock(ns, type);
 	return r;
+}
+
+/*
+ * Check the id tables: the bitmap and the entries agree, every entry is an
+ * object of its type with the id of its index, in_use and max_idx are
+ * right, every key in the key table leads to a live object with that key.
+ * Returns the number of problems, described in REPORT (appended at *used).
+ */
+int ipc_ids_check(struct ns *ns, int type, char *report, size_t len, size_t *used)
+{
+	static const char *const names[] = { "sem", "msg", "shm" };
+	struct ipc_ids *ids = ids_of(ns, type);
+	uint64_t *bm = bitmap(ns, ids);
+	uint64_t *keys = keys_table(ns, ids);
+	int bad = 0, count = 0, max = -1, idx;
+	uint32_t i, nkeys = 0;
+
+#define PROBLEM(...) do {                                                           \
+		bad++;                                                              \
+		if (report && *used < len)                                          \
+			*used += (size_t)snprintf(report + *used, len - *used, __VA_ARGS__); \
+	} while (0)
+
+	if (!bm)
+		return 1;
+	for (idx = 0; idx < ns->ipcmni; idx++) {
+		bool set = (bm[idx / 64] >> (idx % 64)) & 1;
+		_Atomic uoff_t *slot = set ? entry_slot(ns, ids, idx) : NULL;
+		uoff_t off = slot ? atomic_load(slot) : 0;
+		struct uperm *p;
+
+		if (!set)
+			continue;
+		count++;
+		max = idx;
+		p = off ? obj_at(ns, off, type) : NULL;
+		if (p && ns_ptr(ns, off, sizeof(*p) + sizeof(struct ulock)) &&
+		    ulock_acquire(ns, ipc_obj_lock(p)) == 0) {
+			/* taking the object's lock rolls back what a killed holder
+			 * left half done: check committed state only */
+			ulock_release(ns, ipc_obj_lock(p));
+		}
+		if (!p)
+			PROBLEM("%s id index %d is marked used but holds no object\n", names[type], idx);
+		else if ((p->id & (ns->ipcmni - 1)) != idx || atomic_load(&p->deleted))
+			PROBLEM("%s id index %d holds object %d%s\n", names[type], idx, p->id,
+				atomic_load(&p->deleted) ? " (removed)" : "");
+	}
+	if (count != ids->in_use)
+		PROBLEM("%s: %d ids in use, the count says %d\n", names[type], count, ids->in_use);
+	if (count && max != ids->max_idx)
+		PROBLEM("%s: highest index %d, max_idx says %d\n", names[type], max, ids->max_idx);
+	for (i = 0; keys && i < ids->keys_cap; i++) {
+		struct uperm *p;
+		int32_t key;
+
+		if (keys[i] == KEY_EMPTY || keys[i] == KEY_TOMB)
+			continue;
+		nkeys++;
+		key = (int32_t)(keys[i] >> 32);
+		idx = (int)(uint32_t)keys[i] - 1;
+		p = idx >= 0 && idx < ns->ipcmni ? ipc_obtain(ns, type, idx) : NULL;
+		if (!p || p->key != key || atomic_load(&p->deleted))
+			PROBLEM("%s key 0x%08x points to index %d, which has no such object\n",
+				names[type], (unsigned)key, idx);
+	}
+	if (nkeys != ids->keys_used)
+		PROBLEM("%s: %u keys in the table, the count says %u\n", names[type], nkeys,
+			ids->keys_used);
+#undef PROBLEM
+	return bad;
 }

@@ -28,6 +28,7 @@ int cmd_ipcmk(int argc, char **argv);
 int cmd_ns(int argc, char **argv);
 int cmd_sysctl(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_fsck(int argc, char **argv);
 
 /* Help texts (in uipc.c); help_for() returns NULL for an unknown command. */
 const char *help_for(const char *cmd);

@@ -31,6 +31,8 @@ static const char usage_text[] =
 	"                   manage namespaces\n"
 	" sysctl NAME[=VALUE]\n"
 	"                   show or set a namespace's limits (kernel.sem, ...)\n"
+	" fsck\n"
+	"                   check a namespace's consistency\n"
 	" bench [ARGS...]\n"
 	"                   run the benchmarks (kernel vs uipc)\n"
 	" help [COMMAND]\n"
@@ -157,6 +159,18 @@ static const struct {
 	  "Options:\n"
 	  " -n           print values only\n"
 	  " -a           show all\n"
+	  " --ns NAME    namespace\n"
+	  " --dir DIR    directory of namespace files\n" },
+	{ "fsck", cmd_fsck,
+	  "Usage:\n"
+	  " uipc fsck [--ns NAME]\n"
+	  "\n"
+	  "Check a namespace's consistency: the allocator inside the file, the id\n"
+	  "tables and the key hash.  Taking the namespace's locks on the way also\n"
+	  "rolls back what a killed process left half done.  Exit status 1 if a\n"
+	  "problem is found.\n"
+	  "\n"
+	  "Options:\n"
 	  " --ns NAME    namespace\n"
 	  " --dir DIR    directory of namespace files\n" },
 	{ "bench", cmd_bench,

@@ -1,0 +1,14 @@
+/*
+ * ids_offset.c - prints where the semaphore id table's header (struct
+ * ipc_ids) sits in a namespace file, for tests that damage it on purpose.
+ */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "../../ipc/internal.h"
+
+int main(void)
+{
+	printf("%zu\n", offsetof(struct uipc_hdr, ids));
+	return 0;
+}

@@ -345,7 +345,6 @@ UIPC_HIDDEN void ipc_update_perm(struct ns *ns, struct uperm *p, const struct ip
 UIPC_HIDDEN void ipc_fill_perm(const struct uperm *p, struct ipc_perm *out);
 UIPC_HIDDEN int ipc_ids_init(struct ns *ns, int type, uoff_t entries, uoff_t used,
 			     uoff_t populated);
-UIPC_HIDDEN uint64_t ipc_table_bytes(int ipcmni);
 
 /* credentials of the caller, cached (syscalls.c invalidates on set*id) */
 struct ucred_cache {

@@ -335,10 +335,6 @@ void uipc_sleep_begin(void)
 	pthread_mutex_unlock(&act_mutex);
 }
 
-void uipc_sleep_end(void)
-{
-}
-
 /* ---- copies ---- */
 
 static int guarded_copy(void *dst, const void *src, size_t len)

@@ -14,7 +14,6 @@ __attribute__((visibility("hidden"))) int uipc_copy_to_user(void *dst, const voi
 
 /* around a blocking wait: a stop and continue must interrupt it (EINTR) */
 __attribute__((visibility("hidden"))) void uipc_sleep_begin(void);
-__attribute__((visibility("hidden"))) void uipc_sleep_end(void);
 /* around every uipc critical section: a signal arriving inside one has its
  * handler run at the end of the outermost, as after a system call */
 __attribute__((visibility("hidden"))) void uipc_crit_enter(void);

@@ -151,11 +151,6 @@ int ipc_ids_init(struct ns *ns, int type, uoff_t entries, uoff_t used, uoff_t po
 	return 0;
 }
 
-uint64_t ipc_table_bytes(int ipcmni)
-{
-	return (uint64_t)ipcmni * sizeof(uoff_t);
-}
-
 static struct uperm *obj_at(struct ns *ns, uoff_t off, int type)
 {
 	struct uperm *p = off ? ns_ptr(ns, off, sizeof(struct uperm)) : NULL;

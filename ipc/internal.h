@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "uipc.h"
 
@@ -342,7 +343,7 @@ UIPC_HIDDEN struct uperm *ipc_obtain_for_stat(struct ns *ns, int type, int id, b
 UIPC_HIDDEN int ipcperms(struct uperm *p, int flag);
 UIPC_HIDDEN bool ipc_owner_or_admin(struct uperm *p);
 UIPC_HIDDEN void ipc_update_perm(struct ns *ns, struct uperm *p, const struct ipc_perm *in);
-UIPC_HIDDEN void ipc_fill_perm(const struct uperm *p, struct ipc_perm *out);
+UIPC_HIDDEN void ipc_fill_perm(struct ns *ns, const struct uperm *p, struct ipc_perm *out);
 UIPC_HIDDEN int ipc_ids_init(struct ns *ns, int type, uoff_t entries, uoff_t used,
 			     uoff_t populated);
 
@@ -368,6 +369,25 @@ UIPC_HIDDEN void shm_exit_proc(struct ns *ns, struct uproc *p); /* exit, reaper 
 UIPC_HIDDEN void shm_note_exec(uint32_t proc_idx);  /* register_proc after exec */
 UIPC_HIDDEN void shm_fork_child(void);              /* atfork child */
 UIPC_HIDDEN void shm_destroy_orphaned(struct ns *ns); /* shm_rmid_forced set to 1 */
+
+/* a pause in a spin loop */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	__asm__ volatile("" ::: "memory");
+#endif
+}
+
+/* CLOCK_MONOTONIC in nanoseconds (vDSO: no system call) */
+static inline int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 
 /* errno helpers: internal functions return -errno */
 static inline long set_errno_ret(long r)

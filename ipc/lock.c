@@ -295,13 +295,6 @@ static void break_if_orphaned(struct ns *ns, struct ulock *l)
 				    false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
-static inline void spin_pause(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
-
 /*
  * Critical sections are short: when the lock is taken, spin a little (only
  * reading the word) before sleeping in the kernel, so that two processes
@@ -320,7 +313,7 @@ static int lock_mutex(struct ns *ns, struct ulock *l)
 		if (r != EBUSY)
 			return r;
 		for (int i = 0; i < LOCK_SPINS; i++) {
-			spin_pause();
+			cpu_relax();
 			if (__atomic_load_n(word, __ATOMIC_RELAXED) == 0) {
 				r = pthread_mutex_trylock(&l->m);
 				if (r != EBUSY)

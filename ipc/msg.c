@@ -126,15 +126,6 @@ struct msg_queue {
 /* ---- helpers ---- */
 
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
-
 static struct msgm *m_at(struct ns *ns, uoff_t off)
 {
 	struct msgm *m = off ? ns_ptr(ns, off, sizeof(struct msgm)) : NULL;
@@ -169,14 +160,6 @@ static bool msq_valid(struct msg_queue *q, int id)
 static uint64_t rd64(const uint64_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 /*
@@ -1228,8 +1211,7 @@ static int msgctl_stat(struct ns *ns, int msqid, int cmd, struct msqid_ds *out)
 		msq_unlock(ns, q);
 		return -EIDRM;
 	}
-	ipc_fill_perm(&q->perm, &out->msg_perm);
-	out->msg_perm.__seq = (unsigned short)((uint32_t)q->perm.id >> ns->shift);
+	ipc_fill_perm(ns, &q->perm, &out->msg_perm);
 	out->msg_stime = q->stime;
 	out->msg_rtime = q->rtime;
 	out->msg_ctime = q->ctime;

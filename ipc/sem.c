@@ -604,14 +604,6 @@ static bool q_sleeper_alive(struct ns *ns, struct semq *q)
 	return t && atomic_load(&t->state) == q->tword && thread_alive(ns, t);
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* Is the sleeper's thread stopped (SIGSTOP, SIGTSTP, ...)?  Reads /proc. */
 static bool q_sleeper_stopped(struct semq *q)
 {
@@ -1180,15 +1172,6 @@ static int reap_some_holders(struct ns *ns, struct sem_array *sma, int semid)
 
 /* ---- semop ---- */
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#else
-	__asm__ volatile("" ::: "memory");
-#endif
-}
-
 /* A sleeper looks around (lost wakeups, dead holders) after every slice:
  * often when a dead holder's SEM_UNDO could free it, rarely otherwise. */
 #define WAIT_SLICE_NS      1000000000LL
@@ -1719,8 +1702,7 @@ static int semctl_stat(struct ns *ns, int semid, int cmd, struct semid_ds *out)
 		sem_unlock(ns, sma, locknum);
 		return -EIDRM;
 	}
-	ipc_fill_perm(&sma->perm, &out->sem_perm);
-	out->sem_perm.__seq = (unsigned short)((uint32_t)sma->perm.id >> ns->shift);
+	ipc_fill_perm(ns, &sma->perm, &out->sem_perm);
 	out->sem_otime = atomic_load(&sma->otime);
 	out->sem_ctime = sma->ctime;
 	out->sem_nsems = (unsigned long)sma->nsems;

@@ -1306,8 +1306,7 @@ retry:
 		ulock_release(ns, &shp->lock);
 		return -EIDRM;
 	}
-	ipc_fill_perm(&shp->perm, &out->shm_perm);
-	out->shm_perm.__seq = (unsigned short)((uint32_t)shp->perm.id >> ns->shift);
+	ipc_fill_perm(ns, &shp->perm, &out->shm_perm);
 	out->shm_segsz = shp->segsz;
 	out->shm_atime = shp->atime;
 	out->shm_dtime = shp->dtime;

@@ -99,7 +99,7 @@ void ipc_update_perm(struct ns *ns, struct uperm *p, const struct ipc_perm *in)
 	J_SET(ns, p->mode, (p->mode & ~0777u) | ((uint32_t)in->mode & 0777u));
 }
 
-void ipc_fill_perm(const struct uperm *p, struct ipc_perm *out)
+void ipc_fill_perm(struct ns *ns, const struct uperm *p, struct ipc_perm *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->__key = p->key;
@@ -108,7 +108,7 @@ void ipc_fill_perm(const struct uperm *p, struct ipc_perm *out)
 	out->cuid = p->cuid;
 	out->cgid = p->cgid;
 	out->mode = (unsigned short)p->mode;
-	out->__seq = (unsigned short)((uint32_t)p->id >> IPCMNI_SHIFT);
+	out->__seq = (unsigned short)((uint32_t)p->id >> ns->shift);
 }
 
 /* ---- ids tables ---- */

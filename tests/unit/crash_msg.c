@@ -20,6 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "crashkit.h"
+
 #define KEY_TMP 0x7a7a02
 #define NSEND 5
 
@@ -90,8 +92,6 @@ static int workload(int a, int b, int c)
 	return 0;
 }
 
-static int fail, ntest;
-
 /* until PID sleeps on a futex (in msgrcv) */
 static void wait_asleep(pid_t pid)
 {
@@ -111,15 +111,6 @@ static void wait_asleep(pid_t pid)
 		if (strstr(buf, "futex"))
 			return;
 		usleep(1000);
-	}
-}
-
-static void check(int cond, const char *what, int n)
-{
-	ntest++;
-	if (!cond) {
-		fail++;
-		printf("not ok %d - failpoint %d: %s\n", ntest, n, what);
 	}
 }
 
@@ -292,28 +283,13 @@ int main(int argc, char **argv)
 		} else {
 			check(errno == ENOENT, "key lookup broken", n);
 		}
-		{
-			int (*check_ns)(char *, size_t) =
-				(int (*)(char *, size_t))dlsym(RTLD_DEFAULT, "uipc_ns_check");
-			char rep[512];
-
-			if (check_ns) {
-				int bad = check_ns(rep, sizeof rep);
-
-				check(bad == 0, bad ? rep : "", n);
-			}
-		}
-		if (fail)
+		check_namespace(n);
+		if (ck_nfail)
 			break;
 	}
 	check(done, "workload never completed", n);
 	msgctl(a, IPC_RMID, NULL);
 	msgctl(b, IPC_RMID, NULL);
 	msgctl(c, IPC_RMID, NULL);
-	printf("1..%d\n", ntest);
-	if (!fail)
-		for (int i = 1; i <= ntest; i++)
-			printf("ok %d - invariant %d holds after SIGKILL at a journaled store\n", i, i);
-	printf("# %d failpoints exercised (stores before and after)\n", n - 2);
-	return fail ? 1 : 0;
+	return report(n - 2);
 }

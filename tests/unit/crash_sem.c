@@ -18,6 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "crashkit.h"
+
 #define KEY_TMP 0x7a7a01
 
 static int workload(int a, int b, int c)
@@ -43,29 +45,6 @@ static int workload(int a, int b, int c)
 	return 0; /* exit: the SEM_UNDO on a is applied by the exit work */
 }
 
-static int fail;
-static int (*check_ns)(char *, size_t);
-
-static void probe(const char *where, int n)
-{
-	char rep[512];
-
-	if (getenv("CRASH_VERBOSE"))
-		fprintf(stderr, "# probe %s\n", where);
-	if (check_ns && getenv("CRASH_VERBOSE") && check_ns(rep, sizeof rep))
-		fprintf(stderr, "# failpoint %d: allocator broken after %s: %s\n", n, where, rep);
-}
-static int ntest;
-
-static void check(int cond, const char *what, int n)
-{
-	ntest++;
-	if (!cond) {
-		fail++;
-		printf("not ok %d - failpoint %d: %s\n", ntest, n, what);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	int a, b, c, n, done = 0;
@@ -73,7 +52,6 @@ int main(int argc, char **argv)
 
 	if (argc == 5 && !strcmp(argv[1], "work"))
 		return workload(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
-	check_ns = (int (*)(char *, size_t))dlsym(RTLD_DEFAULT, "uipc_ns_check");
 	a = semget(IPC_PRIVATE, 1, 0600);
 	b = semget(IPC_PRIVATE, 2, 0600);
 	c = semget(IPC_PRIVATE, 4, 0600);
@@ -90,16 +68,12 @@ int main(int argc, char **argv)
 		int st, t, ok_c;
 		pid_t p;
 
-		if (getenv("CRASH_VERBOSE")) {
-			fprintf(stderr, "# failpoint %d\n", n);
-		}
 		semctl(c, 0, SETALL, base);
 		{
 			unsigned short b0[2] = { 100, 0 };
 
 			semctl(b, 0, SETALL, b0);
 		}
-		probe("SETALL base", n);
 		snprintf(sa, sizeof sa, "%d", a);
 		snprintf(sb, sizeof sb, "%d", b);
 		snprintf(sc, sizeof sc, "%d", c);
@@ -115,7 +89,6 @@ int main(int argc, char **argv)
 			_exit(127);
 		}
 		waitpid(p, &st, 0);
-		probe("the kill", n);
 		if (WIFEXITED(st)) {
 			check(WEXITSTATUS(st) == 0, "workload failed without a kill", n);
 			done = 1;
@@ -130,20 +103,16 @@ int main(int argc, char **argv)
 			snprintf(why, sizeof why, "SEM_UNDO of the dead process not applied once (%d)", va);
 			check(va == 0, why, n);
 		}
-		probe("GETVAL a", n);
 		/* b: the two-op move is all or nothing */
 		semctl(b, 0, GETALL, v);
 		check(v[0] + v[1] == 100, "multi-op semop half applied", n);
-		probe("GETALL b", n);
 		/* c: SETALL is all or nothing (sem 2 may be 7 after SETVAL) */
 		semctl(c, 0, GETALL, v);
 		ok_c = (v[0] == 1 && v[1] == 2 && v[2] == 3 && v[3] == 4) ||
 		       (v[0] == 9 && v[1] == 9 && (v[2] == 9 || v[2] == 7) && v[3] == 9);
 		check(ok_c, "SETALL half applied", n);
 		/* the temporary key: gone, or a whole usable array */
-		probe("GETALL c", n);
 		t = semget(KEY_TMP, 0, 0);
-		probe("semget tmp", n);
 		if (t >= 0) {
 			struct semid_ds ds;
 
@@ -159,28 +128,13 @@ int main(int argc, char **argv)
 		} else {
 			check(errno == ENOENT, "key lookup broken", n);
 		}
-		{
-			int (*check_ns)(char *, size_t) =
-				(int (*)(char *, size_t))dlsym(RTLD_DEFAULT, "uipc_ns_check");
-			char rep[512];
-
-			if (check_ns) {
-				int bad = check_ns(rep, sizeof rep);
-
-				check(bad == 0, bad ? rep : "", n);
-			}
-		}
-		if (fail)
+		check_namespace(n);
+		if (ck_nfail)
 			break;
 	}
 	check(done, "workload never completed", n);
 	semctl(a, 0, IPC_RMID);
 	semctl(b, 0, IPC_RMID);
 	semctl(c, 0, IPC_RMID);
-	printf("1..%d\n", ntest);
-	if (!fail)
-		for (int i = 1; i <= ntest; i++)
-			printf("ok %d - invariant %d holds after SIGKILL at a journaled store\n", i, i);
-	printf("# %d failpoints exercised (stores before and after)\n", n - 2);
-	return fail ? 1 : 0;
+	return report(n - 2);
 }

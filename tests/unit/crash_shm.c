@@ -22,6 +22,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "crashkit.h"
+
 #define KEY_TMP  0x7b7b01
 #define KEY_TMP2 0x7b7b02
 
@@ -62,17 +64,6 @@ static int workload(int a)
 	if (shmctl(id2, IPC_RMID, NULL) < 0)
 		return 10;
 	return 0; /* exit detaches p */
-}
-
-static int fail, ntest;
-
-static void check(int cond, const char *what, int n)
-{
-	ntest++;
-	if (!cond) {
-		fail++;
-		printf("not ok %d - failpoint %d: %s\n", ntest, n, what);
-	}
 }
 
 static int count_files(const char *dir)
@@ -163,28 +154,13 @@ int main(int argc, char **argv)
 		shmctl(0, SHM_INFO, (struct shmid_ds *)(void *)&si);
 		snprintf(why, sizeof why, "%d segment files for 1 segment", count_files(dir));
 		check(count_files(dir) == 1, why, n);
-		{
-			int (*check_ns)(char *, size_t) =
-				(int (*)(char *, size_t))dlsym(RTLD_DEFAULT, "uipc_ns_check");
-			char rep[512];
-
-			if (check_ns) {
-				int bad = check_ns(rep, sizeof rep);
-
-				check(bad == 0, bad ? rep : "", n);
-			}
-		}
-		if (fail)
+		check_namespace(n);
+		if (ck_nfail)
 			break;
 	}
 	check(done, "workload never completed", n);
 	shmdt(mine);
 	shmctl(a, IPC_RMID, NULL);
 	check(count_files(dir) == 0, "a file outlived the last segment", n);
-	printf("1..%d\n", ntest);
-	if (!fail)
-		for (int i = 1; i <= ntest; i++)
-			printf("ok %d - invariant %d holds after SIGKILL at a journaled store\n", i, i);
-	printf("# %d failpoints exercised (stores before and after)\n", n - 2);
-	return fail ? 1 : 0;
+	return report(n - 2);
 }

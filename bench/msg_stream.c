@@ -26,31 +26,6 @@ struct mb {
 	char text[65536];
 };
 
-static int nth_cpu(int n)
-{
-	cpu_set_t set;
-	int c;
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		bench_die(errno, "sched_getaffinity");
-	for (c = 0; c < CPU_SETSIZE; c++)
-		if (CPU_ISSET(c, &set) && n-- == 0)
-			return c;
-	bench_die(0, "placement needs more allowed CPUs");
-}
-
-static void pin(int cpu)
-{
-	cpu_set_t set;
-
-	if (cpu < 0)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set))
-		bench_die(errno, "sched_setaffinity(%d)", cpu);
-}
-
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 3 ? argv[3] : "any";
@@ -69,11 +44,7 @@ int main(int argc, char **argv)
 		count = 1000;
 	if (size < sizeof(long) || size > sizeof(m.text))
 		bench_die(0, "SIZE must be in [%zu, %zu]", sizeof(long), sizeof(m.text));
-	if (!strcmp(mode, "same"))
-		cpu_a = cpu_b = nth_cpu(0);
-	else if (!strcmp(mode, "split"))
-		cpu_a = nth_cpu(0), cpu_b = nth_cpu(1);
-	else if (strcmp(mode, "any"))
+	if (bench_placement(mode, &cpu_a, &cpu_b))
 		bench_die(0, "usage: msg_stream [COUNT [SIZE [any|same|split]]]");
 	bench_out_str("placement", mode);
 	q = msgget(IPC_PRIVATE, IPC_CREAT | 0600);
@@ -84,7 +55,7 @@ int main(int argc, char **argv)
 		bench_die(errno, "fork");
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		pin(cpu_b);
+		bench_pin(cpu_b);
 		memset(m.text, 'x', size);
 		m.mtype = 1;
 		for (i = 0; i < count; i++) {
@@ -94,7 +65,7 @@ int main(int argc, char **argv)
 		}
 		_exit(0);
 	}
-	pin(cpu_a);
+	bench_pin(cpu_a);
 	for (i = 0; i < count; i++) {
 		long seq;
 		ssize_t r = msgrcv(q, &m, sizeof(m.text), 0, 0);

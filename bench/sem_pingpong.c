@@ -31,30 +31,6 @@ static void op(unsigned short num, short val)
 		bench_die(errno, "semop(s%u, %d)", num, val);
 }
 
-/* The n-th CPU (0-based) this process may run on; dies if there is none. */
-static int nth_cpu(int n)
-{
-	cpu_set_t set;
-	int c;
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		bench_die(errno, "sched_getaffinity");
-	for (c = 0; c < CPU_SETSIZE; c++)
-		if (CPU_ISSET(c, &set) && n-- == 0)
-			return c;
-	bench_die(0, "placement needs more allowed CPUs");
-}
-
-static void pin(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set))
-		bench_die(errno, "sched_setaffinity(%d)", cpu);
-}
-
 static void side_b(int *stop)
 {
 	for (;;) {
@@ -77,11 +53,7 @@ int main(int argc, char **argv)
 
 	bench_init(argv[0]);
 	secs = (argc > 1 ? atof(argv[1]) : 1.0) * bench_scale();
-	if (!strcmp(mode, "same"))
-		cpu_a = cpu_b = nth_cpu(0);
-	else if (!strcmp(mode, "split"))
-		cpu_a = nth_cpu(0), cpu_b = nth_cpu(1);
-	else if (strcmp(mode, "any"))
+	if (bench_placement(mode, &cpu_a, &cpu_b))
 		bench_die(0, "usage: sem_pingpong [SECONDS [any|same|split]]");
 	bench_out_str("placement", mode);
 	stop = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -96,11 +68,11 @@ int main(int argc, char **argv)
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (cpu_b >= 0)
-			pin(cpu_b);
+			bench_pin(cpu_b);
 		side_b(stop);
 	}
 	if (cpu_a >= 0)
-		pin(cpu_a);
+		bench_pin(cpu_a);
 	for (i = 0; i < 2000; i++) {		/* warm up */
 		op(0, 1);
 		op(1, -1);

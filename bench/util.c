@@ -4,6 +4,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -245,4 +246,42 @@ double bench_ns_per_op(void (*fn)(void *arg, long n), void *arg,
 		v[i] = (double)(bench_now_ns() - t0) / (double)n;
 	}
 	return bench_median(v, reps);
+}
+
+/* The N-th CPU (0-based) this process may run on; fatal if there is none. */
+static int nth_cpu(int n)
+{
+	cpu_set_t set;
+	int c;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		bench_die(errno, "sched_getaffinity");
+	for (c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &set) && n-- == 0)
+			return c;
+	bench_die(0, "placement needs more allowed CPUs");
+}
+
+int bench_placement(const char *mode, int *cpu_a, int *cpu_b)
+{
+	*cpu_a = *cpu_b = -1;
+	if (!strcmp(mode, "same"))
+		*cpu_a = *cpu_b = nth_cpu(0);
+	else if (!strcmp(mode, "split"))
+		*cpu_a = nth_cpu(0), *cpu_b = nth_cpu(1);
+	else if (strcmp(mode, "any"))
+		return -1;
+	return 0;
+}
+
+void bench_pin(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		bench_die(errno, "sched_setaffinity(%d)", cpu);
 }

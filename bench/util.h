@@ -61,6 +61,12 @@ void bench_need_semmni(long n);
  * so that no timed call pays for it. */
 void bench_warm_up(void);
 
+/* Two processes' CPUs for MODE: "any" (the scheduler's choice: -1, -1),
+ * "same" (both on the first allowed CPU), "split" (first and second);
+ * returns -1 for another MODE.  bench_pin(cpu) pins the caller (-1: no). */
+int bench_placement(const char *mode, int *cpu_a, int *cpu_b);
+void bench_pin(int cpu);
+
 /* semctl(id, 0, IPC_RMID), fatal on error. */
 void bench_rmid(int id);
 

@@ -29,7 +29,7 @@ typedef uint64_t uoff_t;
 
 /* ---- layout constants ---- */
 #define UIPC_MAGIC          0x31534e4350495555ULL /* "UUIPCNS1" */
-#define UIPC_LAYOUT_VERSION 1u
+#define UIPC_LAYOUT_VERSION 2u
 #define UIPC_PAGE           4096u
 
 #define IPC_SEM_IDS 0
@@ -282,6 +282,7 @@ UIPC_HIDDEN int64_t ipc_now(void);
 UIPC_HIDDEN int ulock_init(struct ulock *l);
 UIPC_HIDDEN int ulock_acquire(struct ns *ns, struct ulock *l);
 UIPC_HIDDEN void ulock_release(struct ns *ns, struct ulock *l);
+UIPC_HIDDEN void ulock_commit(struct ns *ns, struct ulock *l);
 UIPC_HIDDEN void j_store(struct ns *ns, void *p, const void *val, unsigned size);
 UIPC_HIDDEN void j_abort(struct ns *ns);
 UIPC_HIDDEN void lock_recover_frame(struct ns *ns, struct jframe *f);

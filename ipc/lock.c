@@ -396,20 +396,17 @@ static bool frame_has_frees(struct ns *ns, struct jframe *f, uint32_t n)
 	return false;
 }
 
-void ulock_release(struct ns *ns, struct ulock *l)
+/* the frame of L if the caller holds L, else NULL */
+static struct jframe *held_frame(struct ns *ns, struct ulock *l)
 {
-	struct uthread *t = cur_thread(ns);
 	struct jframe *f = ns_ptr(ns, atomic_load(&l->frame), sizeof(*f));
-	uint32_t n;
-	int i;
 
-	if (!f || atomic_load(&f->lock) != ns_off(ns, l)) {
-		ns_corrupt(ns, "release of a lock whose frame is not ours");
-		pthread_mutex_unlock(&l->m);
-		uipc_crit_exit();
-		return;
-	}
-	n = atomic_load(&f->n);
+	return f && atomic_load(&f->lock) == ns_off(ns, l) ? f : NULL;
+}
+
+static void commit_frame(struct ns *ns, struct jframe *f)
+{
+	uint32_t n = atomic_load(&f->n);
 
 	if (n && frame_has_frees(ns, f, n)) {
 		atomic_store(&f->committed, 1);
@@ -417,6 +414,34 @@ void ulock_release(struct ns *ns, struct ulock *l)
 	}
 	atomic_store(&f->n, 0);             /* commit point */
 	atomic_store(&f->committed, 0);
+}
+
+/*
+ * Commit L's section now and keep the lock: what the holder stores after
+ * this is not rolled back if it dies, so each such store must leave a state
+ * that is consistent on its own (msg.c restarts its ring this way).
+ */
+void ulock_commit(struct ns *ns, struct ulock *l)
+{
+	struct jframe *f = held_frame(ns, l);
+
+	if (f)
+		commit_frame(ns, f);
+}
+
+void ulock_release(struct ns *ns, struct ulock *l)
+{
+	struct uthread *t = cur_thread(ns);
+	struct jframe *f = held_frame(ns, l);
+	int i;
+
+	if (!f) {
+		ns_corrupt(ns, "release of a lock whose frame is not ours");
+		pthread_mutex_unlock(&l->m);
+		uipc_crit_exit();
+		return;
+	}
+	commit_frame(ns, f);
 	atomic_store(&l->frame, 0);
 	atomic_store(&f->lock, 0);
 	for (i = nheld - 1; i >= 0; i--) {

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "msgring.h"
 #include "signals.h"
 
 #ifndef MSG_STAT_ANY
@@ -121,6 +122,12 @@ struct msg_queue {
 	uint64_t nsent;            /* messages sent so far: spinning receivers
 				      watch it */
 	uoff_t wfree;              /* one struct msgw kept for the next sleeper */
+	/* the fast path (msgring.c); kept for the life of the queue struct,
+	 * retired or not, because fast callers read it without the lock */
+	uoff_t ring;               /* the ring, once published (post-commit) */
+	uoff_t ring_alloc;         /* the ring's block, journaled */
+	uint32_t lspid_tn;         /* ring tail count when lspid/stime were current */
+	uint32_t lrpid_hn;         /* ring head count when lrpid/rtime were current */
 };
 
 /* ---- helpers ---- */
@@ -162,10 +169,21 @@ static uint64_t rd64(const uint64_t *p)
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
+/* what a spinning caller watches */
+struct spin_on {
+	struct msg_queue *q;
+	struct msgring *r;         /* the queue's ring, if any */
+	uint64_t sz;               /* a sender: its message size */
+	uint64_t nsent, tail;      /* a receiver: what it saw last */
+	struct msgw *w;            /* a sleeper: its entry */
+};
+
 /*
- * Spin while STILL(a, b) holds, for at most the current budget (read with
- * the vDSO clock: no system call); true if it stopped holding.  The budget
- * adapts per thread: a spin that ends in time doubles it (up to
+ * Spin while STILL(on) holds, for at most the current budget (read with
+ * the vDSO clock: no system call): 1 if it stopped holding, 0 if the budget
+ * ran out, -EINTR if a handler of the program ran meanwhile (the kernel's
+ * caller would have been asleep, and a handled signal interrupts that).
+ * The budget adapts per thread: a spin that ends in time doubles it (up to
  * WAIT_SPIN_NS), one that runs out halves it (down to SPIN_MIN_NS), so that
  * a peer on another CPU is waited for without sleeping while a peer that
  * shares our CPU (it cannot run while we spin) soon finds us asleep.
@@ -175,35 +193,38 @@ static uint64_t rd64(const uint64_t *p)
 static __thread int64_t spin_budget = WAIT_SPIN_NS;
 static __thread unsigned spin_skipped;
 
-static bool spin_while(bool (*still)(const void *a, uint64_t b), const void *a, uint64_t b)
+static int spin_while(bool (*still)(const struct spin_on *), const struct spin_on *on)
 {
 	int64_t until = 0, budget = spin_budget;
+	unsigned g = uipc_handler_gen();
 
 	if (!budget) {
 		/* spinning has not paid lately: sleep at once, but probe again
 		 * now and then (the peer may have moved to another CPU) */
 		if (++spin_skipped % 32)
-			return !still(a, b);
+			return !still(on);
 		budget = SPIN_PROBE_NS;
 	}
 	for (unsigned i = 0;; i++) {
-		if (!still(a, b)) {
+		if (!still(on)) {
 			if (until) {
 				spin_budget = spin_budget ? spin_budget * 2 : SPIN_PROBE_NS;
 				if (spin_budget > WAIT_SPIN_NS)
 					spin_budget = WAIT_SPIN_NS;
 			}
-			return true;
+			return 1;
 		}
 		cpu_relax();
 		if ((i & 31) == 31) {
 			int64_t now = mono_ns();
 
+			if (uipc_handler_gen() != g)
+				return -EINTR;
 			if (!until) {
 				until = now + budget;
 			} else if (now > until) {
 				spin_budget = spin_budget / 2 < SPIN_MIN_NS ? 0 : spin_budget / 2;
-				return false;
+				return 0;
 			}
 		}
 	}
@@ -219,8 +240,11 @@ static int msq_lock(struct ns *ns, struct msg_queue *q)
 	return ulock_acquire(ns, &q->lock);
 }
 
+static void msq_ring_restart(struct ns *ns, struct msg_queue *q);
+
 static void msq_unlock(struct ns *ns, struct msg_queue *q)
 {
+	msq_ring_restart(ns, q);
 	ulock_release(ns, &q->lock);
 }
 
@@ -231,11 +255,19 @@ static bool msg_fits(struct msg_queue *q, uint64_t sz)
 	return rd64(&q->cbytes) + sz <= qb && rd64(&q->qnum) + 1 <= qb;
 }
 
-static bool no_room(const void *a, uint64_t sz)
+static bool q_gone(const struct msg_queue *q)
 {
-	struct msg_queue *q = (struct msg_queue *)a;
+	return atomic_load_explicit(&q->perm.deleted, memory_order_relaxed);
+}
 
-	return !msg_fits(q, sz) && !atomic_load_explicit(&q->perm.deleted, memory_order_relaxed);
+/* a sender waits for room: in the ring while the fast paths are on */
+static bool no_room(const struct spin_on *on)
+{
+	if (q_gone(on->q))
+		return false;
+	if (on->r && !(ring_load(&on->r->tail) & RW_SLOW))
+		return !ring_has_room(on->r, rd64(&on->q->qbytes), (uint32_t)on->sz);
+	return !msg_fits(on->q, on->sz);
 }
 
 /*
@@ -269,11 +301,11 @@ static void room_hysteresis(struct msg_queue *q, uint64_t sz)
 	}
 }
 
-static bool nsent_is(const void *a, uint64_t n)
+/* a receiver waits for a new message, locked or in the ring */
+static bool nothing_new(const struct spin_on *on)
 {
-	struct msg_queue *q = (struct msg_queue *)a;
-
-	return rd64(&q->nsent) == n && !atomic_load_explicit(&q->perm.deleted, memory_order_relaxed);
+	return rd64(&on->q->nsent) == on->nsent && !q_gone(on->q) &&
+	       (!on->r || ring_load(&on->r->tail) == on->tail);
 }
 
 /* ---- waiter lists ---- */
@@ -411,12 +443,9 @@ static void w_complete(struct ns *ns, struct msgw *w, int status, struct wake_q 
 	wake_q_add(wq, ns, w);
 }
 
-static bool w_waiting(const void *a, uint64_t b)
+static bool w_waiting(const struct spin_on *on)
 {
-	const struct msgw *w = a;
-
-	(void)b;
-	return atomic_load_explicit(&w->status, memory_order_acquire) == MW_WAITING;
+	return atomic_load_explicit(&on->w->status, memory_order_acquire) == MW_WAITING;
 }
 
 /*
@@ -426,11 +455,13 @@ static bool w_waiting(const void *a, uint64_t b)
 static int msg_wait(struct msgw *w)
 {
 	struct timespec rel = { 1, 0 };
+	struct spin_on on = { .w = w };
 	unsigned g = uipc_cont_gen();
 	int r;
 
-	if (spin_while(w_waiting, w, 0))
-		return 0;
+	r = spin_while(w_waiting, &on);
+	if (r)
+		return r < 0 ? r : 0;
 	atomic_store(&w->sleeping, 1);
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load(&w->status) != MW_WAITING)
@@ -510,6 +541,223 @@ static void free_messages(struct ns *ns, struct msg_queue *q)
 	J_SET(ns, q->messages, ((struct mlist){ 0, 0 }));
 	J_SET(ns, q->freelist, (uoff_t)0);
 	J_SET(ns, q->nfree, (uint64_t)0);
+}
+
+/* ---- the fast path's ring (msgring.c) ---- */
+
+/*
+ * A queue gets a ring once it carries messages, if the arena has room to
+ * spare: msgmni full queues must still fit, so rings take at most a quarter
+ * of the arena.
+ */
+#define RING_ALLOC (sizeof(struct msgring) + 64)
+
+static struct msgring *ring_at(struct ns *ns, uoff_t off)
+{
+	/* cache-line aligned inside its block */
+	return off ? ns_ptr(ns, (off + 63) & ~(uoff_t)63, sizeof(struct msgring)) : NULL;
+}
+
+static struct msgring *ring_of(struct ns *ns, struct msg_queue *q)
+{
+	return ring_at(ns, __atomic_load_n(&q->ring, __ATOMIC_ACQUIRE));
+}
+
+/* the thread's owner number in ring claims */
+static uint32_t ring_me(struct ns *ns)
+{
+	struct uthread *t = cur_thread(ns);
+
+	return t ? (uint32_t)(((char *)t - (ns->base + ns->hdr->threads)) / sizeof(*t)) + 1 : 0;
+}
+
+/* queue lock held: allocate the ring (published by msq_ring_restart) */
+static void msq_add_ring(struct ns *ns, struct msg_queue *q)
+{
+	struct alloc_state *a = &ns->hdr->alloc;
+	struct msgring *r;
+	uoff_t off;
+
+	if (q->ring_alloc || rd64(&a->used) + RING_ALLOC > ns->size / 4)
+		return;
+	off = arena_alloc(ns, RING_ALLOC, POOL_GENERAL);
+	r = ring_at(ns, off);
+	if (!r)
+		return;
+	ring_init(r);          /* fresh: rolled back (freed) with the section */
+	J_SET(ns, q->ring_alloc, off);
+	J_SET(ns, q->lspid_tn, 0u);
+	J_SET(ns, q->lrpid_hn, 0u);
+}
+
+/* the fast paths may run when the ring alone can be the queue */
+static bool msq_may_go_fast(struct msg_queue *q)
+{
+	return !q->messages.first && !q->receivers.first && !q->senders.first &&
+	       !atomic_load(&q->perm.deleted) && q->qbytes <= INT32_MAX;
+}
+
+/*
+ * At the end of a locked section: publish a new ring, and turn the fast
+ * paths back on if the queue allows.  Both after the section committed:
+ * what fast callers see must never be rolled back.  Dying between the
+ * commit and these stores leaves the fast paths off, which is safe; the
+ * next holder publishes and restarts.
+ */
+static void msq_ring_restart(struct ns *ns, struct msg_queue *q)
+{
+	struct msgring *r = ring_at(ns, q->ring_alloc);
+	bool publish, go;
+
+	if (!r)
+		return;
+	publish = q->ring != q->ring_alloc;
+	go = (ring_load(&r->tail) & RW_SLOW) && msq_may_go_fast(q);
+	if (!publish && !go)
+		return;
+	ulock_commit(ns, &q->lock);
+	if (publish)
+		__atomic_store_n(&q->ring, q->ring_alloc, __ATOMIC_RELEASE);
+	if (go)
+		ring_go(r);
+}
+
+/* the last fast receiver's pid, once its note is written (briefly waited for) */
+static int32_t ring_last_receiver(struct msgring *r, uint64_t h)
+{
+	for (int i = 0; i < 1000; i++) {
+		uint64_t st = __atomic_load_n(&r->rstat, __ATOMIC_ACQUIRE);
+
+		if ((uint32_t)(st >> 32) == rw_n(h) || i == 999)
+			return (int32_t)(uint32_t)st;
+		if (i > 100)
+			sched_yield();
+		else
+			cpu_relax();
+	}
+	return 0;
+}
+
+/* the last sender and receiver, wherever they went (lock held) */
+static void msq_last_pids(struct ns *ns, struct msg_queue *q, int32_t *lspid, int64_t *stime,
+			  int32_t *lrpid, int64_t *rtime)
+{
+	struct msgring *r = ring_at(ns, q->ring_alloc);
+	uint64_t t, h;
+
+	*lspid = q->lspid;
+	*stime = q->stime;
+	*lrpid = q->lrpid;
+	*rtime = q->rtime;
+	if (!r)
+		return;
+	for (;;) {
+		struct rslot *s;
+
+		ring_snapshot(r, &t, &h);
+		if (rw_n(t) == q->lspid_tn)
+			break;
+		s = ring_slot(r, rw_n(t) - 1);
+		*lspid = __atomic_load_n(&s->pid, __ATOMIC_RELAXED);
+		*stime = __atomic_load_n(&s->stime, __ATOMIC_RELAXED);
+		/* the slot is rewritten only after the tail moves on */
+		if (ring_load(&r->tail) == t)
+			break;
+	}
+	if (rw_n(h) != q->lrpid_hn) {
+		*lrpid = ring_last_receiver(r, h);
+		*rtime = __atomic_load_n(&r->rtime, __ATOMIC_RELAXED);
+	}
+}
+
+/* qnum and cbytes: the list's plus the ring's */
+static void msq_counts(struct ns *ns, struct msg_queue *q, uint64_t *qnum, uint64_t *cbytes)
+{
+	struct msgring *r = ring_at(ns, q->ring_alloc);
+	uint64_t t, h;
+
+	*qnum = rd64(&q->qnum);
+	*cbytes = rd64(&q->cbytes);
+	if (!r)
+		return;
+	ring_snapshot(r, &t, &h);
+	if (ring_count(t, h) <= RING_SLOTS) {
+		*qnum += ring_count(t, h);
+		*cbytes += ring_bytes(t, h);
+	}
+}
+
+/*
+ * Queue lock held: stop the fast paths and move what the ring holds to the
+ * tail of the (then empty) list, so that the locked code sees the whole
+ * queue (DROP: the queue goes away, its messages with it).  Journaled in the queue's frame: if we die, the ring keeps its
+ * messages, stopped, and the next holder moves them.
+ */
+static int msq_slow(struct ns *ns, struct msg_queue *q, bool drop)
+{
+	struct msgring *r = ring_at(ns, q->ring_alloc);
+	uint64_t t, h;
+	uint32_t n;
+
+	if (!r)
+		return 0;
+	ring_stop(r, &t, &h);
+	n = ring_count(t, h);
+	if (rw_n(t) != q->lspid_tn) {
+		struct rslot *s = ring_slot(r, rw_n(t) - 1);
+
+		J_SET(ns, q->lspid, s->pid);
+		J_SET(ns, q->stime, s->stime);
+		J_SET(ns, q->lspid_tn, rw_n(t));
+	}
+	if (rw_n(h) != q->lrpid_hn) {
+		J_SET(ns, q->lrpid, ring_last_receiver(r, h));
+		J_SET(ns, q->rtime, rd64((uint64_t *)&r->rtime));
+	}
+	if (n > RING_SLOTS) {
+		ns_corrupt(ns, "message queue ring counts");
+		n = 0;
+	}
+	for (uint32_t i = 0; i < n && !drop; i++) {
+		struct rslot *s = ring_slot(r, rw_n(h) + i);
+		uint32_t sz = s->size <= RING_TEXT_MAX ? s->size : 0;
+		struct msgm *m = msg_get_block(ns, q, sz), *last;
+
+		if (!m)
+			return -ENOMEM;
+		msg_fill(m, (long)s->mtype, s->text, sz);
+		last = m_at(ns, q->messages.last);
+		if (last)
+			J_SET(ns, last->next, ns_off(ns, m));
+		else
+			J_SET(ns, q->messages.first, ns_off(ns, m));
+		J_SET(ns, q->messages.last, ns_off(ns, m));
+		J_SET(ns, q->cbytes, q->cbytes + sz);
+		J_SET(ns, q->qnum, q->qnum + 1);
+	}
+	if (n)
+		J_SET(ns, r->head, (h & (RW_SLOW | RW_EPOCH_MASK)) | (t & ~(RW_SLOW | RW_EPOCH_MASK)));
+	if (rw_n(t) != q->lrpid_hn)
+		J_SET(ns, q->lrpid_hn, rw_n(t));
+	return 0;
+}
+
+/* lock held, fast paths stopped: the ring counts the locked code's sends
+ * and receives as the latest */
+static void msq_note_sender(struct ns *ns, struct msg_queue *q, struct msgring *r)
+{
+	uint32_t tn = r ? rw_n(ring_load(&r->tail)) : 0;
+
+	if (q->lspid_tn != tn)
+		J_SET(ns, q->lspid_tn, tn);
+}
+
+static void msq_note_receiver(struct ns *ns, struct msg_queue *q, struct msgring *r)
+{
+	uint32_t hn = r ? rw_n(ring_load(&r->head)) : 0;
+
+	if (q->lrpid_hn != hn)
+		J_SET(ns, q->lrpid_hn, hn);
 }
 
 /* ---- matching ---- */
@@ -736,11 +984,15 @@ static int newque(struct ns *ns, key_t key, int msgflg, long arg)
 			return r;
 		prev = j_target(ns, &h->ids[IPC_MSG_IDS].lock);
 		J_SET(ns, MSG_RETIRED(ns), q->retired_next);
-		/* messages a crash left on it (see msgctl_down) */
+		/* messages a crash left on it (see msgctl_down), in the ring too */
+		r = msq_slow(ns, q, true);
 		free_messages(ns, q);
 		msq_init_fields(ns, q, key, msgflg, true);
 		j_target_restore(prev);
-		msq_unlock(ns, q);
+		/* not msq_unlock: its fast paths wait until it is published */
+		ulock_release(ns, &q->lock);
+		if (r)
+			return r;
 	} else {
 		/* ALLOC is journaled in the ids frame: a failure or crash frees it */
 		off = arena_alloc(ns, sizeof(*q), POOL_GENERAL);
@@ -837,10 +1089,134 @@ static int pipelined_send(struct ns *ns, struct msg_queue *q, long mtype, const 
 		J_SET(ns, w->msg, ns_off(ns, m));
 		J_SET(ns, q->lrpid, w->pid);
 		J_SET(ns, q->rtime, ipc_now());
+		msq_note_receiver(ns, q, ring_at(ns, q->ring_alloc));
 		w_complete(ns, w, 0, wq);
 		return 1;
 	}
 	return 0;
+}
+
+/*
+ * The fast path: a send into the ring, without the queue lock.  FAST_NO:
+ * take the locked path (no ring, a big message, fast paths stopped, or a
+ * full queue we already spun on).
+ */
+#define FAST_NO 1
+
+static int msgsnd_fast(struct ns *ns, struct msg_queue *q, int msqid, long mtype,
+		       const void *text, size_t msgsz, int msgflg, bool *spun)
+{
+	struct msgring *r = ring_of(ns, q);
+
+	if (!r || msgsz > RING_TEXT_MAX)
+		return FAST_NO;
+	for (;;) {
+		struct spin_on on = { .q = q, .r = r, .sz = msgsz };
+		int res;
+
+		if (!msq_valid(q, msqid))
+			return FAST_NO;
+		/* atomic to the program's handlers, as the kernel's call */
+		uipc_crit_enter();
+		res = ring_send(r, ring_me(ns), rd64(&q->qbytes), mtype, text, (uint32_t)msgsz,
+				cur_pid(), ipc_now());
+		uipc_crit_exit();
+		if (res == 0)
+			return 0;
+		if (res != RING_FULL)
+			return FAST_NO;
+		if (msgflg & IPC_NOWAIT)
+			return -EAGAIN;
+		if (*spun)
+			return FAST_NO;
+		/* a receiver on another CPU makes room in a moment */
+		res = spin_while(no_room, &on);
+		if (res < 0)
+			return res;
+		if (res == 0) {
+			*spun = true;
+			return FAST_NO;
+		}
+	}
+}
+
+/* queue lock held, room checked: the message goes to a receiver or the list */
+static int msgsnd_locked(struct ns *ns, struct msg_queue *q, long mtype, const void *text,
+			 size_t msgsz, struct wake_q *wq)
+{
+	int64_t now = ipc_now();
+	int r;
+
+	if (q->lspid != cur_pid())
+		J_SET(ns, q->lspid, cur_pid());
+	if (q->stime != now)
+		J_SET(ns, q->stime, now);
+	msq_note_sender(ns, q, ring_at(ns, q->ring_alloc));
+	J_SET(ns, q->nsent, q->nsent + 1);
+	r = q->receivers.first ? pipelined_send(ns, q, mtype, text, msgsz, wq) : 0;
+	if (r == 0) {
+		struct msgm *m = msg_get_block(ns, q, msgsz);
+		struct msgm *last;
+
+		if (!m)
+			return -ENOMEM;
+		msg_fill(m, mtype, text, msgsz);
+		last = m_at(ns, q->messages.last);
+		if (last)
+			J_SET(ns, last->next, ns_off(ns, m));
+		else
+			J_SET(ns, q->messages.first, ns_off(ns, m));
+		J_SET(ns, q->messages.last, ns_off(ns, m));
+		J_SET(ns, q->cbytes, q->cbytes + msgsz);
+		J_SET(ns, q->qnum, q->qnum + 1);
+	}
+	/* a queue that carries messages gets the fast path */
+	if (r >= 0 && !q->ring_alloc)
+		msq_add_ring(ns, q);
+	return r < 0 ? r : 0;
+}
+
+/*
+ * queue lock held, no room: sleep as a FIFO sender until woken to retry
+ * (0, lock released), removed (-EIDRM) or interrupted (-EINTR)
+ */
+static int msgsnd_sleep(struct ns *ns, struct msg_queue *q, int msqid, size_t msgsz)
+{
+	struct msgw *w = new_waiter(ns, q);
+	int err, r;
+
+	if (!w) {
+		j_abort(ns);
+		msq_unlock(ns, q);
+		return -ENOMEM;
+	}
+	w->msgsz = msgsz;
+	wl_add_tail(ns, &q->senders, w);
+	for (;;) {
+		int st;
+
+		msq_unlock(ns, q);
+		r = msg_wait(w);
+		err = msq_lock(ns, q);
+		if (err)
+			return err; /* only with a corrupt arena */
+		st = atomic_load(&w->status);
+		if (st == -EIDRM || !msq_valid(q, msqid)) {
+			if (wl_contains(ns, &q->senders, w))
+				wl_del(ns, &q->senders, w);
+			arena_free(ns, ns_off(ns, w));
+			msq_unlock(ns, q);
+			return -EIDRM;
+		}
+		if (st != MW_WAITING || r == -EINTR)
+			break;
+	}
+	/* the kernel's ss_del: woken or interrupted, off the list */
+	if (wl_contains(ns, &q->senders, w))
+		wl_del(ns, &q->senders, w);
+	put_waiter(ns, q, w, true);
+	msq_unlock(ns, q);
+	return r == -EINTR ? -EINTR : 0;
 }
 
 static int do_msgsnd(struct ns *ns, int msqid, long mtype, const void *text, size_t msgsz,
@@ -848,9 +1224,8 @@ static int do_msgsnd(struct ns *ns, int msqid, long mtype, const void *text, siz
 {
 	struct msg_queue *q;
 	struct wake_q wq = { 0 };
-	struct msgw *w = NULL;
 	bool spun = false;
-	int err = 0, r;
+	int err = 0, r, bounces = 0;
 
 	q = msq_obtain_check(ns, msqid, &err);
 	if (!q)
@@ -858,12 +1233,21 @@ static int do_msgsnd(struct ns *ns, int msqid, long mtype, const void *text, siz
 	for (;;) {
 		if (ipcperms(&q->perm, 0222))
 			return -EACCES;
+		r = msgsnd_fast(ns, q, msqid, mtype, text, msgsz, msgflg, &spun);
+		if (r != FAST_NO)
+			return r;
 		r = msq_lock(ns, q);
 		if (r)
 			return r;
 		if (!msq_valid(q, msqid)) {
 			msq_unlock(ns, q);
 			return -EIDRM;
+		}
+		r = msq_slow(ns, q, false);
+		if (r) {
+			j_abort(ns);
+			msq_unlock(ns, q);
+			return r;
 		}
 		if (msg_fits(q, msgsz))
 			break;
@@ -873,78 +1257,23 @@ static int do_msgsnd(struct ns *ns, int msqid, long mtype, const void *text, siz
 		}
 		if (!spun) {
 			/* a receiver on another CPU may make room in a moment */
-			spun = true;
+			struct spin_on on = { .q = q, .r = ring_of(ns, q), .sz = msgsz };
+
 			msq_unlock(ns, q);
-			if (spin_while(no_room, q, msgsz))
+			r = spin_while(no_room, &on);
+			if (r < 0)
+				return r;
+			if (r == 0 || ++bounces > 8)
+				spun = true;
+			else
 				room_hysteresis(q, msgsz);
 			continue;
 		}
-		w = new_waiter(ns, q);
-		if (!w) {
-			j_abort(ns);
-			msq_unlock(ns, q);
-			return -ENOMEM;
-		}
-		w->msgsz = msgsz;
-		wl_add_tail(ns, &q->senders, w);
-		for (;;) {
-			int st;
-
-			msq_unlock(ns, q);
-			r = msg_wait(w);
-			err = msq_lock(ns, q);
-			if (err)
-				return err; /* only with a corrupt arena */
-			st = atomic_load(&w->status);
-			if (st == -EIDRM || !msq_valid(q, msqid)) {
-				if (wl_contains(ns, &q->senders, w))
-					wl_del(ns, &q->senders, w);
-				arena_free(ns, ns_off(ns, w));
-				msq_unlock(ns, q);
-				return -EIDRM;
-			}
-			if (st != MW_WAITING || r == -EINTR)
-				break;
-		}
-		/* the kernel's ss_del: woken or interrupted, off the list */
-		if (wl_contains(ns, &q->senders, w))
-			wl_del(ns, &q->senders, w);
-		put_waiter(ns, q, w, true);
-		w = NULL;
-		if (r == -EINTR) {
-			msq_unlock(ns, q);
-			return -EINTR;
-		}
-		msq_unlock(ns, q);
+		r = msgsnd_sleep(ns, q, msqid, msgsz);
+		if (r)
+			return r;
 	}
-	if (q->lspid != cur_pid())
-		J_SET(ns, q->lspid, cur_pid());
-	J_SET(ns, q->nsent, q->nsent + 1);
-	{
-		int64_t now = ipc_now();
-
-		if (q->stime != now)
-			J_SET(ns, q->stime, now);
-	}
-	r = q->receivers.first ? pipelined_send(ns, q, mtype, text, msgsz, &wq) : 0;
-	if (r == 0) {
-		struct msgm *m = msg_get_block(ns, q, msgsz);
-		struct msgm *last;
-
-		if (!m) {
-			r = -ENOMEM;
-		} else {
-			msg_fill(m, mtype, text, msgsz);
-			last = m_at(ns, q->messages.last);
-			if (last)
-				J_SET(ns, last->next, ns_off(ns, m));
-			else
-				J_SET(ns, q->messages.first, ns_off(ns, m));
-			J_SET(ns, q->messages.last, ns_off(ns, m));
-			J_SET(ns, q->cbytes, q->cbytes + msgsz);
-			J_SET(ns, q->qnum, q->qnum + 1);
-		}
-	}
+	r = msgsnd_locked(ns, q, mtype, text, msgsz, &wq);
 	if (r < 0) {
 		j_abort(ns);
 		msq_unlock(ns, q);
@@ -988,57 +1317,231 @@ int uipc_msgsnd(int msqid, const void *msgp, size_t msgsz, int msgflg)
 /* ---- msgrcv ---- */
 
 /* copy M out to the caller's buffer: mtype first, then min(bufsz, size) */
-static long msg_fill_user(void *buf, struct msgm *m, size_t bufsz)
+/* copy a message out to the caller's buffer: mtype first, then
+ * min(bufsz, size) bytes */
+static long copy_msg_out(void *buf, long mtype, const char *text, size_t size, size_t bufsz)
 {
-	size_t n = m->size < bufsz ? m->size : bufsz;
-	long mtype = m->mtype;
+	size_t n = size < bufsz ? size : bufsz;
 
 	if (uipc_copy_to_user(buf, &mtype, sizeof(mtype)))
 		return -EFAULT;
-	if (n && uipc_copy_to_user((char *)buf + sizeof(long), m->text, n))
+	if (n && uipc_copy_to_user((char *)buf + sizeof(long), text, n))
 		return -EFAULT;
 	return (long)n;
+}
+
+static long msg_fill_user(void *buf, struct msgm *m, size_t bufsz)
+{
+	return copy_msg_out(buf, m->mtype, m->text, m->size, bufsz);
+}
+
+/* what a receive asks for */
+struct rcv_req {
+	void *buf;
+	size_t bufsz;
+	long msgtyp;
+	int mode;
+	int msgflg;
+	uint64_t copy_max;         /* MSG_COPY */
+};
+
+/*
+ * The fast path: take the first message from the ring, without the queue
+ * lock.  RCV_SLOW: take the locked path (no ring, a search the ring cannot
+ * do, fast paths stopped, or an empty queue we already spun on).
+ */
+#define RCV_SLOW LONG_MIN
+
+static long msgrcv_fast(struct ns *ns, struct msg_queue *q, int msqid, const struct rcv_req *rq,
+			bool *spun)
+{
+	struct msgring *r = ring_of(ns, q);
+	bool except = rq->mode == SEARCH_NOTEQUAL;
+	uint64_t maxsize = (rq->msgflg & MSG_NOERROR) ? UINT64_MAX : rq->bufsz;
+	struct ring_msg m;
+
+	if (!r || (rq->mode != SEARCH_ANY && rq->mode != SEARCH_EQUAL && !except))
+		return RCV_SLOW;
+	for (;;) {
+		struct spin_on on = { .q = q, .r = r };
+		int res;
+
+		if (!msq_valid(q, msqid))
+			return RCV_SLOW;
+		on.nsent = rd64(&q->nsent);
+		on.tail = ring_load(&r->tail);
+		/* atomic to the program's handlers, as the kernel's call */
+		uipc_crit_enter();
+		res = ring_recv(r, rq->mode == SEARCH_ANY ? 0 : rq->msgtyp, except, maxsize, &m,
+				cur_pid(), ipc_now());
+		uipc_crit_exit();
+		if (res == 0) /* taken: gone from the queue even if the copy faults */
+			return copy_msg_out(rq->buf, (long)m.mtype, m.text, m.size, rq->bufsz);
+		if (res == RING_2BIG)
+			return -E2BIG;
+		if (res != RING_EMPTY)
+			return RCV_SLOW;
+		if (rq->msgflg & IPC_NOWAIT)
+			return -ENOMSG;
+		if (*spun)
+			return RCV_SLOW;
+		/* a sender on another CPU brings one in a moment */
+		res = spin_while(nothing_new, &on);
+		if (res < 0)
+			return res;
+		if (res == 0) {
+			*spun = true;
+			return RCV_SLOW;
+		}
+	}
+}
+
+/* queue lock held: take M (found by find_msg after PREV), or copy it */
+static long msgrcv_take(struct ns *ns, struct msg_queue *q, struct msgm *m, uoff_t prev,
+			const struct rcv_req *rq)
+{
+	struct wake_q wq = { 0 };
+	int64_t now = ipc_now();
+	long ret;
+
+	if (rq->bufsz < m->size && !(rq->msgflg & MSG_NOERROR)) {
+		msq_unlock(ns, q);
+		return -E2BIG;
+	}
+	if (rq->msgflg & MSG_COPY) {
+		ret = m->size > rq->copy_max ? -EINVAL : msg_fill_user(rq->buf, m, rq->bufsz);
+		msq_unlock(ns, q);
+		return ret;
+	}
+	unlink_msg(ns, q, m, prev);
+	J_SET(ns, q->qnum, q->qnum - 1);
+	if (q->rtime != now)
+		J_SET(ns, q->rtime, now);
+	if (q->lrpid != cur_pid())
+		J_SET(ns, q->lrpid, cur_pid());
+	msq_note_receiver(ns, q, ring_at(ns, q->ring_alloc));
+	J_SET(ns, q->cbytes, q->cbytes - m->size);
+	if (q->senders.first)
+		ss_wakeup(ns, q, &wq, false);
+	/* the message is gone from the queue even if the copy faults */
+	ret = msg_fill_user(rq->buf, m, rq->bufsz);
+	msg_put_block(ns, q, m);
+	msq_unlock(ns, q);
+	wake_up_q(ns, &wq);
+	return ret;
+}
+
+/*
+ * queue lock held, nothing to take: sleep as a FIFO receiver.  Returns what
+ * msgrcv returns, or RCV_SLOW to look again (expunged by IPC_SET); the lock
+ * is released either way.
+ */
+static long msgrcv_sleep(struct ns *ns, struct msg_queue *q, int msqid, const struct rcv_req *rq)
+{
+	struct msgw *w = new_waiter(ns, q);
+	long ret;
+	int err, r, st;
+
+	if (!w) {
+		j_abort(ns);
+		msq_unlock(ns, q);
+		return -ENOMEM;
+	}
+	w->msgtype = rq->msgtyp;
+	w->mode = rq->mode;
+	w->maxsize = (rq->msgflg & MSG_NOERROR) ? INT_MAX : (int64_t)rq->bufsz;
+	wl_add_tail(ns, &q->receivers, w);
+	for (;;) {
+		msq_unlock(ns, q);
+		r = msg_wait(w);
+		err = msq_lock(ns, q);
+		if (err)
+			return err; /* only with a corrupt arena */
+		st = atomic_load(&w->status);
+		if (st != MW_WAITING)
+			break;
+		if (!msq_valid(q, msqid)) {
+			/* removal completes every sleeper, unless it
+			 * was rolled back after the table change */
+			if (wl_contains(ns, &q->receivers, w))
+				wl_del(ns, &q->receivers, w);
+			st = -EIDRM;
+			break;
+		}
+		if (r == -EINTR) {
+			wl_del(ns, &q->receivers, w);
+			st = -EINTR;
+			break;
+		}
+	}
+	if (st == 0) {
+		/* handed over by a sender: ours, whatever happened since */
+		struct msgm *m = m_at(ns, w->msg);
+
+		ret = m ? msg_fill_user(rq->buf, m, rq->bufsz) : -EIDRM;
+		if (m && msq_valid(q, msqid))
+			msg_put_block(ns, q, m);
+		else if (m)
+			arena_free(ns, ns_off(ns, m));
+		put_waiter(ns, q, w, msq_valid(q, msqid));
+		msq_unlock(ns, q);
+		return ret;
+	}
+	put_waiter(ns, q, w, msq_valid(q, msqid));
+	msq_unlock(ns, q);
+	/* expunged by IPC_SET (-EAGAIN): look again, from the tail */
+	return st == -EAGAIN ? RCV_SLOW : st;
+}
+
+/* MSG_COPY: the kernel reads the caller's buffer first (it loads a message
+ * from it) */
+static int msg_copy_probe(struct ns *ns, struct rcv_req *rq)
+{
+	uint64_t lim = (uint64_t)ns->hdr->lim.msgmax;
+	char probe[256];
+
+	if ((rq->msgflg & MSG_EXCEPT) || !(rq->msgflg & IPC_NOWAIT))
+		return -EINVAL;
+	rq->copy_max = rq->bufsz < lim ? rq->bufsz : lim;
+	for (uint64_t done = 0; done < rq->copy_max; done += sizeof(probe)) {
+		uint64_t n = rq->copy_max - done < sizeof(probe) ? rq->copy_max - done : sizeof(probe);
+
+		if (uipc_copy_from_user(probe, (char *)rq->buf + done, n))
+			return -EFAULT;
+	}
+	return 0;
 }
 
 static long do_msgrcv(struct ns *ns, int msqid, void *buf, size_t bufsz, long msgtyp,
 		      int msgflg)
 {
+	struct rcv_req rq = { .buf = buf, .bufsz = bufsz, .msgflg = msgflg };
 	struct msg_queue *q;
-	struct wake_q wq = { 0 };
-	uint64_t copy_max = 0;
 	bool spun = false;
-	int err = 0, mode, r;
+	int err = 0, r, bounces = 0;
 	long ret;
 
 	if (msqid < 0 || (long)bufsz < 0)
 		return -EINVAL;
 	if (msgflg & MSG_COPY) {
-		uint64_t lim = (uint64_t)ns->hdr->lim.msgmax;
-		char probe[256];
-
-		if ((msgflg & MSG_EXCEPT) || !(msgflg & IPC_NOWAIT))
-			return -EINVAL;
-		copy_max = bufsz < lim ? bufsz : lim;
-		/* the kernel reads the buffer first (it loads a message from it) */
-		for (uint64_t done = 0; done < copy_max; done += sizeof(probe)) {
-			uint64_t n = copy_max - done < sizeof(probe) ? copy_max - done : sizeof(probe);
-
-			if (uipc_copy_from_user(probe, (char *)buf + done, n))
-				return -EFAULT;
-		}
+		r = msg_copy_probe(ns, &rq);
+		if (r)
+			return r;
 	}
-	mode = convert_mode(&msgtyp, msgflg);
+	rq.mode = convert_mode(&msgtyp, msgflg);
+	rq.msgtyp = msgtyp;
 	q = msq_obtain_check(ns, msqid, &err);
 	if (!q)
 		return err;
 	for (;;) {
 		struct msgm *m;
-		struct msgw *w;
 		uoff_t prev;
-		int st;
 
 		if (ipcperms(&q->perm, 0444))
 			return -EACCES;
+		ret = msgrcv_fast(ns, q, msqid, &rq, &spun);
+		if (ret != RCV_SLOW)
+			return ret;
 		r = msq_lock(ns, q);
 		if (r)
 			return r;
@@ -1046,100 +1549,37 @@ static long do_msgrcv(struct ns *ns, int msqid, void *buf, size_t bufsz, long ms
 			msq_unlock(ns, q);
 			return -EIDRM;
 		}
-		m = q->messages.first ? find_msg(ns, q, msgtyp, mode, &prev) : NULL;
-		if (m) {
-			if (bufsz < m->size && !(msgflg & MSG_NOERROR)) {
-				msq_unlock(ns, q);
-				return -E2BIG;
-			}
-			if (msgflg & MSG_COPY) {
-				ret = m->size > copy_max ? -EINVAL : msg_fill_user(buf, m, bufsz);
-				msq_unlock(ns, q);
-				return ret;
-			}
-			unlink_msg(ns, q, m, prev);
-			J_SET(ns, q->qnum, q->qnum - 1);
-			{
-				int64_t now = ipc_now();
-
-				if (q->rtime != now)
-					J_SET(ns, q->rtime, now);
-			}
-			if (q->lrpid != cur_pid())
-				J_SET(ns, q->lrpid, cur_pid());
-			J_SET(ns, q->cbytes, q->cbytes - m->size);
-			if (q->senders.first)
-				ss_wakeup(ns, q, &wq, false);
-			/* the message is gone from the queue even if the copy faults */
-			ret = msg_fill_user(buf, m, bufsz);
-			msg_put_block(ns, q, m);
+		r = msq_slow(ns, q, false);
+		if (r) {
+			j_abort(ns);
 			msq_unlock(ns, q);
-			wake_up_q(ns, &wq);
-			return ret;
+			return r;
 		}
+		m = q->messages.first ? find_msg(ns, q, rq.msgtyp, rq.mode, &prev) : NULL;
+		if (m)
+			return msgrcv_take(ns, q, m, prev, &rq);
 		if (msgflg & IPC_NOWAIT) {
 			msq_unlock(ns, q);
 			return -ENOMSG;
 		}
 		if (!spun) {
-			/* a sender on another CPU may bring one in a moment */
-			uint64_t n0 = q->nsent;
+			/* a sender on another CPU may bring one in a moment
+			 * (to the list, or to the ring once it restarts) */
+			struct spin_on on = { .q = q, .r = ring_of(ns, q), .nsent = q->nsent };
 
-			spun = true;
+			if (on.r)
+				on.tail = ring_load(&on.r->tail);
 			msq_unlock(ns, q);
-			spin_while(nsent_is, q, n0);
+			r = spin_while(nothing_new, &on);
+			if (r < 0)
+				return r;
+			if (r == 0 || ++bounces > 8)
+				spun = true;
 			continue;
 		}
-		w = new_waiter(ns, q);
-		if (!w) {
-			j_abort(ns);
-			msq_unlock(ns, q);
-			return -ENOMEM;
-		}
-		w->msgtype = msgtyp;
-		w->mode = mode;
-		w->maxsize = (msgflg & MSG_NOERROR) ? INT_MAX : (int64_t)bufsz;
-		wl_add_tail(ns, &q->receivers, w);
-		for (;;) {
-			msq_unlock(ns, q);
-			r = msg_wait(w);
-			err = msq_lock(ns, q);
-			if (err)
-				return err; /* only with a corrupt arena */
-			st = atomic_load(&w->status);
-			if (st != MW_WAITING)
-				break;
-			if (!msq_valid(q, msqid)) {
-				/* removal completes every sleeper, unless it
-				 * was rolled back after the table change */
-				if (wl_contains(ns, &q->receivers, w))
-					wl_del(ns, &q->receivers, w);
-				st = -EIDRM;
-				break;
-			}
-			if (r == -EINTR) {
-				wl_del(ns, &q->receivers, w);
-				st = -EINTR;
-				break;
-			}
-		}
-		if (st == 0) {
-			/* handed over by a sender: ours, whatever happened since */
-			m = m_at(ns, w->msg);
-			ret = m ? msg_fill_user(buf, m, bufsz) : -EIDRM;
-			if (m && msq_valid(q, msqid))
-				msg_put_block(ns, q, m);
-			else if (m)
-				arena_free(ns, ns_off(ns, m));
-			put_waiter(ns, q, w, msq_valid(q, msqid));
-			msq_unlock(ns, q);
+		ret = msgrcv_sleep(ns, q, msqid, &rq);
+		if (ret != RCV_SLOW)
 			return ret;
-		}
-		put_waiter(ns, q, w, msq_valid(q, msqid));
-		msq_unlock(ns, q);
-		if (st != -EAGAIN)
-			return st;
-		/* expunged by IPC_SET: look again, from the tail */
 	}
 }
 
@@ -1177,10 +1617,13 @@ static int msgctl_info(struct ns *ns, int cmd, struct msginfo *mi)
 		for (int i = 0; i <= maxidx; i++) {
 			struct uperm *p = ipc_obtain(ns, IPC_MSG_IDS, i);
 
+			uint64_t qnum, cbytes;
+
 			if (!p || atomic_load(&p->deleted))
 				continue;
-			hdrs += rd64(&msq_of(p)->qnum);
-			bytes += rd64(&msq_of(p)->cbytes);
+			msq_counts(ns, msq_of(p), &qnum, &cbytes);
+			hdrs += qnum;
+			bytes += cbytes;
 		}
 		mi->msgmap = hdrs > INT_MAX ? INT_MAX : (int)hdrs;
 		mi->msgtql = bytes > INT_MAX ? INT_MAX : (int)bytes;
@@ -1212,14 +1655,23 @@ static int msgctl_stat(struct ns *ns, int msqid, int cmd, struct msqid_ds *out)
 		return -EIDRM;
 	}
 	ipc_fill_perm(ns, &q->perm, &out->msg_perm);
-	out->msg_stime = q->stime;
-	out->msg_rtime = q->rtime;
+	{
+		/* the ring keeps running: counts and pids as of one instant */
+		uint64_t qnum, cbytes;
+		int32_t lspid, lrpid;
+		int64_t stime, rtime;
+
+		msq_counts(ns, q, &qnum, &cbytes);
+		msq_last_pids(ns, q, &lspid, &stime, &lrpid, &rtime);
+		out->msg_stime = stime;
+		out->msg_rtime = rtime;
+		out->__msg_cbytes = cbytes;
+		out->msg_qnum = qnum;
+		out->msg_lspid = lspid;
+		out->msg_lrpid = lrpid;
+	}
 	out->msg_ctime = q->ctime;
-	out->__msg_cbytes = q->cbytes;
-	out->msg_qnum = q->qnum;
 	out->msg_qbytes = q->qbytes;
-	out->msg_lspid = q->lspid;
-	out->msg_lrpid = q->lrpid;
 	err = cmd == IPC_STAT ? 0 : q->perm.id;
 	msq_unlock(ns, q);
 	return err;
@@ -1274,6 +1726,14 @@ static int msgctl_down(struct ns *ns, int msqid, int cmd, struct msqid_ds *in)
 	}
 	r = msq_lock(ns, q);
 	if (r) {
+		err = r;
+		goto out;
+	}
+	/* the locked code takes the whole queue: stop the fast paths */
+	r = msq_slow(ns, q, cmd == IPC_RMID);
+	if (r) {
+		j_abort(ns);
+		msq_unlock(ns, q);
 		err = r;
 		goto out;
 	}

@@ -47,6 +47,8 @@ static _Atomic unsigned cont_gen;
 static __thread int crit_depth;
 static __thread uint64_t held_mask;
 static __thread siginfo_t held_info[NSIGS];
+/* per thread: how many of the program's handlers ran on this thread */
+static __thread unsigned handler_gen;
 
 static bool is_fault_signal(int sig)
 {
@@ -66,6 +68,11 @@ static bool installed_function(const struct sigaction *pa)
 	return pa->sa_handler != SIG_DFL && pa->sa_handler != SIG_IGN;
 }
 
+unsigned uipc_handler_gen(void)
+{
+	return handler_gen;
+}
+
 unsigned uipc_cont_gen(void)
 {
 	return atomic_load_explicit(&cont_gen, memory_order_acquire);
@@ -78,6 +85,7 @@ static void call_program(int sig, siginfo_t *si, void *ctx)
 
 	if (!installed_function(pa))
 		return;
+	handler_gen++;
 	if (pa->sa_flags & SA_SIGINFO) {
 		void (*h)(int, siginfo_t *, void *) = pa->sa_sigaction;
 

@@ -1,0 +1,261 @@
+/*
+ * msgring.c - the lock-free fast path of a message queue.
+ *
+ * A queue that streams small messages keeps them in a ring of fixed slots
+ * that senders fill and receivers empty without the queue lock: the two
+ * sides meet only on the slots and on two words, tail (senders) and head
+ * (receivers), each on its own cache line.  The queue's other state (the
+ * locked message list, sleepers, IPC_SET) belongs to msg.c; whenever it
+ * needs the queue whole it stops the ring (the SLOW bit in both words) and
+ * moves what the ring holds to the list.  While the fast paths are on, the
+ * list is empty and nobody sleeps, so the ring alone is the queue.
+ *
+ * Crash atomicity by construction: a message is sent by one compare-and-swap
+ * of the tail word, after its text is in a slot nobody else may write, and
+ * taken by one compare-and-swap of the head word, after it was read.  A
+ * process killed at any other instruction leaves nothing half done.
+ *
+ * Senders claim a slot before they write it (claim word: owner, epoch,
+ * position), so that two senders never write the same slot.  A claim counts
+ * only for the current position and epoch: one left behind by a sender that
+ * died or lost the race is taken over by the next.  A claim that looks alive
+ * for too long sends its waiter to the locked path, whose stop and restart of
+ * the ring bumps the epoch, which voids the claim (its owner's publish fails).
+ */
+#include <string.h>
+
+#include "internal.h"
+#include "msgring.h"
+
+#define TRIES 64               /* contended attempts before the locked path */
+
+static inline uint32_t rw_epoch(uint64_t w)
+{
+	return (uint32_t)((w & RW_EPOCH_MASK) >> RW_EPOCH_SHIFT);
+}
+
+/* W with one more message of SZ bytes (count and bytes wrap) */
+static inline uint64_t rw_advance(uint64_t w, uint32_t sz)
+{
+	uint64_t keep = w & (RW_SLOW | RW_EPOCH_MASK);
+	uint64_t n = (rw_n(w) + 1u) & RW_N_MASK;
+
+	return keep | (n << RW_N_SHIFT) | (uint32_t)(rw_bytes(w) + sz);
+}
+
+/* claim word: owner (thread slot + 1) << 32 | epoch << 22 | position */
+static inline uint64_t claim_word(uint32_t owner, uint32_t epoch, uint32_t pos)
+{
+	return (uint64_t)owner << 32 | (uint64_t)epoch << 22 | (pos & RW_N_MASK);
+}
+
+static inline uint32_t claim_owner(uint64_t c)
+{
+	return (uint32_t)(c >> 32);
+}
+
+static inline uint32_t claim_pos(uint64_t c)
+{
+	return (uint32_t)c & RW_N_MASK;
+}
+
+static inline uint32_t claim_epoch(uint64_t c)
+{
+	return (uint32_t)(c >> 22) & 0x1ffu;
+}
+
+static bool cas(uint64_t *w, uint64_t *expect, uint64_t want)
+{
+	return __atomic_compare_exchange_n(w, expect, want, false, __ATOMIC_ACQ_REL,
+					   __ATOMIC_ACQUIRE);
+}
+
+void ring_init(struct msgring *r)
+{
+	/* fresh, zeroed memory nobody can reach yet: the fast paths start off */
+	r->tail = RW_SLOW;
+	r->head = RW_SLOW;
+}
+
+/* the kernel's fit rule, for what the ring holds */
+static bool ring_fits(uint64_t t, uint64_t h, uint64_t qbytes, uint32_t sz)
+{
+	uint32_t n = ring_count(t, h);
+
+	return (uint64_t)ring_bytes(t, h) + sz <= qbytes && (uint64_t)n + 1 <= qbytes;
+}
+
+bool ring_has_room(struct msgring *r, uint64_t qbytes, uint32_t sz)
+{
+	uint64_t t = ring_load(&r->tail), h = ring_load(&r->head);
+
+	/* a stopped ring: the caller looks again on the locked path */
+	return (t & RW_SLOW) || ring_fits(t, h, qbytes, sz);
+}
+
+/*
+ * Claim the slot of position T for ME.  0: claimed; 1: look at the words
+ * again (we are behind, or lost a race); 2: another sender is writing it.
+ */
+static int claim_slot(struct rslot *s, uint64_t t, uint32_t me)
+{
+	uint32_t pos = rw_n(t), ep = rw_epoch(t);
+	uint64_t c = __atomic_load_n(&s->claim, __ATOMIC_ACQUIRE);
+	uint32_t ahead = (claim_pos(c) - pos) & RW_N_MASK;
+
+	if (claim_epoch(c) == ep && ahead == 0 && claim_owner(c) && claim_owner(c) != me)
+		return 2;
+	if (ahead && ahead < RW_N_MASK / 2)
+		return 1;          /* the slot already serves a later position */
+	return cas(&s->claim, &c, claim_word(me, ep, pos)) ? 0 : 1;
+}
+
+int ring_send(struct msgring *r, uint32_t me, uint64_t qbytes, int64_t mtype, const void *text,
+	      uint32_t sz, int32_t pid, int64_t now)
+{
+	if (sz > RING_TEXT_MAX || qbytes > INT32_MAX)
+		return RING_SLOW;
+	for (int tries = 0; tries < TRIES; tries++) {
+		/* head first: then tail - head never undercounts */
+		uint64_t h = ring_load(&r->head), t = ring_load(&r->tail), mine;
+		struct rslot *s;
+		int c;
+
+		if (t & RW_SLOW)
+			return RING_SLOW;
+		if (!ring_fits(t, h, qbytes, sz)) {
+			/*
+			 * Full at the head's second read if the head did not
+			 * move (the ring held at least tail - head then, and
+			 * the fast paths were on, or being stopped with the
+			 * ring still the whole queue): what the kernel's
+			 * msgsnd sees under the lock.
+			 */
+			if (ring_load(&r->head) == h)
+				return RING_FULL;
+			continue;
+		}
+		if (ring_count(t, h) >= RING_SLOTS)
+			return RING_SLOW;  /* the queue has room, the ring none */
+		s = ring_slot(r, rw_n(t));
+		c = claim_slot(s, t, me);
+		if (c) {
+			cpu_relax();
+			continue;
+		}
+		mine = claim_word(me, rw_epoch(t), rw_n(t));
+		/* the slot is ours: plain stores, published by the tail */
+		s->mtype = mtype;
+		s->size = sz;
+		s->pid = pid;
+		s->stime = now;
+		memcpy(s->text, text, sz);
+		if (cas(&r->tail, &t, rw_advance(t, sz)))
+			return 0;
+		/* stopped or overtaken: give the claim back */
+		cas(&s->claim, &mine, claim_word(0, claim_epoch(mine), claim_pos(mine)));
+	}
+	return RING_SLOW;
+}
+
+/* the last fast receiver, once its head update is done */
+static void note_receiver(struct msgring *r, uint64_t h_after, int32_t pid, int64_t now)
+{
+	uint64_t want = (uint64_t)rw_n(h_after) << 32 | (uint32_t)pid;
+	uint64_t cur = __atomic_load_n(&r->rstat, __ATOMIC_RELAXED);
+
+	if (__atomic_load_n(&r->rtime, __ATOMIC_RELAXED) != now)
+		__atomic_store_n(&r->rtime, now, __ATOMIC_RELAXED);
+	/* a receiver of a later message may have noted itself already */
+	while (((rw_n(h_after) - (uint32_t)(cur >> 32)) & RW_N_MASK) < RW_N_MASK / 2 &&
+	       cur != want) {
+		if (cas(&r->rstat, &cur, want))
+			break;
+	}
+}
+
+int ring_recv(struct msgring *r, int64_t msgtyp, bool except, uint64_t maxsize,
+	      struct ring_msg *out, int32_t pid, int64_t now)
+{
+	for (int tries = 0; tries < TRIES; tries++) {
+		uint64_t h = ring_load(&r->head), t, h2;
+		struct rslot *s;
+		uint32_t n, size;
+		int64_t mtype;
+
+		if (h & RW_SLOW)
+			return RING_SLOW;
+		t = ring_load(&r->tail);
+		if (t & RW_SLOW)
+			return RING_SLOW;
+		n = ring_count(t, h);
+		if (n == 0)
+			return RING_EMPTY; /* empty when the tail was read */
+		if (n > RING_SLOTS)
+			return RING_SLOW;  /* we read the two words far apart */
+		s = ring_slot(r, rw_n(h));
+		mtype = __atomic_load_n(&s->mtype, __ATOMIC_RELAXED);
+		size = __atomic_load_n(&s->size, __ATOMIC_RELAXED);
+		if (size > RING_TEXT_MAX)
+			continue;          /* torn by a later sender: look again */
+		if (msgtyp > 0 && (mtype == msgtyp) == except) {
+			/* a match further on needs the locked search */
+			for (uint32_t i = 1; i < n; i++) {
+				int64_t mt = __atomic_load_n(&ring_slot(r, rw_n(h) + i)->mtype,
+							     __ATOMIC_RELAXED);
+
+				if ((mt == msgtyp) != except)
+					return RING_SLOW;
+			}
+			/* none matches, if no message came meanwhile */
+			if (ring_load(&r->tail) == t)
+				return RING_EMPTY;
+			continue;
+		}
+		if (size > maxsize) {
+			/* the first message is too big if it still is the first */
+			if (ring_load(&r->head) == h)
+				return RING_2BIG;
+			continue;
+		}
+		out->mtype = mtype;
+		out->size = size;
+		memcpy(out->text, s->text, size);
+		h2 = rw_advance(h, size);
+		if (cas(&r->head, &h, h2)) {
+			note_receiver(r, h2, pid, now);
+			return 0;
+		}
+	}
+	return RING_SLOW;
+}
+
+void ring_stop(struct msgring *r, uint64_t *tail, uint64_t *head)
+{
+	/* senders first: after this no message can arrive; then receivers */
+	*tail = __atomic_or_fetch(&r->tail, RW_SLOW, __ATOMIC_ACQ_REL);
+	*head = __atomic_or_fetch(&r->head, RW_SLOW, __ATOMIC_ACQ_REL);
+}
+
+void ring_go(struct msgring *r)
+{
+	uint64_t t = ring_load(&r->tail), h = ring_load(&r->head);
+	uint64_t ep = ((uint64_t)((rw_epoch(t) + 1u) & 0x1ffu)) << RW_EPOCH_SHIFT;
+
+	/* receivers first, senders last: the tail's bit is what says "on" */
+	__atomic_store_n(&r->head, (h & ~(RW_SLOW | RW_EPOCH_MASK)) | ep, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->tail, (t & ~(RW_SLOW | RW_EPOCH_MASK)) | ep, __ATOMIC_RELEASE);
+}
+
+void ring_snapshot(struct msgring *r, uint64_t *tail, uint64_t *head)
+{
+	uint64_t h, t;
+
+	/* head, tail, head again: the count is exact at the tail's read */
+	do {
+		h = ring_load(&r->head);
+		t = ring_load(&r->tail);
+	} while (ring_load(&r->head) != h);
+	*tail = t;
+	*head = h;
+}

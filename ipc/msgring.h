@@ -1,0 +1,108 @@
+/*
+ * msgring.h - the lock-free fast path of a message queue: a ring of slots
+ * that senders and receivers use without the queue lock (see msgring.c).
+ */
+#ifndef UIPC_MSGRING_H
+#define UIPC_MSGRING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RING_SLOTS      256u            /* a power of two */
+#define RING_SLOT_BYTES 192u            /* three cache lines */
+#define RING_TEXT_MAX   (RING_SLOT_BYTES - 32u)
+
+/*
+ * The head and tail words: bit 63 SLOW (the fast paths are off: the queue
+ * lock owns the ring), bits 54-62 the epoch (bumped whenever the fast paths
+ * come back on, so that an operation begun before cannot complete after),
+ * bits 32-53 the message count (modulo 2^22), bits 0-31 the text bytes
+ * (modulo 2^32).  tail - head is what the ring holds.
+ */
+#define RW_SLOW        (1ULL << 63)
+#define RW_EPOCH_SHIFT 54
+#define RW_EPOCH_MASK  (0x1ffULL << RW_EPOCH_SHIFT)
+#define RW_N_SHIFT     32
+#define RW_N_MASK      0x3fffffu
+
+struct rslot {
+	uint64_t claim;            /* the sender writing it: owner | epoch | position */
+	int64_t mtype;
+	uint32_t size;
+	int32_t pid;               /* the sender: lspid once published */
+	int64_t stime;
+	char text[RING_TEXT_MAX];
+};
+
+struct msgring {
+	uint64_t tail;             /* senders' line */
+	char pad0[56];
+	uint64_t head;             /* receivers' line */
+	uint64_t rstat;            /* the last fast receiver: head count << 32 | pid */
+	int64_t rtime;
+	char pad1[40];
+	struct rslot slot[RING_SLOTS];
+};
+
+/* what ring_send and ring_recv answer (besides 0: done) */
+enum {
+	RING_SLOW = 1,             /* take the locked path */
+	RING_FULL,                 /* no room (valid at one instant) */
+	RING_EMPTY,                /* nothing (that matches) to receive, valid at one instant */
+	RING_2BIG,                 /* the first message is larger than the buffer */
+};
+
+/* a message taken from the ring */
+struct ring_msg {
+	int64_t mtype;
+	uint32_t size;
+	char text[RING_TEXT_MAX];
+};
+
+static inline uint32_t rw_n(uint64_t w)
+{
+	return (uint32_t)(w >> RW_N_SHIFT) & RW_N_MASK;
+}
+
+static inline uint32_t rw_bytes(uint64_t w)
+{
+	return (uint32_t)w;
+}
+
+static inline uint32_t ring_count(uint64_t tail, uint64_t head)
+{
+	return (rw_n(tail) - rw_n(head)) & RW_N_MASK;
+}
+
+static inline uint32_t ring_bytes(uint64_t tail, uint64_t head)
+{
+	return rw_bytes(tail) - rw_bytes(head);
+}
+
+static inline uint64_t ring_load(const uint64_t *w)
+{
+	return __atomic_load_n(w, __ATOMIC_ACQUIRE);
+}
+
+static inline struct rslot *ring_slot(struct msgring *r, uint32_t pos)
+{
+	return &r->slot[pos & (RING_SLOTS - 1)];
+}
+
+__attribute__((visibility("hidden"))) void ring_init(struct msgring *r);
+__attribute__((visibility("hidden"))) int ring_send(struct msgring *r, uint32_t me, uint64_t qbytes,
+						    int64_t mtype, const void *text, uint32_t sz,
+						    int32_t pid, int64_t now);
+__attribute__((visibility("hidden"))) int ring_recv(struct msgring *r, int64_t msgtyp, bool except,
+						    uint64_t bufsz, struct ring_msg *out,
+						    int32_t pid, int64_t now);
+__attribute__((visibility("hidden"))) bool ring_has_room(struct msgring *r, uint64_t qbytes,
+							 uint32_t sz);
+__attribute__((visibility("hidden"))) void ring_stop(struct msgring *r, uint64_t *tail,
+						     uint64_t *head);
+__attribute__((visibility("hidden"))) void ring_go(struct msgring *r);
+__attribute__((visibility("hidden"))) void ring_snapshot(struct msgring *r, uint64_t *tail,
+							 uint64_t *head);
+
+#endif

@@ -6,4 +6,4 @@
 . "$(dirname "$0")/diff/lib.sh"
 dt_require_lib
 
-dt_run_programs "msg_basic msg_wake"
+dt_run_programs "msg_basic msg_wake msg_ring"

@@ -1,0 +1,321 @@
+/*
+ * msg_ring.c - message queues across uipc's fast path (ipc/msgring.c): long
+ * streams of small messages with IPC_STAT in between, small and large
+ * messages interleaved (ring and locked list in one FIFO), typed receives
+ * that must search past the ring's head, E2BIG / MSG_NOERROR / MSG_COPY on
+ * messages the ring holds, a queue full by bytes and one full by count (more
+ * messages than the ring has slots), IPC_SET and IPC_RMID while the ring
+ * holds messages, a sleeper woken by a message that a stream goes past, an
+ * EFAULT receive, and a handler that runs early in a blocking msgrcv.
+ */
+#include "msgdt.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <time.h>
+
+/* receive N with msgtyp 0 and print them */
+static void drain(int q, int n, size_t bufsz)
+{
+	for (int i = 0; i < n; i++)
+		m_rcv(q, bufsz, 0, IPC_NOWAIT);
+}
+
+static void stream_stat(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	int q = m_get(IPC_PRIVATE, 0600);
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < 60; i++)
+			m_snd(q, 1 + i % 3, 100, i + round, 0);
+		m_stat(q, IPC_STAT);
+		drain(q, 25, 200);
+		m_stat(q, IPC_STAT);
+		m_stat(q, MSG_STAT);
+		m_info(MSG_INFO);
+		drain(q, 35, 200);
+		m_stat(q, IPC_STAT);
+	}
+	m_rmid(q);
+}
+
+static void mixed_sizes(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	int q = m_get(IPC_PRIVATE, 0600);
+	for (int i = 0; i < 40; i++)
+		m_snd(q, 1, i % 4 == 3 ? 500 : 100 + i, i, 0);
+	m_stat(q, IPC_STAT);
+	drain(q, 20, 1000);
+	for (int i = 0; i < 20; i++)
+		m_snd(q, 1, i % 5 == 0 ? 2000 : 8, 100 + i, 0);
+	drain(q, 41, 4000);
+	m_stat(q, IPC_STAT);
+	m_rmid(q);
+}
+
+static void typed(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	int q = m_get(IPC_PRIVATE, 0600);
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 12; i++)
+			m_snd(q, 1 + i % 4, 20, i, 0);
+		m_rcv(q, 100, 3, IPC_NOWAIT);             /* past the head */
+		m_rcv(q, 100, 9, IPC_NOWAIT);             /* none: ENOMSG */
+		m_rcv(q, 100, 1, MSG_EXCEPT | IPC_NOWAIT); /* first not 1 */
+		m_rcv(q, 100, -2, IPC_NOWAIT);            /* lowest <= 2 */
+		m_rcv(q, 100, 1, IPC_NOWAIT);             /* the head */
+		m_rcv(q, 100, 4, MSG_COPY | IPC_NOWAIT);  /* position 4 */
+		m_rcv(q, 100, 40, MSG_COPY | IPC_NOWAIT); /* no such position */
+		m_stat(q, IPC_STAT);
+		drain(q, 8, 100);
+		m_rcv(q, 100, 0, IPC_NOWAIT);
+	}
+	m_rmid(q);
+}
+
+static void e2big(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	int q = m_get(IPC_PRIVATE, 0600);
+	m_snd(q, 2, 100, 1, 0);
+	m_snd(q, 3, 10, 2, 0);
+	m_rcv(q, 50, 0, IPC_NOWAIT);               /* E2BIG, stays */
+	m_rcv(q, 50, 2, IPC_NOWAIT);               /* E2BIG */
+	m_rcv(q, 50, 2, MSG_EXCEPT | IPC_NOWAIT);  /* type 3 fits */
+	m_stat(q, IPC_STAT);
+	m_rcv(q, 50, 0, MSG_NOERROR | IPC_NOWAIT); /* truncated */
+	m_stat(q, IPC_STAT);
+	m_rcv(q, 50, 0, IPC_NOWAIT);
+	m_rmid(q);
+}
+
+static void full_bytes(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	int q = m_get(IPC_PRIVATE, 0600);
+	for (int i = 0; i < 130; i++)
+		if (m_snd(q, 1, 128, i, IPC_NOWAIT) < 0)
+			break;
+	m_stat(q, IPC_STAT);
+	m_rcv(q, 200, 0, IPC_NOWAIT);
+	m_snd(q, 1, 129, 7, IPC_NOWAIT);           /* does not fit */
+	m_snd(q, 1, 128, 8, IPC_NOWAIT);           /* fits */
+	m_stat(q, IPC_STAT);
+	drain(q, 130, 200);
+	m_stat(q, IPC_STAT);
+	m_rmid(q);
+}
+
+static void full_count(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	int q = m_get(IPC_PRIVATE, 0600);
+	/* zero-length messages: the count is the limit (qbytes), far more
+	 * than the ring's slots */
+	m_set(q, -1, -1, -1, 600);
+	for (int i = 0; i < 601; i++) {
+		msnd_buf.mtype = 1 + i % 2;
+		errno = 0;
+		if (msgsnd(q, &msnd_buf, 0, IPC_NOWAIT) < 0) {
+			dt_out("msgsnd #%d = %s", i, dt_res(-1, errno));
+			break;
+		}
+	}
+	m_stat(q, IPC_STAT);
+	m_rcv(q, 10, 2, IPC_NOWAIT);
+	m_snd(q, 5, 0, 0, IPC_NOWAIT);
+	m_snd(q, 5, 0, 0, IPC_NOWAIT);
+	int n = 0, e = 0;
+	long first = -1, last = -1;
+	while (m_rcv_quiet(q, 10, 0, IPC_NOWAIT, &e) >= 0) {
+		if (first < 0)
+			first = mrcv_buf.mtype;
+		last = mrcv_buf.mtype;
+		n++;
+	}
+	dt_out("drained %d (first type %ld, last type %ld) then %s", n, first, last,
+	       dt_errname(e));
+	m_stat(q, IPC_STAT);
+	m_rmid(q);
+}
+
+static void set_while_full(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	int q = m_get(IPC_PRIVATE, 0600);
+	for (int i = 0; i < 50; i++)
+		m_snd(q, 1, 100, i, 0);
+	m_set(q, -1, -1, 0640, 3000);              /* below what it holds */
+	m_stat(q, IPC_STAT);
+	m_snd(q, 1, 1, 99, IPC_NOWAIT);            /* EAGAIN */
+	drain(q, 25, 200);
+	m_snd(q, 1, 1, 98, IPC_NOWAIT);            /* EAGAIN: 2500 + 1 */
+	drain(q, 5, 200);
+	m_snd(q, 1, 1, 97, IPC_NOWAIT);
+	m_stat(q, IPC_STAT);
+	m_set(q, -1, -1, 0600, 16384);
+	for (int i = 0; i < 10; i++)
+		m_snd(q, 2, 60, 50 + i, 0);
+	drain(q, 31, 200);
+	m_stat(q, IPC_STAT);
+	m_rmid(q);
+}
+
+static void rmid_full(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	int q = m_get(0x5150, IPC_CREAT | 0600);
+	for (int i = 0; i < 30; i++)
+		m_snd(q, 1, 64, i, 0);
+	m_rmid(q);
+	m_snd(q, 1, 64, 1, IPC_NOWAIT);
+	m_rcv(q, 100, 0, IPC_NOWAIT);
+	int r = m_get(0x5150, IPC_CREAT | 0600);
+	m_stat(r, IPC_STAT);
+	m_snd(r, 1, 64, 5, 0);
+	m_rcv(r, 100, 0, IPC_NOWAIT);
+	m_rcv(r, 100, 0, IPC_NOWAIT);
+	m_stat(r, IPC_STAT);
+	m_rmid(r);
+}
+
+/* a typed sleeper while a stream of other types goes past it */
+static void sleeper_in_stream(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	int q = m_get(IPC_PRIVATE, 0600);
+	for (int i = 0; i < 10; i++)
+		m_snd(q, 1, 30, i, 0);
+	pid_t a = m_block_rcv(q, 100, 2, 0);
+	for (int i = 0; i < 40; i++) {
+		m_snd(q, 1, 30, 10 + i, 0);
+		m_rcv(q, 100, 1, 0);
+	}
+	dt_chan_none();
+	m_snd(q, 2, 30, 77, 0);
+	dt_wakes(1);
+	dt_wait(a);
+	m_stat(q, IPC_STAT);
+	drain(q, 11, 100);
+	m_rmid(q);
+}
+
+static void efault(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	int q = m_get(IPC_PRIVATE, 0600);
+	void *ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	m_snd(q, 1, 40, 1, 0);
+	m_snd(q, 1, 40, 2, 0);
+	errno = 0;
+	long r = msgrcv(q, ro, 100, 0, IPC_NOWAIT);
+	dt_out("msgrcv(read-only buffer) = %s", dt_res(r, errno));
+	m_stat(q, IPC_STAT);                       /* the message is gone */
+	errno = 0;
+	r = msgsnd(q, ro, 8000, IPC_NOWAIT);       /* mtype 0 from the zero page */
+	dt_out("msgsnd(mtype 0) = %s", dt_res(r, errno));
+	m_rcv(q, 100, 0, IPC_NOWAIT);
+	munmap(ro, 4096);
+	m_rmid(q);
+}
+
+/*
+ * A handler that runs early in a blocking msgrcv, before the kernel's
+ * caller could have done anything but sleep, interrupts it (EINTR).  Each
+ * try is a new thread (uipc's spin-before-sleep budget is per thread and
+ * starts full) whose own timer fires 30 us after its call starts; a call
+ * still blocked after a second is counted late (its timer fires again then
+ * and ends it).
+ */
+static volatile sig_atomic_t fired;
+
+static void on_alarm(int s)
+{
+	(void)s;
+	fired++;
+}
+
+struct early_try {
+	int q;
+	int got_eintr;
+	int late;
+};
+
+static void *early_thread(void *p)
+{
+	struct early_try *t = p;
+	struct sigevent sev;
+	struct itimerspec it = { { 1, 0 }, { 0, 30000 } };
+	struct mbuf *b = malloc(sizeof *b);
+	timer_t tm;
+	long long t0;
+	long r;
+	int e;
+
+	memset(&sev, 0, sizeof sev);
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = SIGALRM;
+	sev._sigev_un._tid = gettid();
+	if (!b || timer_create(CLOCK_MONOTONIC, &sev, &tm)) {
+		dt_fail("timer_create: %s", strerror(errno));
+		return NULL;
+	}
+	t0 = dt_now_ms();
+	timer_settime(tm, 0, &it, NULL);
+	errno = 0;
+	r = msgrcv(t->q, b, 100, 0, 0);
+	e = errno;
+	timer_delete(tm);
+	t->got_eintr = r == -1 && e == EINTR;
+	t->late = dt_now_ms() - t0 > 900;
+	free(b);
+	return NULL;
+}
+
+static void eintr_early(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	struct sigaction sa;
+	int q = m_get(IPC_PRIVATE, 0600), late = 0, got = 0;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_alarm;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	/* once with the fast path's ring in place, once without */
+	for (int i = 0; i < 60; i++) {
+		struct early_try t = { .q = q };
+		pthread_t th;
+
+		if (i == 30) {
+			m_snd(q, 1, 10, 1, 0);
+			m_rcv(q, 100, 0, 0);
+		}
+		pthread_create(&th, NULL, early_thread, &t);
+		pthread_join(th, NULL);
+		got += t.got_eintr;
+		late += t.late;
+	}
+	/* late: the handler ran and the call went on sleeping (or, under
+	 * heavy load, the timer fired before the call began: rare) */
+	dt_out("eintr %d of 60, late %s", got, late <= 2 ? "at most 2" : "MORE THAN 2");
+	m_rmid(q);
+}
+
+const struct dt_case dt_cases[] = {
+	{ "stream_stat", stream_stat, 0 },
+	{ "mixed_sizes", mixed_sizes, 0 },
+	{ "typed", typed, 0 },
+	{ "e2big", e2big, 0 },
+	{ "full_bytes", full_bytes, 0 },
+	{ "full_count", full_count, 0 },
+	{ "set_while_full", set_while_full, 0 },
+	{ "rmid_full", rmid_full, 0 },
+	{ "sleeper_in_stream", sleeper_in_stream, 0 },
+	{ "efault", efault, 0 },
+	{ "eintr_early", eintr_early, 0 },
+	{ NULL, NULL, 0 },
+};

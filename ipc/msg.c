@@ -546,11 +546,13 @@ static void free_messages(struct ns *ns, struct msg_queue *q)
 /* ---- the fast path's ring (msgring.c) ---- */
 
 /*
- * A queue gets a ring once it carries messages, if the arena has room to
- * spare: msgmni full queues must still fit, so rings take at most a quarter
- * of the arena.
+ * A queue gets a ring once it has carried RING_AFTER messages, if the arena
+ * has room to spare: msgmni full queues must still fit, so rings take at
+ * most 1/RING_SHARE of the arena (4,096 rings in the default 4 GiB).
  */
 #define RING_ALLOC (sizeof(struct msgring) + 64)
+#define RING_AFTER 16
+#define RING_SHARE 16
 
 static struct msgring *ring_at(struct ns *ns, uoff_t off)
 {
@@ -578,7 +580,8 @@ static void msq_add_ring(struct ns *ns, struct msg_queue *q)
 	struct msgring *r;
 	uoff_t off;
 
-	if (q->ring_alloc || rd64(&a->used) + RING_ALLOC > ns->size / 4)
+	if (q->ring_alloc || q->nsent < RING_AFTER ||
+	    rd64(&a->used) + RING_ALLOC > ns->size / RING_SHARE)
 		return;
 	off = arena_alloc(ns, RING_ALLOC, POOL_GENERAL);
 	r = ring_at(ns, off);

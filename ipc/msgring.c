@@ -29,6 +29,56 @@
 
 #define TRIES 64               /* contended attempts before the locked path */
 
+/*
+ * Each side keeps the other side's word as it last read it: a sender needs
+ * the head only when its cached copy says the queue is full, a receiver
+ * the tail only when its copy says the ring is empty, so in a stream each
+ * side rarely pulls the other's cache line.  A stale copy only errs on the
+ * safe side (the head and the tail only grow), as long as it is younger
+ * than the 2^22 messages after which counts wrap: a copy is trusted for at
+ * most CACHE_TICKS (well under a millisecond on any TSC).
+ */
+#define CACHE_TICKS (1ull << 21)
+
+static __thread struct {
+	const struct msgring *r;
+	uint64_t head, head_at;    /* a sender's copy of the head */
+	uint64_t tail, tail_at;    /* a receiver's copy of the tail */
+} cache;
+
+static inline uint64_t ticks(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __builtin_ia32_rdtsc();
+#else
+	return (uint64_t)mono_ns();
+#endif
+}
+
+static uint64_t cached_head(struct msgring *r, uint64_t now, bool fresh)
+{
+	if (fresh || cache.r != r || now - cache.head_at > CACHE_TICKS) {
+		if (cache.r != r)
+			cache.tail_at = 0;
+		cache.r = r;
+		cache.head = ring_load(&r->head);
+		cache.head_at = now;
+	}
+	return cache.head;
+}
+
+static uint64_t cached_tail(struct msgring *r, uint64_t now, bool fresh)
+{
+	if (fresh || cache.r != r || now - cache.tail_at > CACHE_TICKS) {
+		if (cache.r != r)
+			cache.head_at = 0;
+		cache.r = r;
+		cache.tail = ring_load(&r->tail);
+		cache.tail_at = now;
+	}
+	return cache.tail;
+}
+
 static inline uint32_t rw_epoch(uint64_t w)
 {
 	return (uint32_t)((w & RW_EPOCH_MASK) >> RW_EPOCH_SHIFT);
@@ -115,14 +165,21 @@ int ring_send(struct msgring *r, uint32_t me, uint64_t qbytes, int64_t mtype, co
 {
 	if (sz > RING_TEXT_MAX || qbytes > INT32_MAX)
 		return RING_SLOW;
+	uint64_t tk = ticks();
+	bool fresh = false;
+
 	for (int tries = 0; tries < TRIES; tries++) {
 		/* head first: then tail - head never undercounts */
-		uint64_t h = ring_load(&r->head), t = ring_load(&r->tail), mine;
+		uint64_t h = cached_head(r, tk, fresh), t = ring_load(&r->tail), mine;
 		struct rslot *s;
 		int c;
 
 		if (t & RW_SLOW)
 			return RING_SLOW;
+		if (!fresh && (!ring_fits(t, h, qbytes, sz) || ring_count(t, h) >= RING_SLOTS)) {
+			fresh = true;      /* the copy says full: read the head */
+			continue;
+		}
 		if (!ring_fits(t, h, qbytes, sz)) {
 			/*
 			 * Full at the head's second read if the head did not
@@ -177,6 +234,9 @@ static void note_receiver(struct msgring *r, uint64_t h_after, int32_t pid, int6
 int ring_recv(struct msgring *r, int64_t msgtyp, bool except, uint64_t maxsize,
 	      struct ring_msg *out, int32_t pid, int64_t now)
 {
+	uint64_t tk = ticks();
+	bool fresh = false;
+
 	for (int tries = 0; tries < TRIES; tries++) {
 		uint64_t h = ring_load(&r->head), t, h2;
 		struct rslot *s;
@@ -185,10 +245,14 @@ int ring_recv(struct msgring *r, int64_t msgtyp, bool except, uint64_t maxsize,
 
 		if (h & RW_SLOW)
 			return RING_SLOW;
-		t = ring_load(&r->tail);
+		t = cached_tail(r, tk, fresh);
+		n = ring_count(t, h);
+		if (!fresh && ((t & RW_SLOW) || n == 0 || n > RING_SLOTS)) {
+			fresh = true;      /* the copy says empty: read the tail */
+			continue;
+		}
 		if (t & RW_SLOW)
 			return RING_SLOW;
-		n = ring_count(t, h);
 		if (n == 0)
 			return RING_EMPTY; /* empty when the tail was read */
 		if (n > RING_SLOTS)
@@ -208,8 +272,9 @@ int ring_recv(struct msgring *r, int64_t msgtyp, bool except, uint64_t maxsize,
 					return RING_SLOW;
 			}
 			/* none matches, if no message came meanwhile */
-			if (ring_load(&r->tail) == t)
+			if (fresh && ring_load(&r->tail) == t)
 				return RING_EMPTY;
+			fresh = true;
 			continue;
 		}
 		if (size > maxsize) {

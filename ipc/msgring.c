@@ -176,7 +176,9 @@ int ring_send(struct msgring *r, uint32_t me, uint64_t qbytes, int64_t mtype, co
 
 		if (t & RW_SLOW)
 			return RING_SLOW;
-		if (!fresh && (!ring_fits(t, h, qbytes, sz) || ring_count(t, h) >= RING_SLOTS)) {
+		/* a copy from before the last restart (or another ring) is void */
+		if (!fresh && (rw_epoch(h) != rw_epoch(t) || !ring_fits(t, h, qbytes, sz) ||
+			       ring_count(t, h) >= RING_SLOTS)) {
 			fresh = true;      /* the copy says full: read the head */
 			continue;
 		}
@@ -247,7 +249,8 @@ int ring_recv(struct msgring *r, int64_t msgtyp, bool except, uint64_t maxsize,
 			return RING_SLOW;
 		t = cached_tail(r, tk, fresh);
 		n = ring_count(t, h);
-		if (!fresh && ((t & RW_SLOW) || n == 0 || n > RING_SLOTS)) {
+		if (!fresh && ((t & RW_SLOW) || rw_epoch(t) != rw_epoch(h) || n == 0 ||
+			       n > RING_SLOTS)) {
 			fresh = true;      /* the copy says empty: read the tail */
 			continue;
 		}

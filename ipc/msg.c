@@ -176,13 +176,14 @@ struct spin_on {
 	uint64_t sz;               /* a sender: its message size */
 	uint64_t nsent, tail;      /* a receiver: what it saw last */
 	struct msgw *w;            /* a sleeper: its entry */
+	unsigned hand0;            /* the program's handlers run when the call began */
 };
 
 /*
  * Spin while STILL(on) holds, for at most the current budget (read with
  * the vDSO clock: no system call): 1 if it stopped holding, 0 if the budget
- * ran out, -EINTR if a handler of the program ran meanwhile (the kernel's
- * caller would have been asleep, and a handled signal interrupts that).
+ * ran out, -EINTR if a handler of the program ran since the call began (the
+ * kernel's caller would not sleep with a signal pending, or would be woken).
  * The budget adapts per thread: a spin that ends in time doubles it (up to
  * WAIT_SPIN_NS), one that runs out halves it (down to SPIN_MIN_NS), so that
  * a peer on another CPU is waited for without sleeping while a peer that
@@ -196,8 +197,9 @@ static __thread unsigned spin_skipped;
 static int spin_while(bool (*still)(const struct spin_on *), const struct spin_on *on)
 {
 	int64_t until = 0, budget = spin_budget;
-	unsigned g = uipc_handler_gen();
 
+	if (uipc_handler_gen() != on->hand0)
+		return -EINTR;
 	if (!budget) {
 		/* spinning has not paid lately: sleep at once, but probe again
 		 * now and then (the peer may have moved to another CPU) */
@@ -218,7 +220,7 @@ static int spin_while(bool (*still)(const struct spin_on *), const struct spin_o
 		if ((i & 31) == 31) {
 			int64_t now = mono_ns();
 
-			if (uipc_handler_gen() != g)
+			if (uipc_handler_gen() != on->hand0)
 				return -EINTR;
 			if (!until) {
 				until = now + budget;
@@ -452,10 +454,10 @@ static bool w_waiting(const struct spin_on *on)
  * Wait until W's status changes (0), a signal handler ran (-EINTR), or a
  * time slice ends (0 too: the caller rechecks under the lock anyway).
  */
-static int msg_wait(struct msgw *w)
+static int msg_wait(struct msgw *w, unsigned hand0)
 {
 	struct timespec rel = { 1, 0 };
-	struct spin_on on = { .w = w };
+	struct spin_on on = { .w = w, .hand0 = hand0 };
 	unsigned g = uipc_cont_gen();
 	int r;
 
@@ -466,6 +468,9 @@ static int msg_wait(struct msgw *w)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load(&w->status) != MW_WAITING)
 		return 0;
+	/* a handler ran since the call began: the kernel would not sleep */
+	if (uipc_handler_gen() != hand0)
+		return -EINTR;
 	r = (int)syscall(SYS_futex, (int *)&w->status, FUTEX_WAIT, MW_WAITING, &rel, NULL, 0);
 	/* a stop and continue restarts msgsnd/msgrcv in the kernel
 	 * (ERESTARTNOHAND): only a handler of the program interrupts */
@@ -1107,14 +1112,14 @@ static int pipelined_send(struct ns *ns, struct msg_queue *q, long mtype, const 
 #define FAST_NO 1
 
 static int msgsnd_fast(struct ns *ns, struct msg_queue *q, int msqid, long mtype,
-		       const void *text, size_t msgsz, int msgflg, bool *spun)
+		       const void *text, size_t msgsz, int msgflg, unsigned hand0, bool *spun)
 {
 	struct msgring *r = ring_of(ns, q);
 
 	if (!r || msgsz > RING_TEXT_MAX)
 		return FAST_NO;
 	for (;;) {
-		struct spin_on on = { .q = q, .r = r, .sz = msgsz };
+		struct spin_on on = { .q = q, .r = r, .sz = msgsz, .hand0 = hand0 };
 		int res;
 
 		if (!msq_valid(q, msqid))
@@ -1183,7 +1188,8 @@ static int msgsnd_locked(struct ns *ns, struct msg_queue *q, long mtype, const v
  * queue lock held, no room: sleep as a FIFO sender until woken to retry
  * (0, lock released), removed (-EIDRM) or interrupted (-EINTR)
  */
-static int msgsnd_sleep(struct ns *ns, struct msg_queue *q, int msqid, size_t msgsz)
+static int msgsnd_sleep(struct ns *ns, struct msg_queue *q, int msqid, size_t msgsz,
+			unsigned hand0)
 {
 	struct msgw *w = new_waiter(ns, q);
 	int err, r;
@@ -1199,7 +1205,7 @@ static int msgsnd_sleep(struct ns *ns, struct msg_queue *q, int msqid, size_t ms
 		int st;
 
 		msq_unlock(ns, q);
-		r = msg_wait(w);
+		r = msg_wait(w, hand0);
 		err = msq_lock(ns, q);
 		if (err)
 			return err; /* only with a corrupt arena */
@@ -1223,7 +1229,7 @@ static int msgsnd_sleep(struct ns *ns, struct msg_queue *q, int msqid, size_t ms
 }
 
 static int do_msgsnd(struct ns *ns, int msqid, long mtype, const void *text, size_t msgsz,
-		     int msgflg)
+		     int msgflg, unsigned hand0)
 {
 	struct msg_queue *q;
 	struct wake_q wq = { 0 };
@@ -1236,7 +1242,7 @@ static int do_msgsnd(struct ns *ns, int msqid, long mtype, const void *text, siz
 	for (;;) {
 		if (ipcperms(&q->perm, 0222))
 			return -EACCES;
-		r = msgsnd_fast(ns, q, msqid, mtype, text, msgsz, msgflg, &spun);
+		r = msgsnd_fast(ns, q, msqid, mtype, text, msgsz, msgflg, hand0, &spun);
 		if (r != FAST_NO)
 			return r;
 		r = msq_lock(ns, q);
@@ -1260,7 +1266,8 @@ static int do_msgsnd(struct ns *ns, int msqid, long mtype, const void *text, siz
 		}
 		if (!spun) {
 			/* a receiver on another CPU may make room in a moment */
-			struct spin_on on = { .q = q, .r = ring_of(ns, q), .sz = msgsz };
+			struct spin_on on = { .q = q, .r = ring_of(ns, q), .sz = msgsz,
+					      .hand0 = hand0 };
 
 			msq_unlock(ns, q);
 			r = spin_while(no_room, &on);
@@ -1272,7 +1279,7 @@ static int do_msgsnd(struct ns *ns, int msqid, long mtype, const void *text, siz
 				room_hysteresis(q, msgsz);
 			continue;
 		}
-		r = msgsnd_sleep(ns, q, msqid, msgsz);
+		r = msgsnd_sleep(ns, q, msqid, msgsz, hand0);
 		if (r)
 			return r;
 	}
@@ -1291,6 +1298,9 @@ int uipc_msgsnd(int msqid, const void *msgp, size_t msgsz, int msgflg)
 {
 	struct ns *ns;
 	char small[512], *text = small;
+	/* from here a handler that runs interrupts a sleep, as the kernel's
+	 * pending signal does once the system call has begun */
+	unsigned hand0 = uipc_handler_gen();
 	long mtype;
 	int r;
 
@@ -1311,7 +1321,7 @@ int uipc_msgsnd(int msqid, const void *msgp, size_t msgsz, int msgflg)
 	if (uipc_copy_from_user(text, (const char *)msgp + sizeof(long), msgsz))
 		r = -EFAULT;
 	else
-		r = do_msgsnd(ns, msqid, mtype, text, msgsz, msgflg);
+		r = do_msgsnd(ns, msqid, mtype, text, msgsz, msgflg, hand0);
 	if (text != small)
 		free(text);
 	return (int)set_errno_ret(r);
@@ -1346,6 +1356,7 @@ struct rcv_req {
 	int mode;
 	int msgflg;
 	uint64_t copy_max;         /* MSG_COPY */
+	unsigned hand0;            /* the program's handlers run when the call began */
 };
 
 /*
@@ -1366,7 +1377,7 @@ static long msgrcv_fast(struct ns *ns, struct msg_queue *q, int msqid, const str
 	if (!r || (rq->mode != SEARCH_ANY && rq->mode != SEARCH_EQUAL && !except))
 		return RCV_SLOW;
 	for (;;) {
-		struct spin_on on = { .q = q, .r = r };
+		struct spin_on on = { .q = q, .r = r, .hand0 = rq->hand0 };
 		int res;
 
 		if (!msq_valid(q, msqid))
@@ -1456,7 +1467,7 @@ static long msgrcv_sleep(struct ns *ns, struct msg_queue *q, int msqid, const st
 	wl_add_tail(ns, &q->receivers, w);
 	for (;;) {
 		msq_unlock(ns, q);
-		r = msg_wait(w);
+		r = msg_wait(w, rq->hand0);
 		err = msq_lock(ns, q);
 		if (err)
 			return err; /* only with a corrupt arena */
@@ -1516,9 +1527,9 @@ static int msg_copy_probe(struct ns *ns, struct rcv_req *rq)
 }
 
 static long do_msgrcv(struct ns *ns, int msqid, void *buf, size_t bufsz, long msgtyp,
-		      int msgflg)
+		      int msgflg, unsigned hand0)
 {
-	struct rcv_req rq = { .buf = buf, .bufsz = bufsz, .msgflg = msgflg };
+	struct rcv_req rq = { .buf = buf, .bufsz = bufsz, .msgflg = msgflg, .hand0 = hand0 };
 	struct msg_queue *q;
 	bool spun = false;
 	int err = 0, r, bounces = 0;
@@ -1568,7 +1579,8 @@ static long do_msgrcv(struct ns *ns, int msqid, void *buf, size_t bufsz, long ms
 		if (!spun) {
 			/* a sender on another CPU may bring one in a moment
 			 * (to the list, or to the ring once it restarts) */
-			struct spin_on on = { .q = q, .r = ring_of(ns, q), .nsent = q->nsent };
+			struct spin_on on = { .q = q, .r = ring_of(ns, q), .nsent = q->nsent,
+					      .hand0 = rq.hand0 };
 
 			if (on.r)
 				on.tail = ring_load(&on.r->tail);
@@ -1588,11 +1600,13 @@ static long do_msgrcv(struct ns *ns, int msqid, void *buf, size_t bufsz, long ms
 
 ssize_t uipc_msgrcv(int msqid, void *msgp, size_t msgsz, long msgtyp, int msgflg)
 {
+	/* from here a handler that runs interrupts a sleep (see uipc_msgsnd) */
+	unsigned hand0 = uipc_handler_gen();
 	struct ns *ns = ns_get();
 
 	if (!ns)
 		return -1;
-	return set_errno_ret(do_msgrcv(ns, msqid, msgp, msgsz, msgtyp, msgflg));
+	return set_errno_ret(do_msgrcv(ns, msqid, msgp, msgsz, msgtyp, msgflg, hand0));
 }
 
 /* ---- msgctl ---- */

@@ -1180,13 +1180,14 @@ static int reap_some_holders(struct ns *ns, struct sem_array *sma, int semid)
 
 /*
  * Wait until Q's wake word says SEQ (0), the deadline passes (-EAGAIN), a
- * signal handler runs or the process is stopped and continued (-EINTR), or
+ * signal handler runs (ran since the call began: HAND0) or the process is
+ * stopped and continued (CONT0) (-EINTR), or
  * a slice ends (1: the caller looks around and calls again).  A short spin
  * first when the waker is likely on another CPU: a wakeup then costs no
  * system call on either side.
  */
 static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *deadline,
-			 unsigned cont0, bool spin, int64_t slice)
+			 unsigned cont0, unsigned hand0, bool spin, int64_t slice)
 {
 	int64_t start = mono_ns(), now, left;
 
@@ -1194,8 +1195,14 @@ static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *de
 		for (int i = 0;; i++) {
 			if (atomic_load_explicit(&q->wake, memory_order_acquire) == seq)
 				return 0;
-			if ((i & 63) == 63 && mono_ns() - start > SPIN_NS)
-				break;
+			if ((i & 63) == 63) {
+				/* where the kernel's caller sleeps, a handler
+				 * that runs interrupts it */
+				if (uipc_handler_gen() != hand0)
+					return -EINTR;
+				if (mono_ns() - start > SPIN_NS)
+					break;
+			}
 			cpu_relax();
 		}
 	}
@@ -1210,7 +1217,9 @@ static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *de
 			atomic_store(&q->sleeping, 0);
 			return 0;
 		}
-		if (uipc_cont_gen() != cont0) {
+		/* a handler that ran since the call began: the kernel's
+		 * caller would not go to sleep with the signal pending */
+		if (uipc_cont_gen() != cont0 || uipc_handler_gen() != hand0) {
 			atomic_store(&q->sleeping, 0);
 			return -EINTR;
 		}
@@ -1287,6 +1296,7 @@ struct semop_args {
 	int nsops;
 	bool undos, alter, dupsop;
 	int max;
+	unsigned hand0;            /* the program's handlers run when the call began */
 };
 
 static void scan_sops(struct semop_args *a)
@@ -1446,11 +1456,12 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 	struct semq *q;
 	uoff_t undo = 0;
 	int err = 0, locknum, blocking = 0, r;
-	unsigned cont0;
+	unsigned cont0, hand0 = a->hand0;
 	uint32_t seq;
 	bool spin;
 
-	/* a stop and continue during this call interrupts it (EINTR) */
+	/* a stop and continue, or a handler that runs, during this call
+	 * interrupts it (EINTR) if it has to sleep */
 	uipc_sleep_begin();
 	cont0 = uipc_cont_gen();
 	if (a->undos) {
@@ -1509,7 +1520,7 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 				    memory_order_relaxed) != sched_getcpu();
 	for (;;) {
 		sem_unlock(ns, sma, locknum);
-		r = wait_for_wake(q, seq, deadline, cont0, spin,
+		r = wait_for_wake(q, seq, deadline, cont0, hand0, spin,
 				  sma->undo_list ? WAIT_SLICE_UNDO_NS : WAIT_SLICE_NS);
 		spin = false;
 		if (r == 0) {
@@ -1572,7 +1583,9 @@ static int semtimedop_common(int semid, struct sembuf *tsops, size_t nsops_arg,
 	struct ns *ns;
 	struct timespec ts, deadline;
 	struct sembuf fast[16], *sops = fast;
-	struct semop_args a = { 0 };
+	/* from here a handler that runs interrupts a sleep, as the kernel's
+	 * pending signal does once the system call has begun */
+	struct semop_args a = { .hand0 = uipc_handler_gen() };
 	int r;
 
 	if (has_timeout && timeout && uipc_copy_from_user(&ts, timeout, sizeof(ts)))

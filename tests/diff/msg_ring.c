@@ -229,7 +229,9 @@ static void efault(int argc, char **argv)
  * starts full) whose own timer fires 30 us after it starts the call, then
  * every 100 ms.  A try whose first expiry came before the thread reached
  * the call (a loaded machine) does not count; a counted call that still
- * waits 90 ms later missed the first handler.
+ * waits 90 ms later missed the first handler.  A few such calls can be the
+ * test's own race (the thread preempted between marking itself inside the
+ * call and entering it); a missed handler makes nearly all of them late.
  */
 static __thread volatile sig_atomic_t in_call, early;
 
@@ -310,7 +312,7 @@ static void eintr_early(int argc, char **argv)
 		}
 	}
 	dt_out("EINTR %s, counted tries %s, late %s", got == tries ? "every time" : "NOT ALWAYS",
-	       valid == 60 ? "60" : "TOO FEW", late <= 2 ? "at most 2" : "MORE THAN 2");
+	       valid == 60 ? "60" : "TOO FEW", late <= 6 ? "at most 6 of 60" : "MORE THAN 6 of 60");
 	m_rmid(q);
 }
 

@@ -7,15 +7,20 @@
  * queue while stopped; a timer signal in the sleeper itself; the queue and
  * the value after an interrupted wait; semop called from a signal handler
  * that interrupts semop/semctl of the same process (beyond POSIX, which
- * does not list semop as async-signal-safe, but a system call on Linux).
+ * does not list semop as async-signal-safe, but a system call on Linux);
+ * a handler that runs early in a blocking semop (uipc may still spin there
+ * before it sleeps) interrupts it too.
  */
 #include "dt.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 #include <sys/wait.h>
 
 static volatile sig_atomic_t handled;
@@ -344,6 +349,97 @@ static void handler_semop(int argc, char **argv)
 	dt_rmid(hs_id);
 }
 
+/*
+ * eintr-early: each try is a new thread (uipc's spin budget is per thread),
+ * pinned to the last CPU, whose own timer fires 10 us after it starts a
+ * blocking semop, then every 100 ms.  A try whose first expiry came before
+ * the thread reached the call does not count; a counted call still
+ * waiting 90 ms later missed the first handler.  A few such calls can be
+ * the test's own race (the thread preempted between marking itself inside
+ * the call and entering it); a missed handler makes nearly all of them late.
+ */
+static __thread volatile sig_atomic_t se_in_call, se_early;
+
+static void se_alarm(int sig)
+{
+	(void)sig;
+	if (!se_in_call)
+		se_early = 1;
+}
+
+struct se_try {
+	int id, valid, eintr, late;
+};
+
+static void *se_thread(void *p)
+{
+	struct se_try *t = p;
+	struct sembuf down = { 0, -1, 0 };
+	struct itimerspec it = { { 0, 100000000 }, { 0, 10000 } };
+	struct sigevent sev;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	long long t0;
+	timer_t tm;
+	int r, e;
+
+	if (ncpu > 1) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET((int)ncpu - 1, &set);
+		pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+	}
+	memset(&sev, 0, sizeof sev);
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = SIGALRM;
+	sev._sigev_un._tid = gettid();
+	if (timer_create(CLOCK_MONOTONIC, &sev, &tm)) {
+		dt_fail("timer_create: %s", strerror(errno));
+		return NULL;
+	}
+	t0 = dt_now_ms();
+	timer_settime(tm, 0, &it, NULL);
+	se_in_call = 1;
+	errno = 0;
+	r = semop(t->id, &down, 1);
+	e = errno;
+	se_in_call = 0;
+	timer_delete(tm);
+	t->valid = !se_early;
+	t->eintr = r == -1 && e == EINTR;
+	t->late = dt_now_ms() - t0 >= 90;
+	return NULL;
+}
+
+static void eintr_early(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	struct sigaction sa;
+	int id = dt_semget(IPC_PRIVATE, 1, 0600), tries = 0, eintr = 0, valid = 0, late = 0;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = se_alarm;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	for (int i = 0; i < 300 && valid < 60; i++) {
+		struct se_try t = { .id = id };
+		pthread_t th;
+
+		pthread_create(&th, NULL, se_thread, &t);
+		pthread_join(th, NULL);
+		tries++;
+		eintr += t.eintr;
+		if (t.valid) {
+			valid++;
+			late += t.late;
+		}
+	}
+	dt_out("EINTR %s, counted tries %s, late %s", eintr == tries ? "every time" : "NOT ALWAYS",
+	       valid == 60 ? "60" : "TOO FEW", late <= 6 ? "at most 6 of 60" : "MORE THAN 6 of 60");
+	dt_get(id, 0, GETNCNT);
+	dt_rmid(id);
+}
+
 const struct dt_case dt_cases[] = {
 	{ "eintr-restart", eintr_restart, 0 },
 	{ "eintr-norestart", eintr_norestart, 0 },
@@ -355,5 +451,6 @@ const struct dt_case dt_cases[] = {
 	{ "stop-cont", stop_cont, 0 },
 	{ "stop-cont-timed", stop_cont_timed, 0 },
 	{ "handler-semop", handler_semop, 0 },
+	{ "eintr-early", eintr_early, 0 },
 	{ NULL, NULL, 0 },
 };

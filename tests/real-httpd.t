@@ -49,7 +49,7 @@ p0=$((30000 + ($$ % 10000) * 2))
 nsname=httpd-$$-$RANDOM
 
 side() {
-	local side=$1 d=$base/$1 ipcs pm semid p1 p2 out k x holder h2 new i kids others c
+	local side=$1 d=$base/$1 kw pm semid p1 p2 out k x holder h2 new i kids others c
 	p1=$(free_port "$p0"); p2=$(free_port $((p1 + 1)))
 	p0=$((p2 + 1))
 	mkdir -p "$d/htdocs" "$d/run" "$d/ns"
@@ -100,10 +100,14 @@ side() {
 	pm=$(cat "$d/httpd.pid" 2>/dev/null)
 	kids=$(ps -o pid= -o user= --ppid "$server" | awk '$2 == "www-data"' | wc -l)
 	semid=$(ipcs -s | awk '$1 ~ /^0x/ { print $2; exit }')
-	if [ "$pm" = "$server" ] && [ "$kids" -ge 4 ] && [ -n "$semid" ]; then
-		ok "$side: httpd up, $kids prefork children as www-data, accept mutex = semaphore $semid in $side's ipcs"
+	# under uipc the host kernel must hold no semaphore of www-data's (httpd
+	# gives the mutex to its User with IPC_SET)
+	kw=0
+	[ $side = uipc ] && kw=$(awk 'NR > 1 && $5 == 33' /proc/sysvipc/sem | wc -l)
+	if [ "$pm" = "$server" ] && [ "$kids" -ge 4 ] && [ -n "$semid" ] && [ "$kw" = 0 ]; then
+		ok "$side: httpd up, $kids prefork children as www-data, accept mutex = semaphore $semid in $side's ipcs$([ $side = uipc ] && echo ", none in the kernel")"
 	else
-		nok "$side: httpd start: pid file '$pm' (expected $server), $kids children, semaphore '$semid'"
+		nok "$side: httpd start: pid file '$pm' (expected $server), $kids children, semaphore '$semid', $kw www-data semaphores in the kernel"
 		sed 's/^/# /' "$d/out.log" "$d/error.log" 2>/dev/null | tail -10
 		stop_server "$server"; server=; return
 	fi

@@ -38,6 +38,7 @@ stop_server() {	# SIGTERM, then SIGKILL what is left: the parent and its childre
 	wait "$pm" 2>/dev/null
 }
 trap 'stop_server "$server"; rm -rf "$base"' EXIT
+trap 'exit 130' INT TERM
 
 # two free ports on 127.0.0.1 (nobody answers on them)
 free_port() {

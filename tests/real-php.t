@@ -27,6 +27,7 @@ fi
 ok "php $(php -r 'echo PHP_VERSION;') with sysvsem, sysvshm, sysvmsg and pcntl"
 dir=$(mktemp -d /dev/shm/uipc-php.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
+trap 'exit 130' INT TERM
 ns=php-$$-$RANDOM
 key=$(( (($$ & 0xffff) << 12) | 0x10000000 ))
 

@@ -6,8 +6,9 @@
 # under `uipc run` on a fresh namespace of the postgres user's in a directory
 # of this run.  Each side: initdb, start, pgbench -i, a bounded pgbench run
 # with 4 clients, a parallel query, clean stop; start again, SIGKILL the
-# postmaster and every backend under pgbench load, start again (PostgreSQL
-# reads its old segment's nattch with IPC_STAT to decide whether it may) and
+# postmaster and every backend but one (stopped) under pgbench load: start is
+# refused while that one lives (PostgreSQL reads its old segment's nattch with
+# IPC_STAT to decide whether it may start), kill it too, start again and
 # verify the data: the row committed before the crash is there and pgbench's
 # balances agree.  The tps of both sides are printed.
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -98,12 +99,12 @@ for side in kernel uipc; do
 	else
 		nok "$side: clean stop: stop=$(r $side stop) segments left=$(r $side left_after_stop)"
 	fi
-	if [ "$(r $side crash_start)" = ok ] && [ "$(r $side old_segment_gone)" = yes ] &&
+	if [ "$(r $side refused)" = yes ] && [ "$(r $side crash_start)" = ok ] && [ "$(r $side old_segment_gone)" = yes ] &&
 	   [ "$(r $side marker)" = before_the_crash ] && [ "$(r $side sums_equal)" = yes ] &&
 	   [ "$(r $side history_grew)" = yes ] && [ "$(r $side accounts)" = 400000 ]; then
-		ok "$side: SIGKILL of the postmaster and $(($(r $side killed) - 1)) children under load; restart finds the old segment unattached (IPC_STAT), replaces it; data verified"
+		ok "$side: SIGKILL of the postmaster and its $(($(r $side killed) - 1)) children under pgbench load, one of them at first only stopped: start refused while it lives (nattch > 0), allowed once it is killed too (old segment replaced); data verified"
 	else
-		nok "$side: crash: killed=$(r $side killed) old segment gone=$(r $side old_segment_gone) start=$(r $side crash_start) marker=$(r $side marker) sums=$(r $side sums_equal) history=$(r $side history_grew) accounts=$(r $side accounts)"
+		nok "$side: crash: killed=$(r $side killed) refused while one lived=$(r $side refused) old segment gone=$(r $side old_segment_gone) start=$(r $side crash_start) marker=$(r $side marker) sums=$(r $side sums_equal) history=$(r $side history_grew) accounts=$(r $side accounts)"
 		diag_log $side
 	fi
 	if [ "$(r $side final_stop)" = ok ] && [ "$(r $side left_at_end)" = 0 ] &&

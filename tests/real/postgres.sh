@@ -111,21 +111,46 @@ sleep 3
 # and every child it has (backends, parallel workers, checkpointer, ...).
 pm=$(pm_pid)
 kill -STOP "$pm"
-victims="$pm $(children "$pm")"
-echo "killing: $victims"
-kill -KILL $victims
+# the signal is asynchronous: list the children once the postmaster is
+# really stopped (state T), so that it cannot have forked one after the list
+for i in $(seq 100); do
+	[ "$(awk '{ print $3 }' "/proc/$pm/stat" 2>/dev/null)" = T ] && break
+	sleep 0.02
+done
+kids=$(echo $(children "$pm"))
+# one child is kept, stopped, still attached: while it lives PostgreSQL must
+# refuse to start (nattch > 0); the others die with the postmaster
+survivor=${kids%% *}
+kill -STOP "$survivor"
+victims="$pm $kids"
+echo "killing: $victims (all but $survivor now)"
+dead="$pm ${kids#* }"
+kill -KILL $dead
 say killed "$(echo $victims | wc -w)"
 wait $load
-for i in $(seq 50); do
-	alive=0
-	for p in $victims; do kill -0 "$p" 2>/dev/null && alive=1; done
-	[ $alive = 0 ] && break
-	sleep 0.1
-done
-# Nobody looks at the segments now: PostgreSQL itself must find, through
-# IPC_STAT, that its old segment (key and id in postmaster.pid) has no
-# attachment left; only then does it remove it and start with a new one.
+gone() {	# until the processes $* are gone (reaped), at most 5 s
+	local i p alive
+	for i in $(seq 50); do
+		alive=0
+		for p in "$@"; do kill -0 "$p" 2>/dev/null && alive=1; done
+		[ $alive = 0 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+gone $dead
 old_id=$(sed -n 7p "$data/postmaster.pid" | awk '{ print $2 }')
+if "$bin/pg_ctl" -D "$data" -l "$d/server.log" -w -t 30 start; then
+	say refused no
+else
+	say refused "$(grep -q 'pre-existing shared memory block.*still in use' "$d/server.log" && echo yes || echo other)"
+fi
+tail -3 "$d/server.log"
+kill -KILL "$survivor"
+gone $victims
+# Nobody looks at the segments now: PostgreSQL itself must find, through
+# IPC_STAT, that its old segment (key and id were in postmaster.pid) has no
+# attachment left; only then does it remove it and start with a new one.
 step start after the crash
 if "$bin/pg_ctl" -D "$data" -l "$d/server.log" -w -t 60 start; then
 	say crash_start ok

@@ -15,6 +15,8 @@
  * elsewhere it is a C tail call, which the compiler usually makes a jump.
  */
 #include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -22,6 +24,10 @@ typedef void *(*dlopen_fn)(const char *, int);
 
 /* libc's dlopen, found once (constructor, or the first call) */
 UIPC_HIDDEN dlopen_fn uipc_next_dlopen;
+/* what dlopen's mode is ANDed with: ~RTLD_DEEPBIND, or all ones when
+ * UIPC_KEEP_DEEPBIND=1 (for a program whose plugins need RTLD_DEEPBIND and
+ * make no System V IPC calls of their own) */
+UIPC_HIDDEN int uipc_dlopen_mask = ~RTLD_DEEPBIND;
 
 static dlopen_fn next_dlopen(void)
 {
@@ -36,6 +42,10 @@ static dlopen_fn next_dlopen(void)
 
 __attribute__((constructor)) static void dlopen_init(void)
 {
+	const char *keep = getenv("UIPC_KEEP_DEEPBIND");
+
+	if (keep && strcmp(keep, "1") == 0)
+		uipc_dlopen_mask = ~0;
 	next_dlopen();
 }
 
@@ -45,10 +55,10 @@ UIPC_HIDDEN void *uipc_dlopen_slow(const char *file, int mode)
 {
 	dlopen_fn f = next_dlopen();
 
-	return f ? f(file, mode & ~RTLD_DEEPBIND) : NULL;
+	return f ? f(file, mode & uipc_dlopen_mask) : NULL;
 }
 
-#if defined(__x86_64__) && RTLD_DEEPBIND == 8
+#if defined(__x86_64__)
 __asm__(
 	"	.text\n"
 	"	.globl	dlopen\n"
@@ -59,7 +69,7 @@ __asm__(
 	"	movq	uipc_next_dlopen(%rip), %rax\n"
 	"	testq	%rax, %rax\n"
 	"	jz	uipc_dlopen_slow\n"
-	"	andl	$-9, %esi\n"		/* mode &= ~RTLD_DEEPBIND */
+	"	andl	uipc_dlopen_mask(%rip), %esi\n"	/* mode &= ~RTLD_DEEPBIND */
 	"	jmp	*%rax\n"
 	"	.cfi_endproc\n"
 	"	.size	dlopen, .-dlopen\n");

@@ -3,12 +3,12 @@
 # RTLD_DEEPBIND (as PHP loads its sysvmsg/sysvsem/sysvshm extensions) must
 # still reach uipc, not the kernel; and dlopen must keep libc's view of the
 # caller: a bare name found through the calling program's RUNPATH, $ORIGIN
-# expanded to the caller's directory.  Builds a small program and library
+# expanded to the caller's directory; UIPC_KEEP_DEEPBIND=1 turns it off.  Builds a small program and library
 # with cc in a temporary directory.
 top=$(cd "$(dirname "$0")/.." && pwd)
 lib=$top/build/libuipc.so
 uipc=$top/build/uipc
-echo "1..4"
+echo "1..5"
 n=0 failed=0
 ok() { echo "ok $((++n)) - $*"; }
 nok() { failed=$((failed+1)); echo "not ok $((++n)) - $*"; }
@@ -65,4 +65,10 @@ ink=$(awk -v k="$key" 'NR > 1 && $1 == k' /proc/sysvipc/msg | wc -l)
 out=$(unshare --ipc -- "$w/bin/prog" "$key" 2>&1)
 [ "$out" = "loaded 1" ] && ok "the same program without uipc (kernel) works the same" ||
 	nok "without uipc: $out"
+# UIPC_KEEP_DEEPBIND=1 keeps the flag: that library's msgget then goes to the
+# kernel (here a fresh kernel namespace, looked at before it goes away)
+out=$(unshare --ipc -- sh -c 'UIPC_KEEP_DEEPBIND=1 "$1" run --dir "$2" --ns dl2 -- "$3" "$4" >/dev/null;
+	awk -v k="$4" "NR > 1 && \$1 == k" /proc/sysvipc/msg | wc -l' sh "$uipc" "$w/ns" "$w/bin/prog" "$key")
+[ "$out" = 1 ] && ok "UIPC_KEEP_DEEPBIND=1 keeps RTLD_DEEPBIND (the call reached the kernel)" ||
+	nok "UIPC_KEEP_DEEPBIND=1: $out queues in the kernel"
 [ $failed -eq 0 ]

@@ -16,7 +16,7 @@ all: $(B)/libuipc.so $(B)/uipc
 $(B)/ipc/%.o: ipc/%.c $(LIB_HDRS) | $(B)/ipc
 	$(CC) $(CFLAGS) $(LIBCFLAGS) -c $< -o $@
 
-$(B)/libuipc.so: $(LIB_OBJS)
+$(B)/libuipc.so: $(LIB_OBJS) ipc/exports.map
 	$(CC) $(CFLAGS) -shared -pthread -Wl,-z,defs -Wl,--version-script=ipc/exports.map -o $@ $(LIB_OBJS) -ldl
 
 $(B)/ipc:

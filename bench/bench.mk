@@ -2,9 +2,12 @@
 #
 # `make bench` builds the library (all), the benchmark programs and the driver
 # into build/bench/, then runs every benchmark against the kernel and against
-# uipc and prints the table (JSON: build/bench/results.json).
+# uipc and prints the table (JSON: build/bench/results.json), then the stress-ng
+# rows (bench/stress-ng.sh).
 #   make bench BENCH_ARGS=--quick           short runs, one repetition
 #   make bench-progs                        build only
+#   make bench-stress-ng                    only the stress-ng rows (bench/stress-ng.sh,
+#                                           JSON: build/bench/stress-ng.json)
 #   build/bench/driver --kernel-only        kernel column only (no library needed)
 BENCH_PROGS := $(B)/bench/sem_keys $(B)/bench/sem_cyclic $(B)/bench/sem_threads \
 	       $(B)/bench/sem_single $(B)/bench/sem_pingpong $(B)/bench/sem_deathwake \
@@ -27,5 +30,10 @@ bench-progs: $(BENCH_PROGS) $(B)/bench/driver
 
 bench: all bench-progs
 	$(B)/bench/driver --bindir $(B)/bench --lib $(B)/libuipc.so $(BENCH_ARGS)
+	bench/stress-ng.sh --lib $(B)/libuipc.so --json $(B)/bench/stress-ng.json $(filter --quick,$(BENCH_ARGS))
 
-.PHONY: bench-progs
+# the stress-ng rows alone (bench/stress-ng.sh)
+bench-stress-ng: all
+	bench/stress-ng.sh --lib $(B)/libuipc.so --json $(B)/bench/stress-ng.json $(filter --quick,$(BENCH_ARGS))
+
+.PHONY: bench-progs bench-stress-ng

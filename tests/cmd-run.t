@@ -5,7 +5,7 @@
 # opened), namespaces kept apart; and the command's own usage errors.
 . "$(dirname "$0")/cmd/tap.sh"
 require_build
-plan 24
+plan 26
 
 # exit status
 "$UIPC" run -- true
@@ -65,6 +65,15 @@ a=$("$UIPC" ipcs --ns runA -s | grep -c '^0x')
 b=$("$UIPC" ipcs --ns runB -s)
 like "$a" '^1$' "an object made under --ns A is seen there"
 if printf '%s' "$b" | grep -q 0x00005151; then ok 1 "... and not under --ns B"; else ok 0 "... and not under --ns B"; fi
+
+# --ns/--dir apply before anything is opened: nothing appears in the
+# directory (or under the name) the environment gave at start
+other=$(mktemp -d /dev/shm/uipc-cmd-other.XXXXXX)
+UIPC_DIR=$other "$UIPC" run --dir "$UDIR" --ns elsewhere -- true
+is "$(ls "$other" | wc -l)" 0 "run --dir D --ns N creates no namespace in \$UIPC_DIR's directory"
+UIPC_DIR=$other "$UIPC" ipcmk --dir "$UDIR" -S 1 >/dev/null
+is "$(ls "$other" | wc -l) $("$UIPC" ipcs -s | grep -c '^0x')" "0 1" "ipcmk --dir D (no --ns) makes its object in D"
+rm -rf "$other"
 
 # usage
 "$UIPC" no-such-subcommand 2>"$T_WORK/err" >/dev/null

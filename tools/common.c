@@ -96,8 +96,15 @@ int use_namespace(void)
 		warnerr(errno, "cannot set UIPC_DIR");
 		return -1;
 	}
-	if (!global_ns)
+	if (!global_ns) {
+		/* the library chose its file from the environment at start: with
+		 * --dir alone, choose again in the new directory */
+		if (global_dir && uipc_ns_select(current_ns_name()) != 0) {
+			warnerr(errno, "cannot select namespace '%s'", current_ns_name());
+			return -1;
+		}
 		return 0;
+	}
 	if (uipc_ns_path(global_ns, path, sizeof(path)) != 0) {
 		warnerr(errno, "invalid namespace name '%s'", global_ns);
 		return -1;

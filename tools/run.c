@@ -156,6 +156,15 @@ static int check_namespace(const char *ns)
 		warnerr(errno, "invalid namespace name '%s'", current_ns_name());
 		return -1;
 	}
+	/* Choose the file now, in this process too: the library pinned one from
+	 * the environment at start, before --ns/--dir, and fork() opens (and
+	 * creates) the pinned namespace so that a child changing uid shares it:
+	 * without this, every `uipc run --ns/--dir` created the default
+	 * namespace in the default directory. */
+	if (uipc_ns_select(ns ? ns : current_ns_name()) != 0) {
+		warnerr(errno, "cannot select namespace '%s'", current_ns_name());
+		return -1;
+	}
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {

@@ -523,6 +523,26 @@ static void msg_fill(struct msgm *m, long mtype, const void *text, uint64_t sz)
 	memcpy(m->text, text, sz);
 }
 
+/* a new message at the tail of Q's list (lock held) */
+static int queue_append(struct ns *ns, struct msg_queue *q, long mtype, const void *text,
+			uint64_t sz)
+{
+	struct msgm *m = msg_get_block(ns, q, sz), *last;
+
+	if (!m)
+		return -ENOMEM;
+	msg_fill(m, mtype, text, sz);
+	last = m_at(ns, q->messages.last);
+	if (last)
+		J_SET(ns, last->next, ns_off(ns, m));
+	else
+		J_SET(ns, q->messages.first, ns_off(ns, m));
+	J_SET(ns, q->messages.last, ns_off(ns, m));
+	J_SET(ns, q->cbytes, q->cbytes + sz);
+	J_SET(ns, q->qnum, q->qnum + 1);
+	return 0;
+}
+
 /* free every message, cached block and spare waiter of Q (its section) */
 static void free_messages(struct ns *ns, struct msg_queue *q)
 {
@@ -728,20 +748,10 @@ static int msq_slow(struct ns *ns, struct msg_queue *q, bool drop)
 	}
 	for (uint32_t i = 0; i < n && !drop; i++) {
 		struct rslot *s = ring_slot(r, rw_n(h) + i);
-		uint32_t sz = s->size <= RING_TEXT_MAX ? s->size : 0;
-		struct msgm *m = msg_get_block(ns, q, sz), *last;
 
-		if (!m)
+		if (queue_append(ns, q, (long)s->mtype, s->text,
+				 s->size <= RING_TEXT_MAX ? s->size : 0))
 			return -ENOMEM;
-		msg_fill(m, (long)s->mtype, s->text, sz);
-		last = m_at(ns, q->messages.last);
-		if (last)
-			J_SET(ns, last->next, ns_off(ns, m));
-		else
-			J_SET(ns, q->messages.first, ns_off(ns, m));
-		J_SET(ns, q->messages.last, ns_off(ns, m));
-		J_SET(ns, q->cbytes, q->cbytes + sz);
-		J_SET(ns, q->qnum, q->qnum + 1);
 	}
 	if (n)
 		J_SET(ns, r->head, (h & (RW_SLOW | RW_EPOCH_MASK)) | (t & ~(RW_SLOW | RW_EPOCH_MASK)));
@@ -1105,6 +1115,30 @@ static int pipelined_send(struct ns *ns, struct msg_queue *q, long mtype, const 
 }
 
 /*
+ * A fast path found the queue full (empty): NOWAIT_ERR with IPC_NOWAIT,
+ * else wait for the other side.  0: look again; 1: take the locked path
+ * (spun before, or the spin ran out: *SPUN); -EINTR.
+ */
+static int fast_wait(bool (*still)(const struct spin_on *), const struct spin_on *on,
+		     int msgflg, int nowait_err, bool *spun)
+{
+	int r;
+
+	if (msgflg & IPC_NOWAIT)
+		return nowait_err;
+	if (*spun)
+		return 1;
+	r = spin_while(still, on);
+	if (r < 0)
+		return r;
+	if (r == 0) {
+		*spun = true;
+		return 1;
+	}
+	return 0;
+}
+
+/*
  * The fast path: a send into the ring, without the queue lock.  FAST_NO:
  * take the locked path (no ring, a big message, fast paths stopped, or a
  * full queue we already spun on).
@@ -1133,18 +1167,10 @@ static int msgsnd_fast(struct ns *ns, struct msg_queue *q, int msqid, long mtype
 			return 0;
 		if (res != RING_FULL)
 			return FAST_NO;
-		if (msgflg & IPC_NOWAIT)
-			return -EAGAIN;
-		if (*spun)
-			return FAST_NO;
 		/* a receiver on another CPU makes room in a moment */
-		res = spin_while(no_room, &on);
-		if (res < 0)
-			return res;
-		if (res == 0) {
-			*spun = true;
-			return FAST_NO;
-		}
+		res = fast_wait(no_room, &on, msgflg, -EAGAIN, spun);
+		if (res)
+			return res > 0 ? FAST_NO : res;
 	}
 }
 
@@ -1162,22 +1188,8 @@ static int msgsnd_locked(struct ns *ns, struct msg_queue *q, long mtype, const v
 	msq_note_sender(ns, q, ring_at(ns, q->ring_alloc));
 	J_SET(ns, q->nsent, q->nsent + 1);
 	r = q->receivers.first ? pipelined_send(ns, q, mtype, text, msgsz, wq) : 0;
-	if (r == 0) {
-		struct msgm *m = msg_get_block(ns, q, msgsz);
-		struct msgm *last;
-
-		if (!m)
-			return -ENOMEM;
-		msg_fill(m, mtype, text, msgsz);
-		last = m_at(ns, q->messages.last);
-		if (last)
-			J_SET(ns, last->next, ns_off(ns, m));
-		else
-			J_SET(ns, q->messages.first, ns_off(ns, m));
-		J_SET(ns, q->messages.last, ns_off(ns, m));
-		J_SET(ns, q->cbytes, q->cbytes + msgsz);
-		J_SET(ns, q->qnum, q->qnum + 1);
-	}
+	if (r == 0 && queue_append(ns, q, mtype, text, msgsz))
+		return -ENOMEM;
 	/* a queue that carries messages gets the fast path */
 	if (r >= 0 && !q->ring_alloc)
 		msq_add_ring(ns, q);
@@ -1396,18 +1408,10 @@ static long msgrcv_fast(struct ns *ns, struct msg_queue *q, int msqid, const str
 			return -E2BIG;
 		if (res != RING_EMPTY)
 			return RCV_SLOW;
-		if (rq->msgflg & IPC_NOWAIT)
-			return -ENOMSG;
-		if (*spun)
-			return RCV_SLOW;
 		/* a sender on another CPU brings one in a moment */
-		res = spin_while(nothing_new, &on);
-		if (res < 0)
-			return res;
-		if (res == 0) {
-			*spun = true;
-			return RCV_SLOW;
-		}
+		res = fast_wait(nothing_new, &on, rq->msgflg, -ENOMSG, spun);
+		if (res)
+			return res > 0 ? RCV_SLOW : res;
 	}
 }
 

@@ -40,10 +40,14 @@
  */
 #define CACHE_TICKS (1ull << 21)
 
+struct word_copy {
+	uint64_t val, at;          /* the word, and when it was read (ticks) */
+};
+
 static __thread struct {
 	const struct msgring *r;
-	uint64_t head, head_at;    /* a sender's copy of the head */
-	uint64_t tail, tail_at;    /* a receiver's copy of the tail */
+	struct word_copy head;     /* a sender's copy of the head */
+	struct word_copy tail;     /* a receiver's copy of the tail */
 } cache;
 
 static inline uint64_t ticks(void)
@@ -55,28 +59,21 @@ static inline uint64_t ticks(void)
 #endif
 }
 
-static uint64_t cached_head(struct msgring *r, uint64_t now, bool fresh)
+/* WORD of ring R as this thread's COPY has it, read again if FRESH is
+ * asked, the copy is too old, or it belongs to another ring */
+static uint64_t cached(struct msgring *r, const uint64_t *word, struct word_copy *copy,
+		       uint64_t now, bool fresh)
 {
-	if (fresh || cache.r != r || now - cache.head_at > CACHE_TICKS) {
-		if (cache.r != r)
-			cache.tail_at = 0;
+	if (cache.r != r) {
 		cache.r = r;
-		cache.head = ring_load(&r->head);
-		cache.head_at = now;
+		cache.head.at = cache.tail.at = 0;
+		fresh = true;
 	}
-	return cache.head;
-}
-
-static uint64_t cached_tail(struct msgring *r, uint64_t now, bool fresh)
-{
-	if (fresh || cache.r != r || now - cache.tail_at > CACHE_TICKS) {
-		if (cache.r != r)
-			cache.head_at = 0;
-		cache.r = r;
-		cache.tail = ring_load(&r->tail);
-		cache.tail_at = now;
+	if (fresh || now - copy->at > CACHE_TICKS) {
+		copy->val = ring_load(word);
+		copy->at = now;
 	}
-	return cache.tail;
+	return copy->val;
 }
 
 static inline uint32_t rw_epoch(uint64_t w)
@@ -170,7 +167,7 @@ int ring_send(struct msgring *r, uint32_t me, uint64_t qbytes, int64_t mtype, co
 
 	for (int tries = 0; tries < TRIES; tries++) {
 		/* head first: then tail - head never undercounts */
-		uint64_t h = cached_head(r, tk, fresh), t = ring_load(&r->tail), mine;
+		uint64_t h = cached(r, &r->head, &cache.head, tk, fresh), t = ring_load(&r->tail), mine;
 		struct rslot *s;
 		int c;
 
@@ -247,7 +244,7 @@ int ring_recv(struct msgring *r, int64_t msgtyp, bool except, uint64_t maxsize,
 
 		if (h & RW_SLOW)
 			return RING_SLOW;
-		t = cached_tail(r, tk, fresh);
+		t = cached(r, &r->tail, &cache.tail, tk, fresh);
 		n = ring_count(t, h);
 		if (!fresh && ((t & RW_SLOW) || rw_epoch(t) != rw_epoch(h) || n == 0 ||
 			       n > RING_SLOTS)) {

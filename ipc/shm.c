@@ -78,6 +78,11 @@ struct shmid_kernel {
 	int32_t creator_pid;
 	uoff_t att;                /* struct shm_att[att_cap] */
 	uint32_t att_cap, att_n;
+	/* set (atomically, never cleared, not journaled) by a process other
+	 * than the creator that keeps an fd of the file: the destroyer then
+	 * truncates the file so that such fds keep no memory */
+	_Atomic uint32_t fd_shared;
+	uint32_t pad;
 };
 
 /* ---- process-local state ---- */
@@ -94,14 +99,21 @@ struct lattach {
 	uint64_t gen;
 };
 
-/* fds of segment files kept across fork (a child that drops privileges can
- * still attach the segments that existed at fork time) and from creation */
+/*
+ * The fd cache: the fds of segment files this process created or opened
+ * are kept (until the segment is destroyed, or the entry is evicted), so
+ * that shmat maps without opening the file again.  They are moved high
+ * (F_DUPFD_CLOEXEC above fd_base()), are close-on-exec, and are guarded:
+ * the application's close/dup2/dup3/close_range/closefrom cannot close or
+ * replace them (syscalls.c asks shm_fd_guarded), so the number always
+ * names the segment's file.  Memory is not kept alive by them: a segment
+ * file that another process may hold open is truncated to 0 when the
+ * segment is destroyed (fd_shared).
+ */
 struct fdent {
 	int fd;
 	uoff_t obj;
 	uint64_t gen;
-	dev_t dev;
-	ino_t ino;
 };
 #define FDCACHE 64
 
@@ -120,6 +132,171 @@ static int l_ndeferred;
 static bool l_used;                 /* this process used shm */
 static bool l_env_marked;           /* UIPC_SHM_EXEC set for our exec'd image */
 static _Atomic uint32_t exec_pending = NO_PROC;
+/* the namespace directory (O_PATH), guarded like the cached fds */
+static int l_dirfd = -1;
+static const char *l_base;          /* the namespace file's name in it */
+
+/* guarded fd numbers, read without a lock by the close hooks */
+#define NGUARD (2 * FDCACHE + 2)
+static _Atomic int g_guard[NGUARD];
+static _Atomic int g_nguard;
+
+static void guard_add(int fd)
+{
+	for (int i = 0; i < NGUARD; i++) {
+		int z = 0;
+
+		/* slots hold fd + 1, 0 = free */
+		if (atomic_compare_exchange_strong(&g_guard[i], &z, fd + 1)) {
+			atomic_fetch_add(&g_nguard, 1);
+			return;
+		}
+	}
+}
+
+static void guard_del(int fd)
+{
+	for (int i = 0; i < NGUARD; i++) {
+		int v = fd + 1;
+
+		if (atomic_compare_exchange_strong(&g_guard[i], &v, 0)) {
+			atomic_fetch_sub(&g_nguard, 1);
+			return;
+		}
+	}
+}
+
+bool shm_fd_guarded(int fd)
+{
+	if (likely(!atomic_load_explicit(&g_nguard, memory_order_relaxed)) || fd < 0)
+		return false;
+	for (int i = 0; i < NGUARD; i++)
+		if (atomic_load_explicit(&g_guard[i], memory_order_relaxed) == fd + 1)
+			return true;
+	return false;
+}
+
+/* the lowest guarded fd >= LO (or INT_MAX) */
+int shm_fd_next_guarded(unsigned lo)
+{
+	int best = INT_MAX;
+
+	if (likely(!atomic_load_explicit(&g_nguard, memory_order_relaxed)))
+		return best;
+	for (int i = 0; i < NGUARD; i++) {
+		int v = atomic_load_explicit(&g_guard[i], memory_order_relaxed) - 1;
+
+		if (v >= 0 && (unsigned)v >= lo && v < best)
+			best = v;
+	}
+	return best;
+}
+
+static int sys_close(int fd)
+{
+	return (int)syscall(SYS_close, fd);
+}
+
+static void close_guarded(int fd)
+{
+	guard_del(fd);
+	sys_close(fd);
+}
+
+/* where guarded fds go: high, but not so high that the fd table grows */
+static int fd_base(void)
+{
+	static int base;
+	struct rlimit rl;
+
+	if (!base) {
+		rlim_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+
+		if (lim > 1024)
+			lim = 1024;
+		base = lim >= 256 ? (int)lim - 128 : (int)lim / 2;
+		if (base < 3)
+			base = 3;
+	}
+	return base;
+}
+
+/* FD moved high and guarded (FD itself if that fails) */
+static int fd_hide(int fd)
+{
+	int h = fcntl(fd, F_DUPFD_CLOEXEC, fd_base());
+
+	if (h >= 0) {
+		guard_add(h);
+		sys_close(fd);
+		return h;
+	}
+	guard_add(fd);
+	return fd;
+}
+
+/* The application dup2s onto a guarded fd: ours moves elsewhere first. */
+void shm_fd_evict(int fd)
+{
+	pthread_mutex_lock(&l_mutex);
+	/* an mmap in progress may be using the number */
+	while (l_fd_busy) {
+		pthread_mutex_unlock(&l_mutex);
+		sched_yield();
+		pthread_mutex_lock(&l_mutex);
+	}
+	if (shm_fd_guarded(fd)) {
+		int h = fcntl(fd, F_DUPFD_CLOEXEC, fd_base());
+
+		for (int i = 0; i < l_nfds; i++)
+			if (l_fds[i].fd == fd) {
+				if (h >= 0)
+					l_fds[i].fd = h;
+				else
+					l_fds[i] = l_fds[--l_nfds];
+			}
+		if (fd == l_dirfd)
+			l_dirfd = h;
+		if (h >= 0)
+			guard_add(h);
+		close_guarded(fd);
+	}
+	pthread_mutex_unlock(&l_mutex);
+}
+
+static int seg_dirfd(struct ns *ns)
+{
+	int fd = __atomic_load_n(&l_dirfd, __ATOMIC_ACQUIRE);
+	char dir[4096];
+	const char *slash;
+
+	if (likely(fd >= 0))
+		return fd;
+	slash = strrchr(ns->path, '/');
+	if (!slash)
+		return -1;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - ns->path), ns->path);
+	pthread_mutex_lock(&l_mutex);
+	if (l_dirfd < 0) {
+		fd = open(dir[0] ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0) {
+			l_base = slash + 1;
+			__atomic_store_n(&l_dirfd, fd_hide(fd), __ATOMIC_RELEASE);
+		}
+	}
+	fd = l_dirfd;
+	pthread_mutex_unlock(&l_mutex);
+	return fd;
+}
+
+/* the segment file's name in the namespace directory */
+static void file_base(struct ns *ns, uoff_t off, uint64_t gen, char *buf, size_t len)
+{
+	const char *slash = strrchr(ns->path, '/');
+
+	snprintf(buf, len, "%s.shm-%llx-%llx", slash ? slash + 1 : ns->path,
+		 (unsigned long long)off, (unsigned long long)gen);
+}
 
 static bool reap_dead_attachers(struct ns *ns, struct shmid_kernel *shp);
 static int collect_dead(struct ns *ns, struct shmid_kernel *shp, uint32_t *dead, int max);
@@ -128,6 +305,12 @@ static struct shmid_kernel *shp_of(struct uperm *p)
 {
 	return (struct shmid_kernel *)p;
 }
+
+struct rmfile {                    /* a destroyed segment's file, to remove */
+	bool set, trunc;
+	uoff_t obj;
+	uint64_t gen;
+};
 
 static void file_name(struct ns *ns, uoff_t off, uint64_t gen, char *buf, size_t len)
 {
@@ -161,58 +344,76 @@ static bool shp_valid(struct ns *ns, struct shmid_kernel *shp, int id, uint64_t 
 	return !atomic_load(&shp->perm.deleted) && shp->perm.id == id && shp->gen == gen;
 }
 
-/* ---- fd cache ---- */
+/* ---- fd cache (l_mutex held unless said) ---- */
 
-static int fd_take(struct fdent *tab, int *n, uoff_t obj, uint64_t gen)
+static struct shmid_kernel *shm_obj(struct ns *ns, uoff_t obj, uint64_t gen)
 {
-	for (int i = 0; i < *n; i++) {
-		if (tab[i].obj == obj && tab[i].gen == gen) {
-			struct stat st;
-			int fd = tab[i].fd;
+	struct shmid_kernel *shp = ns_ptr(ns, obj, sizeof(*shp));
 
-			/* the application may have closed and reused the number */
-			if (fstat(fd, &st) == 0 && st.st_dev == tab[i].dev && st.st_ino == tab[i].ino)
-				return fd;
-			tab[i] = tab[--*n];
-			return -1;
-		}
-	}
+	if (shp && shp->perm.type == IPC_SHM_IDS && !atomic_load(&shp->perm.deleted) &&
+	    shp->gen == gen)
+		return shp;
+	return NULL;
+}
+
+static int fd_find(uoff_t obj, uint64_t gen)
+{
+	for (int i = 0; i < l_nfds; i++)
+		if (l_fds[i].obj == obj && l_fds[i].gen == gen)
+			return i;
 	return -1;
 }
 
-
-static void fd_forget(uoff_t obj, uint64_t gen)
+static void fd_drop(int i)
 {
-	for (int i = 0; i < l_nfds; i++) {
-		if (l_fds[i].obj == obj && l_fds[i].gen == gen) {
-			struct stat st;
+	int fd = l_fds[i].fd;
 
-			if (fstat(l_fds[i].fd, &st) == 0 && st.st_dev == l_fds[i].dev &&
-			    st.st_ino == l_fds[i].ino) {
-				if (l_fd_busy && l_ndeferred < FDCACHE)
-					l_deferred[l_ndeferred++] = l_fds[i].fd;
-				else
-					close(l_fds[i].fd);
-			}
-			l_fds[i] = l_fds[--l_nfds];
-			return;
-		}
+	l_fds[i] = l_fds[--l_nfds];
+	if (l_fd_busy && l_ndeferred < FDCACHE) {
+		l_deferred[l_ndeferred++] = fd;
+		return;
 	}
+	close_guarded(fd);
 }
 
-/* Cached fds of segments that are gone (destroyed by anyone) are closed,
- * so that they do not keep the memory alive.  l_mutex held. */
+/* Is this process (its slot and pid) the segment's creator? */
+static bool is_creator(struct ns *ns, struct shmid_kernel *shp)
+{
+	struct uproc *me = cur_proc(ns);
+
+	return me && shp->creator != NO_PROC && proc_at(ns, shp->creator) == me &&
+	       shp->creator_pid == cur_pid();
+}
+
+/* FD (already hidden) becomes the cache entry of the segment; anyone but
+ * its creator marks the segment fd_shared first, and keeps the fd only if
+ * the segment still lives after that (a destroyer that did not see the
+ * mark sees it deleted). */
+static bool fd_keep(struct ns *ns, struct shmid_kernel *shp, int fd, uoff_t obj, uint64_t gen)
+{
+	if (!is_creator(ns, shp)) {
+		atomic_fetch_or(&shp->fd_shared, 1u);
+		atomic_thread_fence(memory_order_seq_cst);
+		if (!shm_obj(ns, obj, gen))
+			return false;
+	}
+	if (l_nfds == FDCACHE) {
+		if (l_fd_busy)
+			return false;
+		fd_drop(0);
+	}
+	l_fds[l_nfds++] = (struct fdent){ fd, obj, gen };
+	return true;
+}
+
+/* Cached fds of segments that are gone (destroyed by anyone) are closed. */
 static void fd_prune(struct ns *ns)
 {
 	for (int i = 0; i < l_nfds;) {
-		struct shmid_kernel *shp = ns_ptr(ns, l_fds[i].obj, sizeof(*shp));
-
-		if (shp && shp->perm.type == IPC_SHM_IDS && !atomic_load(&shp->perm.deleted) &&
-		    shp->gen == l_fds[i].gen) {
+		if (shm_obj(ns, l_fds[i].obj, l_fds[i].gen))
 			i++;
-			continue;
-		}
-		fd_forget(l_fds[i].obj, l_fds[i].gen);
+		else
+			fd_drop(i);
 	}
 }
 
@@ -225,12 +426,13 @@ static void shm_enter(struct ns *ns)
 	}
 }
 
+/* l_mutex not held */
 static void fd_unbusy(void)
 {
 	pthread_mutex_lock(&l_mutex);
 	if (--l_fd_busy == 0) {
 		while (l_ndeferred)
-			close(l_deferred[--l_ndeferred]);
+			close_guarded(l_deferred[--l_ndeferred]);
 	}
 	pthread_mutex_unlock(&l_mutex);
 }
@@ -344,32 +546,66 @@ static bool shm_may_destroy(struct ns *ns, struct shmid_kernel *shp)
 	       (ns->hdr->lim.shm_rmid_forced || (shp->perm.mode & SHM_MODE_DEST));
 }
 
+static bool is_creator(struct ns *ns, struct shmid_kernel *shp);
+static int seg_dirfd(struct ns *ns);
+static void file_base(struct ns *ns, uoff_t off, uint64_t gen, char *buf, size_t len);
+
 /*
  * shm_destroy: ids lock and segment lock held, in the segment's section.
- * The table changes are journaled in the ids frame.  The file is unlinked
- * by the caller after both sections committed (unlink_path).
+ * The table changes are journaled in the ids frame.  The file is removed
+ * by the caller after both sections committed (unlink_seg).
  */
-static void shm_destroy(struct ns *ns, struct shmid_kernel *shp, char *unlink_path, size_t len)
+static void shm_destroy(struct ns *ns, struct shmid_kernel *shp, struct rmfile *rf)
 {
 	struct ipc_ids *ids = &ns->hdr->ids[IPC_SHM_IDS];
 	struct jframe *prev = j_target(ns, &ids->lock);
 	uint64_t pages = PAGE_ALIGN(shp->segsz) / UIPC_PAGE;
 
-	file_name(ns, ns_off(ns, shp), shp->gen, unlink_path, len);
+	rf->set = true;
+	rf->obj = ns_off(ns, shp);
+	rf->gen = shp->gen;
 	J_SET(ns, ns->hdr->shm_tot, ns->hdr->shm_tot - pages);
 	ipc_rmid(ns, IPC_SHM_IDS, &shp->perm);
+	/* deleted, then the mark: see fd_keep */
+	atomic_thread_fence(memory_order_seq_cst);
+	rf->trunc = atomic_load(&shp->fd_shared) || !is_creator(ns, shp);
 	if (shp->att)
 		arena_free(ns, shp->att);
 	arena_free(ns, ns_off(ns, shp));
 	j_target_restore(prev);
 }
 
-/* after the destroying sections committed: the file goes */
-static void unlink_seg(const char *path, uoff_t obj, uint64_t gen)
+/* after the destroying sections committed: the file goes (emptied first
+ * if another process may hold an fd of it) */
+static void unlink_seg(struct ns *ns, const struct rmfile *rf)
 {
-	unlink(path);
+	char name[4200];
+	int dfd = seg_dirfd(ns), i;
+
+	if (!rf->set)
+		return;
+	file_base(ns, rf->obj, rf->gen, name, sizeof(name));
 	pthread_mutex_lock(&l_mutex);
-	fd_forget(obj, gen);
+	i = fd_find(rf->obj, rf->gen);
+	if (rf->trunc) {
+		if (i >= 0) {
+			if (ftruncate(l_fds[i].fd, 0)) {
+				/* nothing more to do */
+			}
+		} else {
+			int fd = openat(dfd, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+
+			if (fd >= 0) {
+				if (ftruncate(fd, 0)) {
+					/* nothing more to do */
+				}
+				sys_close(fd);
+			}
+		}
+	}
+	unlinkat(dfd, name, 0);
+	if (i >= 0)
+		fd_drop(i);
 	pthread_mutex_unlock(&l_mutex);
 }
 
@@ -426,12 +662,11 @@ static void unlock_both(struct ns *ns, struct shmid_kernel *shp)
 static int shm_account(struct ns *ns, int id, uint64_t gen, uint32_t proc, int pid,
 		       uint32_t opens, uint32_t closes)
 {
-	char path[4200];
+	struct rmfile rf = { 0 };
 	struct shmid_kernel *shp;
 	uint32_t got = 0;
 	int err = 0;
 
-	path[0] = 0;
 	for (int tries = 0;; tries++) {
 		uint32_t dead[16];
 		int n;
@@ -461,18 +696,17 @@ static int shm_account(struct ns *ns, int id, uint64_t gen, uint32_t proc, int p
 	if (closes)
 		got = att_del(ns, shp, proc, closes == UINT32_MAX ? 0 : closes);
 	if (!opens && !closes && shm_may_destroy(ns, shp))
-		shm_destroy(ns, shp, path, sizeof(path));
+		shm_destroy(ns, shp, &rf);
 	if (got) {
 		J_SET(ns, shp->lpid, (int32_t)pid);
 		J_SET(ns, shp->dtime, ipc_now());
 		J_SET(ns, shp->nattch, shp->nattch >= got ? shp->nattch - got : 0);
 		if (shm_may_destroy(ns, shp))
-			shm_destroy(ns, shp, path, sizeof(path));
+			shm_destroy(ns, shp, &rf);
 	}
 	/* the ids section first: the table change is its */
 	unlock_both(ns, shp);
-	if (path[0])
-		unlink_seg(path, ns_off(ns, shp), gen);
+	unlink_seg(ns, &rf);
 	return 0;
 }
 
@@ -526,34 +760,74 @@ static void sweep_files(struct ns *ns)
 
 /* ---- shmget ---- */
 
-static int create_file(struct ns *ns, uoff_t off, uint64_t gen, uint64_t size, int *fdp,
-		       struct stat *st)
+/* The process's umask, read once from /proc (reading it with umask()
+ * would change it for a moment under other threads) and followed through
+ * the umask() hook; -1: unknown. */
+static _Atomic int l_umask = -2;
+
+void shm_note_umask(mode_t m)
 {
-	char path[4200];
-	int fd, tries = 0;
+	atomic_store(&l_umask, (int)(m & 0777));
+}
+
+static int cur_umask(void)
+{
+	int m = atomic_load(&l_umask);
+
+	if (m == -2) {
+		char buf[2048], *p;
+		int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+		if (fd >= 0)
+			sys_close(fd);
+		m = -1;
+		if (n > 0) {
+			buf[n] = 0;
+			p = strstr(buf, "Umask:");
+			if (p)
+				m = (int)strtol(p + 6, NULL, 8) & 0777;
+		}
+		int exp = -2;
+
+		if (!atomic_compare_exchange_strong(&l_umask, &exp, m))
+			m = exp;
+	}
+	return m;
+}
+
+/* The segment's file, created in the namespace directory with the
+ * namespace file's mode; *FDP: its fd, hidden (see fd_hide). */
+static int create_file(struct ns *ns, uoff_t off, uint64_t gen, uint64_t size, int *fdp)
+{
+	char name[4200];
+	int fd, tries = 0, dfd = seg_dirfd(ns), um;
 	mode_t mode = ns->hdr->mode & 0666;
 
-	file_name(ns, off, gen, path, sizeof(path));
+	if (dfd < 0)
+		return -ENOMEM;
+	file_base(ns, off, gen, name, sizeof(name));
 again:
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0 && errno == EEXIST && tries++ == 0) {
 		/* left by a creation at this very block that died before it
 		 * committed: no live segment can have this name */
-		unlink(path);
+		unlinkat(dfd, name, 0);
 		goto again;
 	}
 	if (fd < 0)
 		return errno == ENOSPC || errno == EDQUOT ? -ENOSPC : -ENOMEM;
 	/* the umask may have taken bits of the namespace's mode away */
-	if (fstat(fd, st) < 0 || ((st->st_mode & 0777) != mode && fchmod(fd, mode) < 0) ||
+	um = cur_umask();
+	if (((um < 0 || (mode & (mode_t)um)) && fchmod(fd, mode) < 0) ||
 	    ftruncate(fd, (off_t)size) < 0) {
 		int e = errno;
 
-		close(fd);
-		unlink(path);
+		sys_close(fd);
+		unlinkat(dfd, name, 0);
 		return e == EFBIG || e == EINVAL ? -EINVAL : -ENOMEM;
 	}
-	*fdp = fd;
+	*fdp = fd_hide(fd);
 	return 0;
 }
 
@@ -661,7 +935,6 @@ static int newseg(struct ns *ns, key_t key, int shmflg, long arg)
 	struct shmid_kernel *shp;
 	uoff_t off;
 	int id, r, fd = -1;
-	struct stat st;
 
 	if (size < SHMMIN || size > h->lim.shmmax)
 		return -EINVAL;
@@ -709,24 +982,26 @@ static int newseg(struct ns *ns, key_t key, int shmflg, long arg)
 	shp->creator_pid = cur_pid();
 	shp->att = 0;
 	shp->att_cap = shp->att_n = 0;
-	r = create_file(ns, off, shp->gen, PAGE_ALIGN(size), &fd, &st);
+	shp->fd_shared = 0;
+	r = create_file(ns, off, shp->gen, PAGE_ALIGN(size), &fd);
 	if (r)
 		return r;
 	id = ipc_addid(ns, IPC_SHM_IDS, &shp->perm, (int)(h->lim.shmmni > INT_MAX ? INT_MAX : h->lim.shmmni));
 	if (id < 0) {
-		char path[4200];
+		char name[4200];
 
-		close(fd);
-		file_name(ns, off, shp->gen, path, sizeof(path));
-		unlink(path);
+		close_guarded(fd);
+		file_base(ns, off, shp->gen, name, sizeof(name));
+		unlinkat(seg_dirfd(ns), name, 0);
 		return id;
 	}
 	J_SET(ns, h->shm_tot, h->shm_tot + numpages);
-	/* not kept: a cached fd would keep the memory of a segment that
-	 * another process destroys until we exit */
-	close(fd);
+	/* kept for our attaches: if another process destroys the segment, it
+	 * truncates the file (we are the creator: fd_shared stays clear) */
 	pthread_mutex_lock(&l_mutex);
 	l_used = true;
+	if (!fd_keep(ns, shp, fd, off, shp->gen))
+		close_guarded(fd);
 	pthread_mutex_unlock(&l_mutex);
 	return id;
 }
@@ -844,27 +1119,54 @@ static void reap_all(struct ns *ns)
 
 /* ---- shmat ---- */
 
-static int open_seg(struct ns *ns, struct shmid_kernel *shp, int oflag, bool *cached)
+/* The segment's file, from the cache (*OWN false: busy until fd_unbusy)
+ * or opened (*OWN true if not cached: close_guarded when done). */
+static int open_seg(struct ns *ns, struct shmid_kernel *shp, int oflag, bool *own)
 {
-	char path[4200];
+	char name[4200];
 	uoff_t off = ns_off(ns, shp);
-	int fd;
+	uint64_t gen = shp->gen;
+	int fd, i, dfd;
+	bool kept;
 
 	pthread_mutex_lock(&l_mutex);
-	fd = fd_take(l_fds, &l_nfds, off, shp->gen);
-	if (fd >= 0)
+	i = fd_find(off, gen);
+	if (i >= 0) {
+		fd = l_fds[i].fd;
 		l_fd_busy++;
-	pthread_mutex_unlock(&l_mutex);
-	if (fd >= 0) {
-		*cached = true;
+		pthread_mutex_unlock(&l_mutex);
+		*own = false;
 		return fd;
 	}
-	*cached = false;
-	file_name(ns, off, shp->gen, path, sizeof(path));
-	fd = open(path, oflag | O_NOFOLLOW | O_CLOEXEC);
+	pthread_mutex_unlock(&l_mutex);
+	dfd = seg_dirfd(ns);
+	if (dfd < 0)
+		return -ENOMEM;
+	file_base(ns, off, gen, name, sizeof(name));
+	fd = openat(dfd, name, oflag | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -EIDRM : -errno;
+	fd = fd_hide(fd);
+	*own = true;
+	/* a read-only fd cannot serve later attaches: not cached */
+	if (oflag != O_RDWR)
+		return fd;
+	pthread_mutex_lock(&l_mutex);
+	kept = fd_keep(ns, shp, fd, off, gen);
+	if (kept) {
+		l_fd_busy++;
+		*own = false;
+	}
+	pthread_mutex_unlock(&l_mutex);
 	return fd;
+}
+
+static void seg_fd_done(int fd, bool own)
+{
+	if (own)
+		close_guarded(fd);
+	else
+		fd_unbusy();
 }
 
 static void local_add(struct lattach f)
@@ -973,7 +1275,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 	struct shmid_kernel *shp;
 	int prot, acc, oflag, fd, err = 0, r;
 	uint64_t gen, len;
-	bool cached;
+	bool own = false;
 	void *m;
 	int flags = MAP_SHARED;
 
@@ -1015,9 +1317,9 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 	len = PAGE_ALIGN(shp->segsz);
 	if (atomic_load(&shp->perm.deleted) || shp->perm.id != shmid)
 		return -EIDRM;
-	fd = open_seg(ns, shp, O_RDWR, &cached);
+	fd = open_seg(ns, shp, O_RDWR, &own);
 	if (fd < 0 && oflag == O_RDONLY && fd != -EIDRM)
-		fd = open_seg(ns, shp, O_RDONLY, &cached);
+		fd = open_seg(ns, shp, O_RDONLY, &own);
 	if (fd < 0)
 		return fd == -EIDRM ? -EIDRM : -EACCES;
 	if (addr && !(shmflg & SHM_REMAP)) {
@@ -1044,10 +1346,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 			munmap((void *)addr, len);
 		goto out_fd;
 	}
-	if (!cached)
-		close(fd);
-	else
-		fd_unbusy();
+	seg_fd_done(fd, own);
 	fd = -1;
 	/* mapped: now count it (a crash before this leaves no mapping) */
 	{
@@ -1126,10 +1425,8 @@ out_fd:
 		if (me)
 			shm_account(ns, shmid, gen, proc_index(ns, me), cur_pid(), 0, 0);
 	}
-	if (fd >= 0 && !cached)
-		close(fd);
-	else if (fd >= 0)
-		fd_unbusy();
+	if (fd >= 0)
+		seg_fd_done(fd, own);
 	return err;
 }
 
@@ -1322,11 +1619,9 @@ retry:
 static int shmctl_down(struct ns *ns, int shmid, int cmd, struct shmid_ds *in)
 {
 	struct shmid_kernel *shp;
-	uint64_t gen = 0;
-	char path[4200];
+	struct rmfile rf = { 0 };
 	int err = 0, r;
 
-	path[0] = 0;
 	/* a dead attacher must not keep an RMID'd segment alive */
 	if (cmd == IPC_RMID) {
 		shp = shm_obtain_check(ns, shmid, &err);
@@ -1349,7 +1644,6 @@ static int shmctl_down(struct ns *ns, int shmid, int cmd, struct shmid_ds *in)
 		err = lock_err(r);
 		goto out;
 	}
-	gen = shp->gen;
 	if (cmd == IPC_RMID) {
 		if (shp->nattch) {
 			struct jframe *prev;
@@ -1361,7 +1655,7 @@ static int shmctl_down(struct ns *ns, int shmid, int cmd, struct shmid_ds *in)
 				set_key_private(ns, &shp->perm);
 			j_target_restore(prev);
 		} else {
-			shm_destroy(ns, shp, path, sizeof(path));
+			shm_destroy(ns, shp, &rf);
 		}
 	} else {
 		if (in->shm_perm.uid == (uid_t)-1 || in->shm_perm.gid == (gid_t)-1) {
@@ -1374,8 +1668,7 @@ static int shmctl_down(struct ns *ns, int shmid, int cmd, struct shmid_ds *in)
 	ulock_release(ns, &shp->lock);
 out:
 	ids_unlock(ns, IPC_SHM_IDS);
-	if (path[0])
-		unlink_seg(path, ns_off(ns, shp), gen);
+	unlink_seg(ns, &rf);
 	return err;
 }
 
@@ -1521,13 +1814,12 @@ static void shm_detach_proc(struct ns *ns, struct uproc *p, bool exec)
 	for (int i = 0; i <= maxidx; i++) {
 		struct uperm *perm = ipc_obtain(ns, IPC_SHM_IDS, i);
 		struct shmid_kernel *shp;
-		char path[4200];
+		struct rmfile rf = { 0 };
 		int err = 0;
 
 		if (!perm || !ns_ptr(ns, ns_off(ns, perm), sizeof(*shp)))
 			continue;
 		shp = shp_of(perm);
-		uint64_t perm_gen = shp->gen;
 		if (att_has(ns, shp, pidx))
 			shm_account(ns, shp->perm.id, shp->gen, pidx, p->pid, 0, UINT32_MAX);
 		if (exec || __atomic_load_n(&shp->creator, __ATOMIC_ACQUIRE) != pidx)
@@ -1535,15 +1827,13 @@ static void shm_detach_proc(struct ns *ns, struct uproc *p, bool exec)
 		shp = lock_both(ns, perm->id, shp->gen, &err);
 		if (!shp)
 			continue;
-		path[0] = 0;
 		if (shp->creator == pidx) {
 			J_SET(ns, shp->creator, NO_PROC);
 			if (ns->hdr->lim.shm_rmid_forced && shm_may_destroy(ns, shp))
-				shm_destroy(ns, shp, path, sizeof(path));
+				shm_destroy(ns, shp, &rf);
 		}
 		unlock_both(ns, shp);
-		if (path[0])
-			unlink_seg(path, ns_off(ns, shp), perm_gen);
+		unlink_seg(ns, &rf);
 	}
 }
 
@@ -1564,7 +1854,7 @@ void shm_destroy_orphaned(struct ns *ns)
 	for (int i = 0; i <= maxidx; i++) {
 		struct uperm *perm = ipc_obtain(ns, IPC_SHM_IDS, i);
 		struct shmid_kernel *shp;
-		char path[4200];
+		struct rmfile rf = { 0 };
 		uint64_t gen;
 		int err = 0;
 
@@ -1574,12 +1864,10 @@ void shm_destroy_orphaned(struct ns *ns)
 		shp = lock_both(ns, perm->id, gen, &err);
 		if (!shp)
 			continue;
-		path[0] = 0;
 		if (shp->creator == NO_PROC && shm_may_destroy(ns, shp))
-			shm_destroy(ns, shp, path, sizeof(path));
+			shm_destroy(ns, shp, &rf);
 		unlock_both(ns, shp);
-		if (path[0])
-			unlink_seg(path, ns_off(ns, shp), gen);
+		unlink_seg(ns, &rf);
 	}
 }
 
@@ -1636,18 +1924,32 @@ void shm_fork_child(void)
 	/* only this thread survived the fork: no mmap is in progress */
 	l_fd_busy = 0;
 	while (l_ndeferred)
-		close(l_deferred[--l_ndeferred]);
+		close_guarded(l_deferred[--l_ndeferred]);
 	/* the fds opened for us in the prepare handler */
 	for (int i = 0; i < l_nfork; i++) {
 		if (l_nfds < FDCACHE)
 			l_fds[l_nfds++] = l_fork_fds[i];
 		else
-			close(l_fork_fds[i].fd);
+			close_guarded(l_fork_fds[i].fd);
 	}
 	l_nfork = 0;
+	ns = l_nfds || l_n ? ns_get() : NULL;
+	/* inherited fds: we are not their segments' creator; mark them (a
+	 * destroyer that did not see the mark is seen here) */
+	for (int i = 0; ns && i < l_nfds;) {
+		struct shmid_kernel *shp = shm_obj(ns, l_fds[i].obj, l_fds[i].gen);
+
+		if (shp) {
+			atomic_fetch_or(&shp->fd_shared, 1u);
+			atomic_thread_fence(memory_order_seq_cst);
+		}
+		if (shp && shm_obj(ns, l_fds[i].obj, l_fds[i].gen))
+			i++;
+		else
+			fd_drop(i);
+	}
 	if (!l_n)
 		return;
-	ns = ns_get();
 	me = ns ? cur_proc(ns) : NULL;
 	if (!me)
 		return;
@@ -1700,33 +2002,27 @@ static void shm_atfork_prepare(void)
 	for (int i = 0; i <= maxidx && l_nfork < FDCACHE; i++) {
 		struct uperm *p = ipc_obtain(ns, IPC_SHM_IDS, i);
 		struct shmid_kernel *shp;
-		char path[4200];
-		struct stat st;
-		int fd;
+		char name[4200];
+		int fd, dfd;
 
 		if (!p || !ns_ptr(ns, ns_off(ns, p), sizeof(*shp)))
 			continue;
 		shp = shp_of(p);
-		fd = fd_take(l_fds, &l_nfds, ns_off(ns, shp), shp->gen);
-		if (fd >= 0)
+		if (fd_find(ns_off(ns, shp), shp->gen) >= 0)
 			continue; /* inherited anyway */
-		file_name(ns, ns_off(ns, shp), shp->gen, path, sizeof(path));
-		fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		dfd = seg_dirfd(ns);
+		file_base(ns, ns_off(ns, shp), shp->gen, name, sizeof(name));
+		fd = dfd < 0 ? -1 : openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		if (fstat(fd, &st) < 0) {
-			close(fd);
-			continue;
-		}
-		l_fork_fds[l_nfork++] = (struct fdent){ fd, ns_off(ns, shp), shp->gen,
-							 st.st_dev, st.st_ino };
+		l_fork_fds[l_nfork++] = (struct fdent){ fd_hide(fd), ns_off(ns, shp), shp->gen };
 	}
 }
 
 static void shm_atfork_parent(void)
 {
 	for (int i = 0; i < l_nfork; i++)
-		close(l_fork_fds[i].fd);
+		close_guarded(l_fork_fds[i].fd);
 	l_nfork = 0;
 	pthread_mutex_unlock(&l_mutex);
 }

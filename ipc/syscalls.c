@@ -7,7 +7,10 @@
 #include <dlfcn.h>
 #include <sys/syscall.h>
 #include <grp.h>
+#include <limits.h>
 #include <stdarg.h>
+#include <sys/stat.h>
+#include <linux/close_range.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -71,6 +74,88 @@ int shmget(key_t key, size_t size, int f) { return uipc_shmget(key, size, f); }
 void *shmat(int id, const void *a, int f) { return uipc_shmat(id, a, f); }
 int shmdt(const void *a) { return uipc_shmdt(a); }
 int shmctl(int id, int cmd, struct shmid_ds *b) { return uipc_shmctl(id, cmd, b); }
+
+/* ---- fds: the segment files' fds shm.c keeps are not the application's ---- */
+
+typedef int (*fd1_fn)(int);
+typedef int (*fd2_fn)(int, int);
+typedef int (*fd3_fn)(int, int, int);
+#define REAL(name, type)                                                  \
+	static type real_;                                                \
+	if (!real_)                                                       \
+		real_ = (type)dlsym(RTLD_NEXT, name)
+
+/* closing one of them is closing an fd that is not open (EBADF) */
+int close(int fd)
+{
+	REAL("close", fd1_fn);
+	if (unlikely(shm_fd_guarded(fd))) {
+		errno = EBADF;
+		return -1;
+	}
+	return real_ ? real_(fd) : (int)syscall(SYS_close, fd);
+}
+
+/* dup2/dup3 onto one: it moves out of the way first */
+int dup2(int oldfd, int newfd)
+{
+	REAL("dup2", fd2_fn);
+	if (unlikely(shm_fd_guarded(oldfd))) {
+		errno = EBADF;
+		return -1;
+	}
+	if (unlikely(shm_fd_guarded(newfd)))
+		shm_fd_evict(newfd);
+	return real_ ? real_(oldfd, newfd) : (int)syscall(SYS_dup2, oldfd, newfd);
+}
+
+int dup3(int oldfd, int newfd, int flags)
+{
+	REAL("dup3", fd3_fn);
+	if (unlikely(shm_fd_guarded(oldfd))) {
+		errno = EBADF;
+		return -1;
+	}
+	if (unlikely(shm_fd_guarded(newfd)))
+		shm_fd_evict(newfd);
+	return real_ ? real_(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
+}
+
+/* a range is closed around them */
+int close_range(unsigned first, unsigned last, int flags)
+{
+	if (flags & CLOSE_RANGE_CLOEXEC)
+		return (int)syscall(SYS_close_range, first, last, flags);
+	for (;;) {
+		int g = shm_fd_next_guarded(first), r;
+
+		if (g == INT_MAX || (unsigned)g > last)
+			return (int)syscall(SYS_close_range, first, last, flags);
+		if ((unsigned)g > first) {
+			r = (int)syscall(SYS_close_range, first, (unsigned)g - 1, flags);
+			if (r)
+				return r;
+		}
+		if ((unsigned)g >= last)
+			return 0;
+		first = (unsigned)g + 1;
+	}
+}
+
+void closefrom(int lowfd)
+{
+	if (lowfd < 0)
+		lowfd = 0;
+	close_range((unsigned)lowfd, ~0U, 0);
+}
+
+mode_t umask(mode_t mask)
+{
+	mode_t old = (mode_t)syscall(SYS_umask, mask);
+
+	shm_note_umask(mask);
+	return old;
+}
 
 /* ---- credentials: forget the cached ones whenever they may change ---- */
 

@@ -372,6 +372,11 @@ UIPC_HIDDEN bool shm_fd_guarded(int fd);
 UIPC_HIDDEN int shm_fd_next_guarded(unsigned lo);
 UIPC_HIDDEN void shm_fd_evict(int fd);
 UIPC_HIDDEN void shm_note_umask(mode_t m);
+/* the application's own munmap/mmap/mremap/mprotect (attachments are vmas) */
+UIPC_HIDDEN int shm_hook_munmap(void *addr, size_t len);
+UIPC_HIDDEN void *shm_hook_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+UIPC_HIDDEN void *shm_hook_mremap(void *old, size_t olen, size_t nlen, int flags, void *naddr);
+UIPC_HIDDEN int shm_hook_mprotect(void *addr, size_t len, int prot);
 UIPC_HIDDEN void shm_fork_child(void);              /* atfork child */
 UIPC_HIDDEN void shm_destroy_orphaned(struct ns *ns); /* shm_rmid_forced set to 1 */
 

@@ -94,6 +94,7 @@ struct lattach {
 	size_t len;
 	uint64_t pgoff;            /* offset in the segment, pages */
 	uint64_t seglen;           /* PAGE_ALIGN(segsz) */
+	int prot;                  /* as mprotect left it (splits depend on it) */
 	int shmid;
 	uoff_t obj;
 	uint64_t gen;
@@ -195,6 +196,11 @@ int shm_fd_next_guarded(unsigned lo)
 static int sys_close(int fd)
 {
 	return (int)syscall(SYS_close, fd);
+}
+
+static int sys_munmap(void *a, size_t len)
+{
+	return (int)syscall(SYS_munmap, a, len);
 }
 
 static void close_guarded(int fd)
@@ -1207,55 +1213,65 @@ static void delta_add(struct seg_delta *d, int *nd, int max, const struct lattac
 }
 
 /*
- * A MAP_FIXED mapping replaced [addr, addr+len): fragments fully inside
- * are closed, fragments cut get split as the kernel splits vmas (every
- * split opens the new vma, the cut piece is closed).
+ * The local table follows the vmas the kernel would have (l_mutex held):
+ * a vma cut in two is split and the new one opened (the kernel's
+ * split_vma calls shm_open: nattch++), a vma unmapped is closed
+ * (shm_close: nattch--), vmas of attachments are never merged again.
+ * The accounting is collected in D and applied after (apply_deltas).
  */
-static int local_cover(uintptr_t addr, size_t len, struct seg_delta *d, int max)
+struct deltas {
+	struct seg_delta d[16];
+	int n;
+};
+
+/* the fragment strictly containing A is split there (only if WANT says
+ * so for it) */
+static void frag_split(uintptr_t a, struct deltas *ds, bool (*want)(const struct lattach *, int),
+		       int arg)
+{
+	for (int i = 0; i < l_n; i++) {
+		struct lattach *f = &l_att[i];
+
+		if (f->addr < a && a < f->addr + f->len && (!want || want(f, arg))) {
+			struct lattach t = *f;
+
+			t.addr = a;
+			t.len = f->addr + f->len - a;
+			t.pgoff = f->pgoff + (a - f->addr) / UIPC_PAGE;
+			f->len = a - f->addr;
+			delta_add(ds->d, &ds->n, 16, f, 1, 0);
+			local_add(t);
+			return;
+		}
+	}
+}
+
+/* [addr, addr+len) is unmapped (munmap, or replaced by a MAP_FIXED
+ * mapping): fragments are cut at both ends, those inside are closed */
+static void frag_unmap(uintptr_t addr, size_t len, struct deltas *ds)
 {
 	uintptr_t end = addr + len;
-	int nd = 0, n0 = l_n;
 
-	/* fragments appended below (at >= n0) are never cut again */
-	for (int i = 0; i < n0;) {
+	frag_split(addr, ds, NULL, 0);
+	frag_split(end, ds, NULL, 0);
+	for (int i = 0; i < l_n;) {
 		struct lattach f = l_att[i];
-		uintptr_t fe = f.addr + f.len;
 
-		if (fe <= addr || f.addr >= end) {
-			i++;
+		if (f.addr >= addr && f.addr + f.len <= end) {
+			delta_add(ds->d, &ds->n, 16, &f, 0, 1);
+			l_att[i] = l_att[--l_n];
 			continue;
 		}
-		/* remove entry i keeping [0, n0) the unvisited old ones */
-		l_att[i] = l_att[n0 - 1];
-		l_att[n0 - 1] = l_att[l_n - 1];
-		l_n--;
-		n0--;
-		if (f.addr >= addr && fe <= end) {
-			delta_add(d, &nd, max, &f, 0, 1);
-			continue;
-		}
-		uint32_t splits = 0;
-
-		if (f.addr < addr) {
-			struct lattach h = f;
-
-			h.len = addr - f.addr;
-			local_add(h);
-			splits++;
-		}
-		if (fe > end) {
-			struct lattach t = f;
-
-			t.addr = end;
-			t.len = fe - end;
-			t.pgoff = f.pgoff + (end - f.addr) / UIPC_PAGE;
-			local_add(t);
-			splits++;
-		}
-		/* one vma became SPLITS pieces plus the closed middle */
-		delta_add(d, &nd, max, &f, splits, 1);
+		i++;
 	}
-	return nd;
+}
+
+static bool overlaps(uintptr_t addr, size_t len)
+{
+	for (int i = 0; i < l_n; i++)
+		if (l_att[i].addr < addr + len && addr < l_att[i].addr + l_att[i].len)
+			return true;
+	return false;
 }
 
 static int shm_account(struct ns *ns, int id, uint64_t gen, uint32_t proc, int pid,
@@ -1333,7 +1349,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 		if (probe == MAP_FAILED || probe != (void *)addr) {
 			if (probe != MAP_FAILED)
-				munmap(probe, len);
+				sys_munmap(probe, len);
 			err = errno == EEXIST || probe != MAP_FAILED ? -EINVAL : -ENOMEM;
 			goto out_fd;
 		}
@@ -1343,7 +1359,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 	if (m == MAP_FAILED) {
 		err = errno == EACCES || errno == EPERM ? -EACCES : -errno;
 		if (addr && !(shmflg & SHM_REMAP))
-			munmap((void *)addr, len);
+			sys_munmap((void *)addr, len);
 		goto out_fd;
 	}
 	seg_fd_done(fd, own);
@@ -1351,17 +1367,16 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 	/* mapped: now count it (a crash before this leaves no mapping) */
 	{
 		struct uproc *me = cur_proc(ns);
-		struct seg_delta d[16];
-		int nd = 0;
+		struct deltas ds = { .n = 0 };
 
 		if (!me) {
-			munmap(m, len);
+			sys_munmap(m, len);
 			return -ENOMEM;
 		}
 		pthread_mutex_lock(&l_mutex);
 		l_used = true;
 		if (flags & MAP_FIXED)
-			nd = local_cover((uintptr_t)m, len, d, 16);
+			frag_unmap((uintptr_t)m, len, &ds);
 		pthread_mutex_unlock(&l_mutex);
 		for (int tries = 0;; tries++) {
 			uint32_t dead[16];
@@ -1369,8 +1384,8 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 
 			r = ulock_acquire(ns, &shp->lock);
 			if (r) {
-				munmap(m, len);
-				apply_deltas(ns, me, d, nd);
+				sys_munmap(m, len);
+				apply_deltas(ns, me, ds.d, ds.n);
 				return lock_err(r);
 			}
 			n = tries < 4 && shp_valid(ns, shp, shmid, gen) ?
@@ -1383,16 +1398,16 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 		}
 		if (!shp_valid(ns, shp, shmid, gen)) {
 			ulock_release(ns, &shp->lock);
-			munmap(m, len);
-			apply_deltas(ns, me, d, nd);
+			sys_munmap(m, len);
+			apply_deltas(ns, me, ds.d, ds.n);
 			return -EIDRM;
 		}
 		r = att_add(ns, shp, proc_index(ns, me), 1);
 		if (r) {
 			j_abort(ns);
 			ulock_release(ns, &shp->lock);
-			munmap(m, len);
-			apply_deltas(ns, me, d, nd);
+			sys_munmap(m, len);
+			apply_deltas(ns, me, ds.d, ds.n);
 			return r;
 		}
 		J_SET(ns, shp->nattch, shp->nattch + 1);
@@ -1402,7 +1417,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 			syscall(SYS_mlock2, m, len, MLOCK_ONFAULT);
 		ulock_release(ns, &shp->lock);
 		pthread_mutex_lock(&l_mutex);
-		local_add((struct lattach){ (uintptr_t)m, len, 0, len, shmid,
+		local_add((struct lattach){ (uintptr_t)m, len, 0, len, prot, shmid,
 					    ns_off(ns, shp), gen });
 		pthread_mutex_unlock(&l_mutex);
 		/* an image we exec must drop our attachments even if it
@@ -1413,7 +1428,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 		}
 		/* what the new mapping replaced: after the new attach is
 		 * counted, as the kernel counts it before it maps */
-		apply_deltas(ns, me, d, nd);
+		apply_deltas(ns, me, ds.d, ds.n);
 	}
 	return (long)(uintptr_t)m;
 out_fd:
@@ -1507,7 +1522,7 @@ static int ksys_shmdt(struct ns *ns, const void *shmaddr)
 		if (me)
 			shm_account(ns, gone[i].shmid, gone[i].gen, proc_index(ns, me),
 				    cur_pid(), 0, 1);
-		munmap((void *)gone[i].addr, gone[i].len);
+		sys_munmap((void *)gone[i].addr, gone[i].len);
 	}
 	return 0;
 }
@@ -1521,6 +1536,180 @@ int uipc_shmdt(const void *shmaddr)
 	run_exec_pending(ns);
 	shm_enter(ns);
 	return (int)set_errno_ret(ksys_shmdt(ns, shmaddr));
+}
+
+/* ---- the application's own munmap, mmap(MAP_FIXED), mremap, mprotect ----
+ *
+ * The kernel counts vmas (linux-semantics.md section 6, and what
+ * tests/diff/shm_vma.c checks): munmap of a whole attachment detaches it,
+ * of a part cuts it (each piece left is an attachment), a vma moved by
+ * mremap is opened at its new place and closed at the old one, one split
+ * by mprotect counts twice.  The hooks (syscalls.c) make the call, then
+ * bring the local table and the counts up to date; l_mutex is held across
+ * the call so that a concurrent shmat does not add a fragment that the
+ * update would then take for an old one.
+ */
+
+static bool any_attached(void)
+{
+	return __atomic_load_n(&l_n, __ATOMIC_RELAXED) != 0;
+}
+
+static void settle(struct deltas *ds)
+{
+	struct ns *ns;
+	struct uproc *me;
+
+	if (!ds->n)
+		return;
+	ns = ns_get();
+	me = ns ? cur_proc(ns) : NULL;
+	if (me)
+		apply_deltas(ns, me, ds->d, ds->n);
+}
+
+int shm_hook_munmap(void *addr, size_t len)
+{
+	struct deltas ds = { .n = 0 };
+	int r;
+
+	if (likely(!any_attached()))
+		return sys_munmap(addr, len);
+	pthread_mutex_lock(&l_mutex);
+	r = sys_munmap(addr, len);
+	if (r == 0 && len)
+		frag_unmap((uintptr_t)addr, PAGE_ALIGN(len), &ds);
+	pthread_mutex_unlock(&l_mutex);
+	settle(&ds);
+	return r;
+}
+
+void *shm_hook_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	struct deltas ds = { .n = 0 };
+	long r;
+
+	if (likely(!(flags & MAP_FIXED) || !any_attached()))
+		return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+	pthread_mutex_lock(&l_mutex);
+	r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+	if (r != -1 && len)
+		frag_unmap((uintptr_t)r, PAGE_ALIGN(len), &ds);
+	pthread_mutex_unlock(&l_mutex);
+	settle(&ds);
+	return (void *)r;
+}
+
+static int frag_at(uintptr_t a)
+{
+	for (int i = 0; i < l_n; i++)
+		if (l_att[i].addr <= a && a < l_att[i].addr + l_att[i].len)
+			return i;
+	return -1;
+}
+
+void *shm_hook_mremap(void *old, size_t olen, size_t nlen, int flags, void *naddr)
+{
+	struct deltas ds = { .n = 0 };
+	uintptr_t o = (uintptr_t)old, n;
+	long r;
+	int i;
+
+	if (likely(!any_attached()))
+		return (void *)syscall(SYS_mremap, old, olen, nlen, flags, naddr);
+	pthread_mutex_lock(&l_mutex);
+	if (!overlaps(o, olen ? olen : 1)) {
+		/* not an attachment; but a fixed destination may cover one */
+		r = syscall(SYS_mremap, old, olen, nlen, flags, naddr);
+		if (r != -1 && (uintptr_t)r != o)
+			frag_unmap((uintptr_t)r, PAGE_ALIGN(nlen), &ds);
+		goto out;
+	}
+	r = syscall(SYS_mremap, old, olen, nlen, flags, naddr);
+	if (r == -1)
+		goto out;
+	n = (uintptr_t)r;
+	olen = PAGE_ALIGN(olen);
+	nlen = PAGE_ALIGN(nlen);
+	if (olen == 0) {
+		/* a second mapping of the same shared pages: a new vma */
+		i = frag_at(o);
+		if (i >= 0) {
+			struct lattach t = l_att[i];
+
+			t.pgoff += (o - t.addr) / UIPC_PAGE;
+			t.addr = n;
+			t.len = nlen;
+			delta_add(ds.d, &ds.n, 16, &t, 1, 0);
+			local_add(t);
+		}
+		goto out;
+	}
+	if (n == o) {
+		if (nlen < olen) {
+			frag_unmap(o + nlen, olen - nlen, &ds);
+		} else if (nlen > olen) {
+			i = frag_at(o);
+			if (i >= 0)
+				l_att[i].len += nlen - olen;
+		}
+		goto out;
+	}
+	/* moved: the kernel unmaps the destination, shrinks, cuts the
+	 * source out of its vma, opens the copy and closes the source */
+	if (flags & MREMAP_FIXED)
+		frag_unmap(n, nlen, &ds);
+	if (nlen < olen) {
+		frag_unmap(o + nlen, olen - nlen, &ds);
+		olen = nlen;
+	}
+	frag_split(o, &ds, NULL, 0);
+	frag_split(o + olen, &ds, NULL, 0);
+	i = frag_at(o);
+	if (i >= 0) {
+		struct lattach t = l_att[i];
+
+		delta_add(ds.d, &ds.n, 16, &t, 1, (flags & MREMAP_DONTUNMAP) ? 0 : 1);
+		t.addr = n;
+		t.len = nlen;
+		if (flags & MREMAP_DONTUNMAP)
+			local_add(t);
+		else
+			l_att[i] = t;
+	}
+out:
+	pthread_mutex_unlock(&l_mutex);
+	settle(&ds);
+	return (void *)r;
+}
+
+static bool prot_differs(const struct lattach *f, int prot)
+{
+	return f->prot != prot;
+}
+
+int shm_hook_mprotect(void *addr, size_t len, int prot)
+{
+	struct deltas ds = { .n = 0 };
+	uintptr_t a = (uintptr_t)addr, e;
+	int r;
+
+	if (likely(!any_attached()))
+		return (int)syscall(SYS_mprotect, addr, len, prot);
+	pthread_mutex_lock(&l_mutex);
+	r = (int)syscall(SYS_mprotect, addr, len, prot);
+	if (r == 0 && len) {
+		/* a vma whose protection changes is cut at the range's ends */
+		e = a + PAGE_ALIGN(len);
+		frag_split(a, &ds, prot_differs, prot);
+		frag_split(e, &ds, prot_differs, prot);
+		for (int i = 0; i < l_n; i++)
+			if (l_att[i].addr >= a && l_att[i].addr + l_att[i].len <= e)
+				l_att[i].prot = prot;
+	}
+	pthread_mutex_unlock(&l_mutex);
+	settle(&ds);
+	return r;
 }
 
 /* ---- shmctl ---- */

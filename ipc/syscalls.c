@@ -9,6 +9,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <linux/close_range.h>
 #include <unistd.h>
@@ -155,6 +156,42 @@ mode_t umask(mode_t mask)
 
 	shm_note_umask(mask);
 	return old;
+}
+
+/* ---- memory maps: an attachment is a vma, the kernel counts them ---- */
+
+int munmap(void *addr, size_t len)
+{
+	return shm_hook_munmap(addr, len);
+}
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return shm_hook_mmap(addr, len, prot, flags, fd, off);
+}
+
+void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return shm_hook_mmap(addr, len, prot, flags, fd, off);
+}
+
+void *mremap(void *old, size_t olen, size_t nlen, int flags, ...)
+{
+	void *naddr = NULL;
+
+	if (flags & (MREMAP_FIXED | MREMAP_DONTUNMAP)) {
+		va_list ap;
+
+		va_start(ap, flags);
+		naddr = va_arg(ap, void *);
+		va_end(ap);
+	}
+	return shm_hook_mremap(old, olen, nlen, flags, naddr);
+}
+
+int mprotect(void *addr, size_t len, int prot)
+{
+	return shm_hook_mprotect(addr, len, prot);
 }
 
 /* ---- credentials: forget the cached ones whenever they may change ---- */

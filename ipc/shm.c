@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/shm.h>
@@ -119,6 +120,19 @@ struct fdent {
 #define FDCACHE 64
 
 static pthread_mutex_t l_mutex = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * Fork and the local table.  The kernel counts the child's vmas inside
+ * fork, so nothing the parent does afterwards can come first.  Here the
+ * child counts them in its atfork handler, so: (1) whatever changes this
+ * process's mappings of attachments (shmat, shmdt, the munmap/mremap/
+ * mprotect/mmap hooks) holds l_forklock shared from its first step to its
+ * last, and fork takes it exclusively (the child inherits a table that
+ * matches its mappings); (2) the parent waits, in its atfork handler, until
+ * the child has counted (l_forkpipe: the child closes its end when done,
+ * or dies), so that a detach or remove by the parent comes after.
+ */
+static pthread_rwlock_t l_forklock = PTHREAD_RWLOCK_INITIALIZER;
+static int l_forkpipe[2] = { -1, -1 };
 static struct lattach *l_att;
 static int l_n, l_cap;
 static struct fdent l_fds[FDCACHE];
@@ -1454,7 +1468,9 @@ void *uipc_shmat(int shmid, const void *shmaddr, int shmflg)
 		return (void *)-1;
 	run_exec_pending(ns);
 	shm_enter(ns);
+	pthread_rwlock_rdlock(&l_forklock);
 	r = do_shmat(ns, shmid, shmaddr, shmflg);
+	pthread_rwlock_unlock(&l_forklock);
 	if (r < 0 && r > -4096) {
 		errno = (int)-r;
 		return (void *)-1;
@@ -1533,9 +1549,14 @@ int uipc_shmdt(const void *shmaddr)
 
 	if (!ns)
 		return -1;
+	int r;
+
 	run_exec_pending(ns);
 	shm_enter(ns);
-	return (int)set_errno_ret(ksys_shmdt(ns, shmaddr));
+	pthread_rwlock_rdlock(&l_forklock);
+	r = ksys_shmdt(ns, shmaddr);
+	pthread_rwlock_unlock(&l_forklock);
+	return (int)set_errno_ret(r);
 }
 
 /* ---- the application's own munmap, mmap(MAP_FIXED), mremap, mprotect ----
@@ -1575,12 +1596,14 @@ int shm_hook_munmap(void *addr, size_t len)
 
 	if (likely(!any_attached()))
 		return sys_munmap(addr, len);
+	pthread_rwlock_rdlock(&l_forklock);
 	pthread_mutex_lock(&l_mutex);
 	r = sys_munmap(addr, len);
 	if (r == 0 && len)
 		frag_unmap((uintptr_t)addr, PAGE_ALIGN(len), &ds);
 	pthread_mutex_unlock(&l_mutex);
 	settle(&ds);
+	pthread_rwlock_unlock(&l_forklock);
 	return r;
 }
 
@@ -1591,12 +1614,14 @@ void *shm_hook_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t o
 
 	if (likely(!(flags & MAP_FIXED) || !any_attached()))
 		return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+	pthread_rwlock_rdlock(&l_forklock);
 	pthread_mutex_lock(&l_mutex);
 	r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 	if (r != -1 && len)
 		frag_unmap((uintptr_t)r, PAGE_ALIGN(len), &ds);
 	pthread_mutex_unlock(&l_mutex);
 	settle(&ds);
+	pthread_rwlock_unlock(&l_forklock);
 	return (void *)r;
 }
 
@@ -1617,6 +1642,7 @@ void *shm_hook_mremap(void *old, size_t olen, size_t nlen, int flags, void *nadd
 
 	if (likely(!any_attached()))
 		return (void *)syscall(SYS_mremap, old, olen, nlen, flags, naddr);
+	pthread_rwlock_rdlock(&l_forklock);
 	pthread_mutex_lock(&l_mutex);
 	if (!overlaps(o, olen ? olen : 1)) {
 		/* not an attachment; but a fixed destination may cover one */
@@ -1680,6 +1706,7 @@ void *shm_hook_mremap(void *old, size_t olen, size_t nlen, int flags, void *nadd
 out:
 	pthread_mutex_unlock(&l_mutex);
 	settle(&ds);
+	pthread_rwlock_unlock(&l_forklock);
 	return (void *)r;
 }
 
@@ -1696,6 +1723,7 @@ int shm_hook_mprotect(void *addr, size_t len, int prot)
 
 	if (likely(!any_attached()))
 		return (int)syscall(SYS_mprotect, addr, len, prot);
+	pthread_rwlock_rdlock(&l_forklock);
 	pthread_mutex_lock(&l_mutex);
 	r = (int)syscall(SYS_mprotect, addr, len, prot);
 	if (r == 0 && len) {
@@ -1709,6 +1737,7 @@ int shm_hook_mprotect(void *addr, size_t len, int prot)
 	}
 	pthread_mutex_unlock(&l_mutex);
 	settle(&ds);
+	pthread_rwlock_unlock(&l_forklock);
 	return r;
 }
 
@@ -2102,14 +2131,31 @@ static void run_exec_pending(struct ns *ns)
 
 /* fork: the child inherits every attachment (the kernel's shm_open for each
  * vma: nattch++, atime, lpid = the parent, which runs dup_mmap) */
+static void fork_child_count(void);
+
 void shm_fork_child(void)
+{
+	pthread_mutex_init(&l_mutex, NULL);
+	pthread_rwlock_init(&l_forklock, NULL);
+	atomic_store(&exec_pending, NO_PROC);
+	if (l_forkpipe[0] >= 0) {
+		sys_close(l_forkpipe[0]);
+		l_forkpipe[0] = -1;
+	}
+	fork_child_count();
+	/* counted (or nothing to count): the parent may go on */
+	if (l_forkpipe[1] >= 0) {
+		sys_close(l_forkpipe[1]);
+		l_forkpipe[1] = -1;
+	}
+}
+
+static void fork_child_count(void)
 {
 	struct ns *ns;
 	struct uproc *me;
 	int ppid;
 
-	pthread_mutex_init(&l_mutex, NULL);
-	atomic_store(&exec_pending, NO_PROC);
 	/* only this thread survived the fork: no mmap is in progress */
 	l_fd_busy = 0;
 	while (l_ndeferred)
@@ -2139,6 +2185,13 @@ void shm_fork_child(void)
 	}
 	if (!l_n)
 		return;
+	{
+		/* tests: widen the window between fork and this count */
+		const char *d = getenv("UIPC_TEST_FORK_DELAY_MS");
+
+		if (d)
+			usleep((useconds_t)atoi(d) * 1000);
+	}
 	me = ns ? cur_proc(ns) : NULL;
 	if (!me)
 		return;
@@ -2177,8 +2230,11 @@ static void shm_atfork_prepare(void)
 	struct ns *ns;
 	int maxidx;
 
+	pthread_rwlock_wrlock(&l_forklock);
 	pthread_mutex_lock(&l_mutex);
 	l_nfork = 0;
+	if (l_n && pipe2(l_forkpipe, O_CLOEXEC) < 0)
+		l_forkpipe[0] = l_forkpipe[1] = -1;
 	/* only a child that can change its credentials may lose access */
 	if (!l_used || (cur_cred()->euid != 0 && !has_cap(CAP_SETUID) && !has_cap(CAP_SETGID)))
 		return;
@@ -2210,10 +2266,29 @@ static void shm_atfork_prepare(void)
 
 static void shm_atfork_parent(void)
 {
+	if (l_forkpipe[1] >= 0) {
+		struct pollfd pfd = { .fd = l_forkpipe[0], .events = POLLIN };
+		char c;
+
+		sys_close(l_forkpipe[1]);
+		/* until the child has counted its attachments (its end closed),
+		 * or died; a child stopped before that gets 10 s */
+		for (int ms = 0; ms < 10000; ms += 100) {
+			int r = poll(&pfd, 1, 100);
+
+			if (r > 0 && read(l_forkpipe[0], &c, 1) <= 0)
+				break;
+			if (r < 0 && errno != EINTR)
+				break;
+		}
+		sys_close(l_forkpipe[0]);
+		l_forkpipe[0] = l_forkpipe[1] = -1;
+	}
 	for (int i = 0; i < l_nfork; i++)
 		close_guarded(l_fork_fds[i].fd);
 	l_nfork = 0;
 	pthread_mutex_unlock(&l_mutex);
+	pthread_rwlock_unlock(&l_forklock);
 }
 
 static void shm_atfork_child_unlock(void)

@@ -234,6 +234,57 @@ static void rmid_forced(int argc, char **argv)
 	dt_sysctl_set("kernel.shm_rmid_forced", "0");
 }
 
+static void child_race(void *arg)
+{
+	struct shmid_ds ds;
+	long long end = dt_now_ms() + 5000;
+
+	(void)arg;
+	/* quietly until the parent has detached and removed */
+	while (dt_now_ms() < end) {
+		if (shmctl(g_id, IPC_STAT, &ds) < 0 || (ds.shm_perm.mode & 01000))
+			break;
+		dt_msleep(5);
+	}
+	if (shmctl(g_id, IPC_STAT, &ds) < 0)
+		dt_chan_send(-1, errno, 0);
+	else
+		dt_chan_send((int)ds.shm_nattch, 0, (int)ds.shm_perm.mode);
+	if (shmdt(g_p) < 0)
+		dt_chan_send(-1, errno, 1);
+	else
+		dt_chan_send(0, 0, 1);
+}
+
+/*
+ * The parent detaches and removes right after fork: the child's inherited
+ * attachment was counted inside fork (the kernel's dup_mmap), so the
+ * segment lives on, SHM_DEST, until the child detaches.  Under uipc the
+ * child's count is made by its atfork handler, which
+ * UIPC_TEST_FORK_DELAY_MS delays (the kernel run ignores it).
+ */
+static void fork_race(int argc, char **argv)
+{
+	struct dt_msg m;
+
+	(void)argc, (void)argv;
+	g_id = dt_shmget(IPC_PRIVATE, 4096, 0600);
+	g_p = dt_shmat(g_id, NULL, 0);
+	setenv("UIPC_TEST_FORK_DELAY_MS", "300", 1);
+	pid_t c = dt_fork(child_race, NULL);
+	unsetenv("UIPC_TEST_FORK_DELAY_MS");
+	dt_shmdt(g_p, "p");
+	dt_shmctl(g_id, IPC_RMID);
+	dt_shmstat(g_id, IPC_STAT);
+	if (dt_chan_recv(&m) == 0)
+		dt_out("child saw: %s nattch=%d mode=%o", dt_res(m.ret < 0 ? -1 : 0, m.err),
+		       m.ret, (unsigned)m.extra);
+	if (dt_chan_recv(&m) == 0)
+		dt_out("child shmdt = %s", dt_res(m.ret, m.err));
+	dt_wait(c);
+	dt_shmstat(g_id, IPC_STAT);
+}
+
 const struct dt_case dt_cases[] = {
 	{ "fork-exit", fork_exit, 0 },
 	{ "kill9", kill9, 0 },
@@ -242,5 +293,6 @@ const struct dt_case dt_cases[] = {
 	{ "exec-quiet", exec_quiet, 0 },
 	{ "nested", nested, 0 },
 	{ "rmid-forced", rmid_forced, 0 },
+	{ "fork-race", fork_race, 0 },
 	{ NULL, NULL, 0 },
 };

@@ -600,10 +600,11 @@ static void shm_destroy(struct ns *ns, struct shmid_kernel *shp, struct rmfile *
 static void unlink_seg(struct ns *ns, const struct rmfile *rf)
 {
 	char name[4200];
-	int dfd = seg_dirfd(ns), i;
+	int dfd, i;
 
 	if (!rf->set)
 		return;
+	dfd = seg_dirfd(ns);
 	file_base(ns, rf->obj, rf->gen, name, sizeof(name));
 	pthread_mutex_lock(&l_mutex);
 	i = fd_find(rf->obj, rf->gen);

@@ -96,6 +96,7 @@ struct lattach {
 	uint64_t pgoff;            /* offset in the segment, pages */
 	uint64_t seglen;           /* PAGE_ALIGN(segsz) */
 	int prot;                  /* as mprotect left it (splits depend on it) */
+	uint32_t vmf;              /* VMF_*: the vma flags mlock/madvise set */
 	int shmid;
 	uoff_t obj;
 	uint64_t gen;
@@ -147,6 +148,18 @@ static int l_ndeferred;
 static bool l_used;                 /* this process used shm */
 static bool l_env_marked;           /* UIPC_SHM_EXEC set for our exec'd image */
 static _Atomic uint32_t exec_pending = NO_PROC;
+/* the vma flags that split a vma when they change (the kernel's VM_LOCKED,
+ * VM_LOCKONFAULT, VM_DONTCOPY, VM_DONTDUMP, VM_HUGEPAGE, VM_NOHUGEPAGE,
+ * VM_SEQ_READ, VM_RAND_READ) */
+#define VMF_LOCKED   1u
+#define VMF_ONFAULT  2u
+#define VMF_DONTCOPY 4u
+#define VMF_DONTDUMP 8u
+#define VMF_HUGE     16u
+#define VMF_NOHUGE   32u
+#define VMF_SEQ      64u
+#define VMF_RAND     128u
+static uint32_t l_vmf_future;       /* mlockall(MCL_FUTURE): new vmas get these */
 /* the namespace directory (O_PATH), guarded like the cached fds */
 static int l_dirfd = -1;
 static const char *l_base;          /* the namespace file's name in it */
@@ -1241,8 +1254,14 @@ struct deltas {
 
 /* the fragment strictly containing A is split there (only if WANT says
  * so for it) */
-static void frag_split(uintptr_t a, struct deltas *ds, bool (*want)(const struct lattach *, int),
-		       int arg)
+struct vchange {
+	int prot;                  /* -1: unchanged */
+	uint32_t clear, set;       /* VMF_* */
+};
+
+static void frag_split(uintptr_t a, struct deltas *ds,
+		       bool (*want)(const struct lattach *, const struct vchange *),
+		       const struct vchange *arg)
 {
 	for (int i = 0; i < l_n; i++) {
 		struct lattach *f = &l_att[i];
@@ -1267,8 +1286,8 @@ static void frag_unmap(uintptr_t addr, size_t len, struct deltas *ds)
 {
 	uintptr_t end = addr + len;
 
-	frag_split(addr, ds, NULL, 0);
-	frag_split(end, ds, NULL, 0);
+	frag_split(addr, ds, NULL, NULL);
+	frag_split(end, ds, NULL, NULL);
 	for (int i = 0; i < l_n;) {
 		struct lattach f = l_att[i];
 
@@ -1432,7 +1451,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 			syscall(SYS_mlock2, m, len, MLOCK_ONFAULT);
 		ulock_release(ns, &shp->lock);
 		pthread_mutex_lock(&l_mutex);
-		local_add((struct lattach){ (uintptr_t)m, len, 0, len, prot, shmid,
+		local_add((struct lattach){ (uintptr_t)m, len, 0, len, prot, l_vmf_future, shmid,
 					    ns_off(ns, shp), gen });
 		pthread_mutex_unlock(&l_mutex);
 		/* an image we exec must drop our attachments even if it
@@ -1690,8 +1709,8 @@ void *shm_hook_mremap(void *old, size_t olen, size_t nlen, int flags, void *nadd
 		frag_unmap(o + nlen, olen - nlen, &ds);
 		olen = nlen;
 	}
-	frag_split(o, &ds, NULL, 0);
-	frag_split(o + olen, &ds, NULL, 0);
+	frag_split(o, &ds, NULL, NULL);
+	frag_split(o + olen, &ds, NULL, NULL);
 	i = frag_at(o);
 	if (i >= 0) {
 		struct lattach t = l_att[i];
@@ -1711,34 +1730,148 @@ out:
 	return (void *)r;
 }
 
-static bool prot_differs(const struct lattach *f, int prot)
+static int vc_prot(const struct lattach *f, const struct vchange *c)
 {
-	return f->prot != prot;
+	return c->prot < 0 ? f->prot : c->prot;
+}
+
+static uint32_t vc_flags(const struct lattach *f, const struct vchange *c)
+{
+	return (f->vmf & ~c->clear) | c->set;
+}
+
+static bool vc_differs(const struct lattach *f, const struct vchange *c)
+{
+	return vc_prot(f, c) != f->prot || vc_flags(f, c) != f->vmf;
+}
+
+/* mprotect, mlock, madvise on [a, a+len): a vma whose flags change is cut
+ * at the range's ends (the kernel's mprotect_fixup, mlock_fixup,
+ * madvise_update_vma); one whose flags stay is left whole */
+static void frag_change(uintptr_t a, size_t len, const struct vchange *c, struct deltas *ds)
+{
+	uintptr_t e = a + PAGE_ALIGN(len);
+
+	frag_split(a, ds, vc_differs, c);
+	frag_split(e, ds, vc_differs, c);
+	for (int i = 0; i < l_n; i++) {
+		struct lattach *f = &l_att[i];
+
+		if (f->addr >= a && f->addr + f->len <= e) {
+			f->prot = vc_prot(f, c);
+			f->vmf = vc_flags(f, c);
+		}
+	}
+}
+
+/* the call (done by DO with the mutexes held), then the change */
+static long vma_call(uintptr_t a, size_t len, const struct vchange *c,
+		     long (*call)(void *), void *arg)
+{
+	struct deltas ds = { .n = 0 };
+	long r;
+
+	if (likely(!any_attached()))
+		return call(arg);
+	pthread_rwlock_rdlock(&l_forklock);
+	pthread_mutex_lock(&l_mutex);
+	r = call(arg);
+	if (r == 0 && len)
+		frag_change(a, len, c, &ds);
+	pthread_mutex_unlock(&l_mutex);
+	settle(&ds);
+	pthread_rwlock_unlock(&l_forklock);
+	return r;
+}
+
+struct sysargs {
+	long nr, a, b, c;
+};
+
+static long do_syscall3(void *arg)
+{
+	struct sysargs *s = arg;
+
+	return syscall(s->nr, s->a, s->b, s->c);
 }
 
 int shm_hook_mprotect(void *addr, size_t len, int prot)
 {
-	struct deltas ds = { .n = 0 };
-	uintptr_t a = (uintptr_t)addr, e;
+	struct sysargs sa = { SYS_mprotect, (long)addr, (long)len, prot };
+	struct vchange c = { prot, 0, 0 };
+
+	return (int)vma_call((uintptr_t)addr, len, &c, do_syscall3, &sa);
+}
+
+int shm_hook_mlock(void *addr, size_t len, int flags)
+{
+	struct sysargs sa = { SYS_mlock2, (long)addr, (long)len, flags };
+	struct vchange c = { -1, VMF_ONFAULT, VMF_LOCKED | (flags & MLOCK_ONFAULT ? VMF_ONFAULT : 0) };
+
+	return (int)vma_call((uintptr_t)addr, len, &c, do_syscall3, &sa);
+}
+
+int shm_hook_munlock(void *addr, size_t len)
+{
+	struct sysargs sa = { SYS_munlock, (long)addr, (long)len, 0 };
+	struct vchange c = { -1, VMF_LOCKED | VMF_ONFAULT, 0 };
+
+	return (int)vma_call((uintptr_t)addr, len, &c, do_syscall3, &sa);
+}
+
+int shm_hook_madvise(void *addr, size_t len, int advice)
+{
+	struct sysargs sa = { SYS_madvise, (long)addr, (long)len, advice };
+	struct vchange c = { -1, 0, 0 };
+
+	switch (advice) {
+	case MADV_DONTFORK:   c.set = VMF_DONTCOPY; break;
+	case MADV_DOFORK:     c.clear = VMF_DONTCOPY; break;
+	case MADV_DONTDUMP:   c.set = VMF_DONTDUMP; break;
+	case MADV_DODUMP:     c.clear = VMF_DONTDUMP; break;
+	case MADV_HUGEPAGE:   c.set = VMF_HUGE; c.clear = VMF_NOHUGE; break;
+	case MADV_NOHUGEPAGE: c.set = VMF_NOHUGE; c.clear = VMF_HUGE; break;
+	case MADV_SEQUENTIAL: c.set = VMF_SEQ; c.clear = VMF_RAND; break;
+	case MADV_RANDOM:     c.set = VMF_RAND; c.clear = VMF_SEQ; break;
+	case MADV_NORMAL:     c.clear = VMF_SEQ | VMF_RAND; break;
+	default:
+		/* the others leave the vma flags of a shared mapping alone */
+		return (int)syscall(SYS_madvise, addr, len, advice);
+	}
+	return (int)vma_call((uintptr_t)addr, len, &c, do_syscall3, &sa);
+}
+
+/* mlockall/munlockall change whole vmas: no split */
+int shm_hook_mlockall(int flags)
+{
 	int r;
 
-	if (likely(!any_attached()))
-		return (int)syscall(SYS_mprotect, addr, len, prot);
-	pthread_rwlock_rdlock(&l_forklock);
 	pthread_mutex_lock(&l_mutex);
-	r = (int)syscall(SYS_mprotect, addr, len, prot);
-	if (r == 0 && len) {
-		/* a vma whose protection changes is cut at the range's ends */
-		e = a + PAGE_ALIGN(len);
-		frag_split(a, &ds, prot_differs, prot);
-		frag_split(e, &ds, prot_differs, prot);
-		for (int i = 0; i < l_n; i++)
-			if (l_att[i].addr >= a && l_att[i].addr + l_att[i].len <= e)
-				l_att[i].prot = prot;
+	r = (int)syscall(SYS_mlockall, flags);
+	if (r == 0) {
+		uint32_t f = VMF_LOCKED | (flags & MCL_ONFAULT ? VMF_ONFAULT : 0);
+
+		if (flags & MCL_CURRENT)
+			for (int i = 0; i < l_n; i++)
+				l_att[i].vmf = (l_att[i].vmf & ~VMF_ONFAULT) | f;
+		l_vmf_future = flags & MCL_FUTURE ? f : 0;
 	}
 	pthread_mutex_unlock(&l_mutex);
-	settle(&ds);
-	pthread_rwlock_unlock(&l_forklock);
+	return r;
+}
+
+int shm_hook_munlockall(void)
+{
+	int r;
+
+	pthread_mutex_lock(&l_mutex);
+	r = (int)syscall(SYS_munlockall);
+	if (r == 0) {
+		for (int i = 0; i < l_n; i++)
+			l_att[i].vmf &= ~(VMF_LOCKED | VMF_ONFAULT);
+		l_vmf_future = 0;
+	}
+	pthread_mutex_unlock(&l_mutex);
 	return r;
 }
 
@@ -2201,6 +2334,12 @@ static void fork_child_count(void)
 		struct lattach *a = &l_att[i];
 		struct shmid_kernel *shp;
 		int err = 0;
+
+		/* MADV_DONTFORK: the kernel does not copy the vma */
+		if (a->vmf & VMF_DONTCOPY) {
+			l_att[i] = l_att[--l_n];
+			continue;
+		}
 
 		shp = shm_obtain_check(ns, a->shmid, &err);
 		if (shp && ns_off(ns, shp) == a->obj) {

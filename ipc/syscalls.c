@@ -194,6 +194,48 @@ int mprotect(void *addr, size_t len, int prot)
 	return shm_hook_mprotect(addr, len, prot);
 }
 
+int mlock(const void *addr, size_t len)
+{
+	return shm_hook_mlock((void *)addr, len, 0);
+}
+
+int mlock2(const void *addr, size_t len, unsigned int flags)
+{
+	return shm_hook_mlock((void *)addr, len, (int)flags);
+}
+
+int munlock(const void *addr, size_t len)
+{
+	return shm_hook_munlock((void *)addr, len);
+}
+
+int mlockall(int flags)
+{
+	return shm_hook_mlockall(flags);
+}
+
+int munlockall(void)
+{
+	return shm_hook_munlockall();
+}
+
+int madvise(void *addr, size_t len, int advice)
+{
+	return shm_hook_madvise(addr, len, advice);
+}
+
+int posix_madvise(void *addr, size_t len, int advice)
+{
+	int e = errno, r;
+
+	/* glibc: POSIX_MADV_DONTNEED is not MADV_DONTNEED, it does nothing */
+	if (advice == POSIX_MADV_DONTNEED)
+		return 0;
+	r = shm_hook_madvise(addr, len, advice) ? errno : 0;
+	errno = e;
+	return r;
+}
+
 /* ---- credentials: forget the cached ones whenever they may change ---- */
 
 #define CRED_WRAPPER(name, proto, args)                                    \

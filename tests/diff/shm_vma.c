@@ -6,6 +6,8 @@
  * mprotect counts twice and is never merged back, mremap opens the vma at
  * its new place and closes the old one (a shrink cuts and closes the
  * tail, a grow in place does neither), mremap with old_size 0 adds a vma.
+ * mlock and madvise advice that changes vma flags split as mprotect does
+ * (MADV_DONTFORK vmas are not inherited), mlockall changes whole vmas.
  * shmdt afterwards finds the pieces that still map the segment from the
  * address given.  Addresses are fixed (ADDR, DEST) so that both runs make
  * the same vmas.
@@ -295,6 +297,112 @@ static void fork_pieces(int argc, char **argv)
 	dt_shmstat(g_id, IPC_STAT);
 }
 
+static void do_madvise(char *p, size_t len, int adv, const char *name)
+{
+	errno = 0;
+	int r = madvise(p, len, adv);
+	dt_out("madvise(%s,%luP,%s) = %s", where(p), (unsigned long)(len / P), name,
+	       dt_res(r, errno));
+}
+
+/* madvise advice that changes the vma's flags splits it, the rest not */
+static void madvise_split(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	static const struct { int adv; const char *name; } a[] = {
+		{ MADV_DONTFORK, "DONTFORK" }, { MADV_DOFORK, "DOFORK" },
+		{ MADV_DONTDUMP, "DONTDUMP" }, { MADV_DODUMP, "DODUMP" },
+		{ MADV_HUGEPAGE, "HUGEPAGE" }, { MADV_NOHUGEPAGE, "NOHUGEPAGE" },
+		{ MADV_SEQUENTIAL, "SEQUENTIAL" }, { MADV_RANDOM, "RANDOM" },
+		{ MADV_NORMAL, "NORMAL" }, { MADV_WILLNEED, "WILLNEED" },
+		{ MADV_DONTNEED, "DONTNEED" }, { MADV_REMOVE, "REMOVE" },
+		{ MADV_MERGEABLE, "MERGEABLE" }, { MADV_KEEPONFORK, "KEEPONFORK" },
+		{ MADV_WIPEONFORK, "WIPEONFORK" }, { MADV_COLD, "COLD" },
+	};
+	for (size_t i = 0; i < DT_NELEM(a); i++) {
+		char *p = attach(3);
+		do_madvise(p + P, P, a[i].adv, a[i].name);
+		dt_shmstat(g_id, IPC_STAT);
+		/* the same again on the piece: no further split */
+		do_madvise(p + P, P, a[i].adv, a[i].name);
+		dt_shmstat(g_id, IPC_STAT);
+		dt_shmdt(p, "p");
+		rm();
+	}
+	/* posix_madvise: POSIX_MADV_RANDOM is MADV_RANDOM, DONTNEED nothing */
+	char *p = attach(3);
+	dt_out("posix_madvise(RANDOM) = %d", posix_madvise(p + P, P, POSIX_MADV_RANDOM));
+	dt_out("posix_madvise(DONTNEED) = %d", posix_madvise(p, P, POSIX_MADV_DONTNEED));
+	dt_shmstat(g_id, IPC_STAT);
+	dt_shmdt(p, "p");
+	rm();
+}
+
+static void mlock_split(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	char *p = attach(3);
+	dt_out("mlock(ADDR+1P,1P) = %s", dt_res(mlock(p + P, P), errno));
+	dt_shmstat(g_id, IPC_STAT);
+	dt_out("mlock(ADDR,3P) = %s", dt_res(mlock(p, 3 * P), errno));
+	dt_out("munlock(ADDR,3P) = %s", dt_res(munlock(p, 3 * P), errno));
+	dt_shmstat(g_id, IPC_STAT);
+	dt_shmdt(p, "p");
+	rm();
+
+	p = attach(3);
+	dt_out("mlock2(ADDR+1P,1P,ONFAULT) = %s", dt_res(mlock2(p + P, P, MLOCK_ONFAULT), errno));
+	dt_out("mlock(ADDR+1P,1P) = %s", dt_res(mlock(p + P, P), errno));
+	dt_out("mlock(ADDR+2P,1P) = %s", dt_res(mlock(p + 2 * P, P), errno));
+	dt_shmstat(g_id, IPC_STAT);
+	dt_shmdt(p, "p");
+	rm();
+
+	/* mlockall: whole vmas; MCL_FUTURE: the next attachment is locked */
+	p = attach(3);
+	dt_out("mlockall(CURRENT) = %s", dt_res(mlockall(MCL_CURRENT), errno));
+	dt_shmstat(g_id, IPC_STAT);
+	dt_out("munlock(ADDR+1P,1P) = %s", dt_res(munlock(p + P, P), errno));
+	dt_shmstat(g_id, IPC_STAT);
+	dt_out("munlockall = %s", dt_res(munlockall(), errno));
+	dt_shmdt(p, "p");
+	dt_out("mlockall(FUTURE) = %s", dt_res(mlockall(MCL_FUTURE), errno));
+	p = dt_shmat(g_id, ADDR, 0);
+	dt_out("munlockall = %s", dt_res(munlockall(), errno));
+	dt_out("mlock(ADDR+1P,1P) = %s", dt_res(mlock(p + P, P), errno));
+	dt_shmstat(g_id, IPC_STAT);
+	dt_shmdt(p, "p");
+	/* SHM_LOCK locks the segment, not the vmas: mlock still splits */
+	p = dt_shmat(g_id, ADDR, 0);
+	dt_shmctl(g_id, SHM_LOCK);
+	dt_out("mlock(ADDR+1P,1P) = %s", dt_res(mlock(p + P, P), errno));
+	dt_shmstat(g_id, IPC_STAT);
+	dt_shmdt(p, "p");
+	rm();
+}
+
+static void child_dontfork(void *arg)
+{
+	(void)arg;
+	dt_shmstat(g_id, IPC_STAT);
+	dt_shmdt(ADDR, "p");
+	dt_shmdt(ADDR + P, "p+P");
+	dt_shmstat(g_id, IPC_STAT);
+}
+
+/* MADV_DONTFORK: the child does not get (nor count) that vma */
+static void fork_dontfork(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	char *p = attach(3);
+	do_madvise(p, P, MADV_DONTFORK, "DONTFORK");
+	dt_shmstat(g_id, IPC_STAT);
+	dt_wait(dt_fork(child_dontfork, NULL));
+	dt_shmstat(g_id, IPC_STAT);
+	dt_shmdt(p, "p");
+	rm();
+}
+
 const struct dt_case dt_cases[] = {
 	{ "munmap-whole", munmap_whole, 0 },
 	{ "munmap-part", munmap_part, 0 },
@@ -302,5 +410,8 @@ const struct dt_case dt_cases[] = {
 	{ "mremap", mremap_cases, 0 },
 	{ "mmap-fixed", mmap_fixed, 0 },
 	{ "fork-pieces", fork_pieces, 0 },
+	{ "madvise", madvise_split, 0 },
+	{ "mlock", mlock_split, 0 },
+	{ "fork-dontfork", fork_dontfork, 0 },
 	{ NULL, NULL, 0 },
 };

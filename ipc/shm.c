@@ -225,6 +225,11 @@ static int sys_close(int fd)
 	return (int)syscall(SYS_close, fd);
 }
 
+static void *sys_mmap(void *a, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return (void *)syscall(SYS_mmap, a, len, prot, flags, fd, off);
+}
+
 static int sys_munmap(void *a, size_t len)
 {
 	return (int)syscall(SYS_munmap, a, len);
@@ -1379,7 +1384,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 			err = -EINVAL;
 			goto out_fd;
 		}
-		probe = mmap((void *)addr, len, PROT_NONE,
+		probe = sys_mmap((void *)addr, len, PROT_NONE,
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 		if (probe == MAP_FAILED || probe != (void *)addr) {
 			if (probe != MAP_FAILED)
@@ -1389,7 +1394,9 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 		}
 		/* the probe reserved the range: replace it atomically */
 	}
-	m = mmap((void *)addr, len, prot, flags, fd, 0);
+	/* not through the mmap hook: the accounting of what a MAP_FIXED
+	 * attach replaces is done below, after the new attach is counted */
+	m = sys_mmap((void *)addr, len, prot, flags, fd, 0);
 	if (m == MAP_FAILED) {
 		err = errno == EACCES || errno == EPERM ? -EACCES : -errno;
 		if (addr && !(shmflg & SHM_REMAP))
@@ -2076,7 +2083,7 @@ static int shmctl_do_lock(struct ns *ns, int shmid, int cmd)
 		if (cmd == SHM_LOCK)
 			syscall(SYS_mlock2, (void *)l_att[i].addr, l_att[i].len, MLOCK_ONFAULT);
 		else
-			munlock((void *)l_att[i].addr, l_att[i].len);
+			syscall(SYS_munlock, (void *)l_att[i].addr, l_att[i].len);
 	}
 	pthread_mutex_unlock(&l_mutex);
 out:

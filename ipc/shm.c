@@ -168,9 +168,14 @@ static const char *l_base;          /* the namespace file's name in it */
 #define NGUARD (2 * FDCACHE + 2)
 static _Atomic int g_guard[NGUARD];
 static _Atomic int g_nguard;
+static _Atomic int g_lo = INT_MAX;  /* no guarded fd was ever below this */
 
 static void guard_add(int fd)
 {
+	int lo = atomic_load(&g_lo);
+
+	while (fd < lo && !atomic_compare_exchange_weak(&g_lo, &lo, fd))
+		;
 	for (int i = 0; i < NGUARD; i++) {
 		int z = 0;
 
@@ -196,7 +201,9 @@ static void guard_del(int fd)
 
 bool shm_fd_guarded(int fd)
 {
-	if (likely(!atomic_load_explicit(&g_nguard, memory_order_relaxed)) || fd < 0)
+	/* the application's own fds are below the ones we keep */
+	if (likely(fd < atomic_load_explicit(&g_lo, memory_order_relaxed)) ||
+	    !atomic_load_explicit(&g_nguard, memory_order_relaxed))
 		return false;
 	for (int i = 0; i < NGUARD; i++)
 		if (atomic_load_explicit(&g_guard[i], memory_order_relaxed) == fd + 1)

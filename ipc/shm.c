@@ -430,18 +430,14 @@ static bool is_creator(struct ns *ns, struct shmid_kernel *shp)
 	       shp->creator_pid == cur_pid();
 }
 
-/* FD (already hidden) becomes the cache entry of the segment; anyone but
- * its creator marks the segment fd_shared first, and keeps the fd only if
- * the segment still lives after that (a destroyer that did not see the
- * mark sees it deleted). */
-static bool fd_keep(struct ns *ns, struct shmid_kernel *shp, int fd, uoff_t obj, uint64_t gen)
+/* FD (already hidden) becomes the cache entry of the segment.  Anyone but
+ * the creator has marked the segment fd_shared before, under the segment
+ * lock with the segment alive (so that its destroyer, which holds that
+ * lock, truncates the file). */
+static bool fd_keep(uoff_t obj, uint64_t gen, int fd)
 {
-	if (!is_creator(ns, shp)) {
-		atomic_fetch_or(&shp->fd_shared, 1u);
-		atomic_thread_fence(memory_order_seq_cst);
-		if (!shm_obj(ns, obj, gen))
-			return false;
-	}
+	if (fd_find(obj, gen) >= 0)
+		return false;
 	if (l_nfds == FDCACHE) {
 		if (l_fd_busy)
 			return false;
@@ -611,8 +607,7 @@ static void shm_destroy(struct ns *ns, struct shmid_kernel *shp, struct rmfile *
 	rf->gen = shp->gen;
 	J_SET(ns, ns->hdr->shm_tot, ns->hdr->shm_tot - pages);
 	ipc_rmid(ns, IPC_SHM_IDS, &shp->perm);
-	/* deleted, then the mark: see fd_keep */
-	atomic_thread_fence(memory_order_seq_cst);
+	/* the mark is set under the segment lock, which we hold */
 	rf->trunc = atomic_load(&shp->fd_shared) || !is_creator(ns, shp);
 	if (shp->att)
 		arena_free(ns, shp->att);
@@ -1046,7 +1041,7 @@ static int newseg(struct ns *ns, key_t key, int shmflg, long arg)
 	 * truncates the file (we are the creator: fd_shared stays clear) */
 	pthread_mutex_lock(&l_mutex);
 	l_used = true;
-	if (!fd_keep(ns, shp, fd, off, shp->gen))
+	if (!fd_keep(off, shp->gen, fd))
 		close_guarded(fd);
 	pthread_mutex_unlock(&l_mutex);
 	return id;
@@ -1166,14 +1161,13 @@ static void reap_all(struct ns *ns)
 /* ---- shmat ---- */
 
 /* The segment's file, from the cache (*OWN false: busy until fd_unbusy)
- * or opened (*OWN true if not cached: close_guarded when done). */
+ * or opened (*OWN true: the caller's, to cache or close_guarded). */
 static int open_seg(struct ns *ns, struct shmid_kernel *shp, int oflag, bool *own)
 {
 	char name[4200];
 	uoff_t off = ns_off(ns, shp);
 	uint64_t gen = shp->gen;
 	int fd, i, dfd;
-	bool kept;
 
 	pthread_mutex_lock(&l_mutex);
 	i = fd_find(off, gen);
@@ -1192,19 +1186,9 @@ static int open_seg(struct ns *ns, struct shmid_kernel *shp, int oflag, bool *ow
 	fd = openat(dfd, name, oflag | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -EIDRM : -errno;
-	fd = fd_hide(fd);
+	/* cached by the caller once the segment is marked (fd_keep) */
 	*own = true;
-	/* a read-only fd cannot serve later attaches: not cached */
-	if (oflag != O_RDWR)
-		return fd;
-	pthread_mutex_lock(&l_mutex);
-	kept = fd_keep(ns, shp, fd, off, gen);
-	if (kept) {
-		l_fd_busy++;
-		*own = false;
-	}
-	pthread_mutex_unlock(&l_mutex);
-	return fd;
+	return fd_hide(fd);
 }
 
 static void seg_fd_done(int fd, bool own)
@@ -1338,6 +1322,8 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 	int prot, acc, oflag, fd, err = 0, r;
 	uint64_t gen, len;
 	bool own = false;
+	int keep = -1;
+	bool rw;
 	void *m;
 	int flags = MAP_SHARED;
 
@@ -1380,6 +1366,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 	if (atomic_load(&shp->perm.deleted) || shp->perm.id != shmid)
 		return -EIDRM;
 	fd = open_seg(ns, shp, O_RDWR, &own);
+	rw = fd >= 0;
 	if (fd < 0 && oflag == O_RDONLY && fd != -EIDRM)
 		fd = open_seg(ns, shp, O_RDONLY, &own);
 	if (fd < 0)
@@ -1410,7 +1397,12 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 			sys_munmap((void *)addr, len);
 		goto out_fd;
 	}
-	seg_fd_done(fd, own);
+	/* an fd we opened read-write is kept once the segment is marked */
+	if (own && rw) {
+		keep = fd;
+	} else {
+		seg_fd_done(fd, own);
+	}
 	fd = -1;
 	/* mapped: now count it (a crash before this leaves no mapping) */
 	{
@@ -1419,6 +1411,8 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 
 		if (!me) {
 			sys_munmap(m, len);
+			if (keep >= 0)
+				close_guarded(keep);
 			return -ENOMEM;
 		}
 		pthread_mutex_lock(&l_mutex);
@@ -1434,6 +1428,8 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 			if (r) {
 				sys_munmap(m, len);
 				apply_deltas(ns, me, ds.d, ds.n);
+				if (keep >= 0)
+					close_guarded(keep);
 				return lock_err(r);
 			}
 			n = tries < 4 && shp_valid(ns, shp, shmid, gen) ?
@@ -1448,6 +1444,8 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 			ulock_release(ns, &shp->lock);
 			sys_munmap(m, len);
 			apply_deltas(ns, me, ds.d, ds.n);
+			if (keep >= 0)
+				close_guarded(keep);
 			return -EIDRM;
 		}
 		r = att_add(ns, shp, proc_index(ns, me), 1);
@@ -1456,8 +1454,14 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 			ulock_release(ns, &shp->lock);
 			sys_munmap(m, len);
 			apply_deltas(ns, me, ds.d, ds.n);
+			if (keep >= 0)
+				close_guarded(keep);
 			return r;
 		}
+		/* the segment lives and its destroyer needs this lock: the
+		 * mark is seen (see fd_shared) */
+		if (keep >= 0 && !is_creator(ns, shp))
+			atomic_fetch_or(&shp->fd_shared, 1u);
 		J_SET(ns, shp->nattch, shp->nattch + 1);
 		J_SET(ns, shp->atime, ipc_now());
 		J_SET(ns, shp->lpid, (int32_t)cur_pid());
@@ -1467,6 +1471,8 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 		pthread_mutex_lock(&l_mutex);
 		local_add((struct lattach){ (uintptr_t)m, len, 0, len, prot, l_vmf_future, shmid,
 					    ns_off(ns, shp), gen });
+		if (keep >= 0 && !fd_keep(ns_off(ns, shp), gen, keep))
+			close_guarded(keep);
 		pthread_mutex_unlock(&l_mutex);
 		/* an image we exec must drop our attachments even if it
 		 * never calls uipc: tell its constructor (shm_init) */
@@ -2321,12 +2327,16 @@ static void fork_child_count(void)
 	 * destroyer that did not see the mark is seen here) */
 	for (int i = 0; ns && i < l_nfds;) {
 		struct shmid_kernel *shp = shm_obj(ns, l_fds[i].obj, l_fds[i].gen);
+		bool alive = false;
 
-		if (shp) {
-			atomic_fetch_or(&shp->fd_shared, 1u);
-			atomic_thread_fence(memory_order_seq_cst);
+		/* under the segment lock, alive: its destroyer sees the mark */
+		if (shp && ulock_acquire(ns, &shp->lock) == 0) {
+			alive = shm_obj(ns, l_fds[i].obj, l_fds[i].gen) != NULL;
+			if (alive)
+				atomic_fetch_or(&shp->fd_shared, 1u);
+			ulock_release(ns, &shp->lock);
 		}
-		if (shp && shm_obj(ns, l_fds[i].obj, l_fds[i].gen))
+		if (alive)
 			i++;
 		else
 			fd_drop(i);

@@ -162,7 +162,6 @@ static _Atomic uint32_t exec_pending = NO_PROC;
 static uint32_t l_vmf_future;       /* mlockall(MCL_FUTURE): new vmas get these */
 /* the namespace directory (O_PATH), guarded like the cached fds */
 static int l_dirfd = -1;
-static const char *l_base;          /* the namespace file's name in it */
 
 /* guarded fd numbers, read without a lock by the close hooks */
 #define NGUARD (2 * FDCACHE + 2)
@@ -300,8 +299,8 @@ void shm_fd_evict(int fd)
 				else
 					l_fds[i] = l_fds[--l_nfds];
 			}
-		if (fd == l_dirfd)
-			l_dirfd = h;
+		if (fd == __atomic_load_n(&l_dirfd, __ATOMIC_ACQUIRE))
+			__atomic_store_n(&l_dirfd, h, __ATOMIC_RELEASE);
 		if (h >= 0)
 			guard_add(h);
 		close_guarded(fd);
@@ -309,9 +308,10 @@ void shm_fd_evict(int fd)
 	pthread_mutex_unlock(&l_mutex);
 }
 
+/* lock-free (callers may hold l_mutex) */
 static int seg_dirfd(struct ns *ns)
 {
-	int fd = __atomic_load_n(&l_dirfd, __ATOMIC_ACQUIRE);
+	int fd = __atomic_load_n(&l_dirfd, __ATOMIC_ACQUIRE), h, none = -1;
 	char dir[4096];
 	const char *slash;
 
@@ -321,17 +321,15 @@ static int seg_dirfd(struct ns *ns)
 	if (!slash)
 		return -1;
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - ns->path), ns->path);
-	pthread_mutex_lock(&l_mutex);
-	if (l_dirfd < 0) {
-		fd = open(dir[0] ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (fd >= 0) {
-			l_base = slash + 1;
-			__atomic_store_n(&l_dirfd, fd_hide(fd), __ATOMIC_RELEASE);
-		}
-	}
-	fd = l_dirfd;
-	pthread_mutex_unlock(&l_mutex);
-	return fd;
+	fd = open(dir[0] ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	h = fd_hide(fd);
+	if (__atomic_compare_exchange_n(&l_dirfd, &none, h, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		return h;
+	close_guarded(h);       /* another thread was first */
+	return none;
 }
 
 /* the segment file's name in the namespace directory */

@@ -29,7 +29,7 @@ typedef uint64_t uoff_t;
 
 /* ---- layout constants ---- */
 #define UIPC_MAGIC          0x31534e4350495555ULL /* "UUIPCNS1" */
-#define UIPC_LAYOUT_VERSION 2u
+#define UIPC_LAYOUT_VERSION 3u
 #define UIPC_PAGE           4096u
 
 #define IPC_SEM_IDS 0
@@ -368,6 +368,21 @@ UIPC_HIDDEN int sem_array_bytes(int nsems);
 /* ---- shm.c ---- */
 UIPC_HIDDEN void shm_exit_proc(struct ns *ns, struct uproc *p); /* exit, reaper */
 UIPC_HIDDEN void shm_note_exec(uint32_t proc_idx);  /* register_proc after exec */
+/* the segment files' fds shm.c keeps (syscalls.c's close/dup2/... hooks) */
+UIPC_HIDDEN bool shm_fd_guarded(int fd);
+UIPC_HIDDEN int shm_fd_next_guarded(unsigned lo);
+UIPC_HIDDEN void shm_fd_evict(int fd);
+UIPC_HIDDEN void shm_note_umask(mode_t m);
+/* the application's own munmap/mmap/mremap/mprotect (attachments are vmas) */
+UIPC_HIDDEN int shm_hook_munmap(void *addr, size_t len);
+UIPC_HIDDEN void *shm_hook_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+UIPC_HIDDEN void *shm_hook_mremap(void *old, size_t olen, size_t nlen, int flags, void *naddr);
+UIPC_HIDDEN int shm_hook_mprotect(void *addr, size_t len, int prot);
+UIPC_HIDDEN int shm_hook_mlock(void *addr, size_t len, int flags);
+UIPC_HIDDEN int shm_hook_munlock(void *addr, size_t len);
+UIPC_HIDDEN int shm_hook_madvise(void *addr, size_t len, int advice);
+UIPC_HIDDEN int shm_hook_mlockall(int flags);
+UIPC_HIDDEN int shm_hook_munlockall(void);
 UIPC_HIDDEN void shm_fork_child(void);              /* atfork child */
 UIPC_HIDDEN void shm_destroy_orphaned(struct ns *ns); /* shm_rmid_forced set to 1 */
 

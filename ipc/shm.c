@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/shm.h>
@@ -78,6 +79,11 @@ struct shmid_kernel {
 	int32_t creator_pid;
 	uoff_t att;                /* struct shm_att[att_cap] */
 	uint32_t att_cap, att_n;
+	/* set (atomically, never cleared, not journaled) by a process other
+	 * than the creator that keeps an fd of the file: the destroyer then
+	 * truncates the file so that such fds keep no memory */
+	_Atomic uint32_t fd_shared;
+	uint32_t pad;
 };
 
 /* ---- process-local state ---- */
@@ -89,23 +95,45 @@ struct lattach {
 	size_t len;
 	uint64_t pgoff;            /* offset in the segment, pages */
 	uint64_t seglen;           /* PAGE_ALIGN(segsz) */
+	int prot;                  /* as mprotect left it (splits depend on it) */
+	uint32_t vmf;              /* VMF_*: the vma flags mlock/madvise set */
 	int shmid;
 	uoff_t obj;
 	uint64_t gen;
 };
 
-/* fds of segment files kept across fork (a child that drops privileges can
- * still attach the segments that existed at fork time) and from creation */
+/*
+ * The fd cache: the fds of segment files this process created or opened
+ * are kept (until the segment is destroyed, or the entry is evicted), so
+ * that shmat maps without opening the file again.  They are moved high
+ * (F_DUPFD_CLOEXEC above fd_base()), are close-on-exec, and are guarded:
+ * the application's close/dup2/dup3/close_range/closefrom cannot close or
+ * replace them (syscalls.c asks shm_fd_guarded), so the number always
+ * names the segment's file.  Memory is not kept alive by them: a segment
+ * file that another process may hold open is truncated to 0 when the
+ * segment is destroyed (fd_shared).
+ */
 struct fdent {
 	int fd;
 	uoff_t obj;
 	uint64_t gen;
-	dev_t dev;
-	ino_t ino;
 };
 #define FDCACHE 64
 
 static pthread_mutex_t l_mutex = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * Fork and the local table.  The kernel counts the child's vmas inside
+ * fork, so nothing the parent does afterwards can come first.  Here the
+ * child counts them in its atfork handler, so: (1) whatever changes this
+ * process's mappings of attachments (shmat, shmdt, the munmap/mremap/
+ * mprotect/mmap hooks) holds l_forklock shared from its first step to its
+ * last, and fork takes it exclusively (the child inherits a table that
+ * matches its mappings); (2) the parent waits, in its atfork handler, until
+ * the child has counted (l_forkpipe: the child closes its end when done,
+ * or dies), so that a detach or remove by the parent comes after.
+ */
+static pthread_rwlock_t l_forklock = PTHREAD_RWLOCK_INITIALIZER;
+static int l_forkpipe[2] = { -1, -1 };
 static struct lattach *l_att;
 static int l_n, l_cap;
 static struct fdent l_fds[FDCACHE];
@@ -120,6 +148,198 @@ static int l_ndeferred;
 static bool l_used;                 /* this process used shm */
 static bool l_env_marked;           /* UIPC_SHM_EXEC set for our exec'd image */
 static _Atomic uint32_t exec_pending = NO_PROC;
+/* the vma flags that split a vma when they change (the kernel's VM_LOCKED,
+ * VM_LOCKONFAULT, VM_DONTCOPY, VM_DONTDUMP, VM_HUGEPAGE, VM_NOHUGEPAGE,
+ * VM_SEQ_READ, VM_RAND_READ) */
+#define VMF_LOCKED   1u
+#define VMF_ONFAULT  2u
+#define VMF_DONTCOPY 4u
+#define VMF_DONTDUMP 8u
+#define VMF_HUGE     16u
+#define VMF_NOHUGE   32u
+#define VMF_SEQ      64u
+#define VMF_RAND     128u
+static uint32_t l_vmf_future;       /* mlockall(MCL_FUTURE): new vmas get these */
+/* the namespace directory (O_PATH), guarded like the cached fds */
+static int l_dirfd = -1;
+
+/* guarded fd numbers, read without a lock by the close hooks */
+#define NGUARD (2 * FDCACHE + 2)
+static _Atomic int g_guard[NGUARD];
+static _Atomic int g_nguard;
+static _Atomic int g_lo = INT_MAX;  /* no guarded fd was ever below this */
+
+static void guard_add(int fd)
+{
+	int lo = atomic_load(&g_lo);
+
+	while (fd < lo && !atomic_compare_exchange_weak(&g_lo, &lo, fd))
+		;
+	for (int i = 0; i < NGUARD; i++) {
+		int z = 0;
+
+		/* slots hold fd + 1, 0 = free */
+		if (atomic_compare_exchange_strong(&g_guard[i], &z, fd + 1)) {
+			atomic_fetch_add(&g_nguard, 1);
+			return;
+		}
+	}
+}
+
+static void guard_del(int fd)
+{
+	for (int i = 0; i < NGUARD; i++) {
+		int v = fd + 1;
+
+		if (atomic_compare_exchange_strong(&g_guard[i], &v, 0)) {
+			atomic_fetch_sub(&g_nguard, 1);
+			return;
+		}
+	}
+}
+
+bool shm_fd_guarded(int fd)
+{
+	/* the application's own fds are below the ones we keep */
+	if (likely(fd < atomic_load_explicit(&g_lo, memory_order_relaxed)) ||
+	    !atomic_load_explicit(&g_nguard, memory_order_relaxed))
+		return false;
+	for (int i = 0; i < NGUARD; i++)
+		if (atomic_load_explicit(&g_guard[i], memory_order_relaxed) == fd + 1)
+			return true;
+	return false;
+}
+
+/* the lowest guarded fd >= LO (or INT_MAX) */
+int shm_fd_next_guarded(unsigned lo)
+{
+	int best = INT_MAX;
+
+	if (likely(!atomic_load_explicit(&g_nguard, memory_order_relaxed)))
+		return best;
+	for (int i = 0; i < NGUARD; i++) {
+		int v = atomic_load_explicit(&g_guard[i], memory_order_relaxed) - 1;
+
+		if (v >= 0 && (unsigned)v >= lo && v < best)
+			best = v;
+	}
+	return best;
+}
+
+static int sys_close(int fd)
+{
+	return (int)syscall(SYS_close, fd);
+}
+
+static void *sys_mmap(void *a, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return (void *)syscall(SYS_mmap, a, len, prot, flags, fd, off);
+}
+
+static int sys_munmap(void *a, size_t len)
+{
+	return (int)syscall(SYS_munmap, a, len);
+}
+
+static void close_guarded(int fd)
+{
+	guard_del(fd);
+	sys_close(fd);
+}
+
+/* where guarded fds go: high, but not so high that the fd table grows */
+static int fd_base(void)
+{
+	static int base;
+	struct rlimit rl;
+
+	if (!base) {
+		rlim_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+
+		if (lim > 1024)
+			lim = 1024;
+		base = lim >= 256 ? (int)lim - 128 : (int)lim / 2;
+		if (base < 3)
+			base = 3;
+	}
+	return base;
+}
+
+/* FD moved high and guarded (FD itself if that fails) */
+static int fd_hide(int fd)
+{
+	int h = fcntl(fd, F_DUPFD_CLOEXEC, fd_base());
+
+	if (h >= 0) {
+		guard_add(h);
+		sys_close(fd);
+		return h;
+	}
+	guard_add(fd);
+	return fd;
+}
+
+/* The application dup2s onto a guarded fd: ours moves elsewhere first. */
+void shm_fd_evict(int fd)
+{
+	pthread_mutex_lock(&l_mutex);
+	/* an mmap in progress may be using the number */
+	while (l_fd_busy) {
+		pthread_mutex_unlock(&l_mutex);
+		sched_yield();
+		pthread_mutex_lock(&l_mutex);
+	}
+	if (shm_fd_guarded(fd)) {
+		int h = fcntl(fd, F_DUPFD_CLOEXEC, fd_base());
+
+		for (int i = 0; i < l_nfds; i++)
+			if (l_fds[i].fd == fd) {
+				if (h >= 0)
+					l_fds[i].fd = h;
+				else
+					l_fds[i] = l_fds[--l_nfds];
+			}
+		if (fd == __atomic_load_n(&l_dirfd, __ATOMIC_ACQUIRE))
+			__atomic_store_n(&l_dirfd, h, __ATOMIC_RELEASE);
+		if (h >= 0)
+			guard_add(h);
+		close_guarded(fd);
+	}
+	pthread_mutex_unlock(&l_mutex);
+}
+
+/* lock-free (callers may hold l_mutex) */
+static int seg_dirfd(struct ns *ns)
+{
+	int fd = __atomic_load_n(&l_dirfd, __ATOMIC_ACQUIRE), h, none = -1;
+	char dir[4096];
+	const char *slash;
+
+	if (likely(fd >= 0))
+		return fd;
+	slash = strrchr(ns->path, '/');
+	if (!slash)
+		return -1;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - ns->path), ns->path);
+	fd = open(dir[0] ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	h = fd_hide(fd);
+	if (__atomic_compare_exchange_n(&l_dirfd, &none, h, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		return h;
+	close_guarded(h);       /* another thread was first */
+	return none;
+}
+
+/* the segment file's name in the namespace directory */
+static void file_base(struct ns *ns, uoff_t off, uint64_t gen, char *buf, size_t len)
+{
+	const char *slash = strrchr(ns->path, '/');
+
+	snprintf(buf, len, "%s.shm-%llx-%llx", slash ? slash + 1 : ns->path,
+		 (unsigned long long)off, (unsigned long long)gen);
+}
 
 static bool reap_dead_attachers(struct ns *ns, struct shmid_kernel *shp);
 static int collect_dead(struct ns *ns, struct shmid_kernel *shp, uint32_t *dead, int max);
@@ -128,6 +348,12 @@ static struct shmid_kernel *shp_of(struct uperm *p)
 {
 	return (struct shmid_kernel *)p;
 }
+
+struct rmfile {                    /* a destroyed segment's file, to remove */
+	bool set, trunc;
+	uoff_t obj;
+	uint64_t gen;
+};
 
 static void file_name(struct ns *ns, uoff_t off, uint64_t gen, char *buf, size_t len)
 {
@@ -161,58 +387,72 @@ static bool shp_valid(struct ns *ns, struct shmid_kernel *shp, int id, uint64_t 
 	return !atomic_load(&shp->perm.deleted) && shp->perm.id == id && shp->gen == gen;
 }
 
-/* ---- fd cache ---- */
+/* ---- fd cache (l_mutex held unless said) ---- */
 
-static int fd_take(struct fdent *tab, int *n, uoff_t obj, uint64_t gen)
+static struct shmid_kernel *shm_obj(struct ns *ns, uoff_t obj, uint64_t gen)
 {
-	for (int i = 0; i < *n; i++) {
-		if (tab[i].obj == obj && tab[i].gen == gen) {
-			struct stat st;
-			int fd = tab[i].fd;
+	struct shmid_kernel *shp = ns_ptr(ns, obj, sizeof(*shp));
 
-			/* the application may have closed and reused the number */
-			if (fstat(fd, &st) == 0 && st.st_dev == tab[i].dev && st.st_ino == tab[i].ino)
-				return fd;
-			tab[i] = tab[--*n];
-			return -1;
-		}
-	}
+	if (shp && shp->perm.type == IPC_SHM_IDS && !atomic_load(&shp->perm.deleted) &&
+	    shp->gen == gen)
+		return shp;
+	return NULL;
+}
+
+static int fd_find(uoff_t obj, uint64_t gen)
+{
+	for (int i = 0; i < l_nfds; i++)
+		if (l_fds[i].obj == obj && l_fds[i].gen == gen)
+			return i;
 	return -1;
 }
 
-
-static void fd_forget(uoff_t obj, uint64_t gen)
+static void fd_drop(int i)
 {
-	for (int i = 0; i < l_nfds; i++) {
-		if (l_fds[i].obj == obj && l_fds[i].gen == gen) {
-			struct stat st;
+	int fd = l_fds[i].fd;
 
-			if (fstat(l_fds[i].fd, &st) == 0 && st.st_dev == l_fds[i].dev &&
-			    st.st_ino == l_fds[i].ino) {
-				if (l_fd_busy && l_ndeferred < FDCACHE)
-					l_deferred[l_ndeferred++] = l_fds[i].fd;
-				else
-					close(l_fds[i].fd);
-			}
-			l_fds[i] = l_fds[--l_nfds];
-			return;
-		}
+	l_fds[i] = l_fds[--l_nfds];
+	if (l_fd_busy && l_ndeferred < FDCACHE) {
+		l_deferred[l_ndeferred++] = fd;
+		return;
 	}
+	close_guarded(fd);
 }
 
-/* Cached fds of segments that are gone (destroyed by anyone) are closed,
- * so that they do not keep the memory alive.  l_mutex held. */
+/* Is this process (its slot and pid) the segment's creator? */
+static bool is_creator(struct ns *ns, struct shmid_kernel *shp)
+{
+	struct uproc *me = cur_proc(ns);
+
+	return me && shp->creator != NO_PROC && proc_at(ns, shp->creator) == me &&
+	       shp->creator_pid == cur_pid();
+}
+
+/* FD (already hidden) becomes the cache entry of the segment.  Anyone but
+ * the creator has marked the segment fd_shared before, under the segment
+ * lock with the segment alive (so that its destroyer, which holds that
+ * lock, truncates the file). */
+static bool fd_keep(uoff_t obj, uint64_t gen, int fd)
+{
+	if (fd_find(obj, gen) >= 0)
+		return false;
+	if (l_nfds == FDCACHE) {
+		if (l_fd_busy)
+			return false;
+		fd_drop(0);
+	}
+	l_fds[l_nfds++] = (struct fdent){ fd, obj, gen };
+	return true;
+}
+
+/* Cached fds of segments that are gone (destroyed by anyone) are closed. */
 static void fd_prune(struct ns *ns)
 {
 	for (int i = 0; i < l_nfds;) {
-		struct shmid_kernel *shp = ns_ptr(ns, l_fds[i].obj, sizeof(*shp));
-
-		if (shp && shp->perm.type == IPC_SHM_IDS && !atomic_load(&shp->perm.deleted) &&
-		    shp->gen == l_fds[i].gen) {
+		if (shm_obj(ns, l_fds[i].obj, l_fds[i].gen))
 			i++;
-			continue;
-		}
-		fd_forget(l_fds[i].obj, l_fds[i].gen);
+		else
+			fd_drop(i);
 	}
 }
 
@@ -225,12 +465,13 @@ static void shm_enter(struct ns *ns)
 	}
 }
 
+/* l_mutex not held */
 static void fd_unbusy(void)
 {
 	pthread_mutex_lock(&l_mutex);
 	if (--l_fd_busy == 0) {
 		while (l_ndeferred)
-			close(l_deferred[--l_ndeferred]);
+			close_guarded(l_deferred[--l_ndeferred]);
 	}
 	pthread_mutex_unlock(&l_mutex);
 }
@@ -344,32 +585,66 @@ static bool shm_may_destroy(struct ns *ns, struct shmid_kernel *shp)
 	       (ns->hdr->lim.shm_rmid_forced || (shp->perm.mode & SHM_MODE_DEST));
 }
 
+static bool is_creator(struct ns *ns, struct shmid_kernel *shp);
+static int seg_dirfd(struct ns *ns);
+static void file_base(struct ns *ns, uoff_t off, uint64_t gen, char *buf, size_t len);
+
 /*
  * shm_destroy: ids lock and segment lock held, in the segment's section.
- * The table changes are journaled in the ids frame.  The file is unlinked
- * by the caller after both sections committed (unlink_path).
+ * The table changes are journaled in the ids frame.  The file is removed
+ * by the caller after both sections committed (unlink_seg).
  */
-static void shm_destroy(struct ns *ns, struct shmid_kernel *shp, char *unlink_path, size_t len)
+static void shm_destroy(struct ns *ns, struct shmid_kernel *shp, struct rmfile *rf)
 {
 	struct ipc_ids *ids = &ns->hdr->ids[IPC_SHM_IDS];
 	struct jframe *prev = j_target(ns, &ids->lock);
 	uint64_t pages = PAGE_ALIGN(shp->segsz) / UIPC_PAGE;
 
-	file_name(ns, ns_off(ns, shp), shp->gen, unlink_path, len);
+	rf->set = true;
+	rf->obj = ns_off(ns, shp);
+	rf->gen = shp->gen;
 	J_SET(ns, ns->hdr->shm_tot, ns->hdr->shm_tot - pages);
 	ipc_rmid(ns, IPC_SHM_IDS, &shp->perm);
+	/* the mark is set under the segment lock, which we hold */
+	rf->trunc = atomic_load(&shp->fd_shared) || !is_creator(ns, shp);
 	if (shp->att)
 		arena_free(ns, shp->att);
 	arena_free(ns, ns_off(ns, shp));
 	j_target_restore(prev);
 }
 
-/* after the destroying sections committed: the file goes */
-static void unlink_seg(const char *path, uoff_t obj, uint64_t gen)
+/* after the destroying sections committed: the file goes (emptied first
+ * if another process may hold an fd of it) */
+static void unlink_seg(struct ns *ns, const struct rmfile *rf)
 {
-	unlink(path);
+	char name[4200];
+	int dfd, i;
+
+	if (!rf->set)
+		return;
+	dfd = seg_dirfd(ns);
+	file_base(ns, rf->obj, rf->gen, name, sizeof(name));
 	pthread_mutex_lock(&l_mutex);
-	fd_forget(obj, gen);
+	i = fd_find(rf->obj, rf->gen);
+	if (rf->trunc) {
+		if (i >= 0) {
+			if (ftruncate(l_fds[i].fd, 0)) {
+				/* nothing more to do */
+			}
+		} else {
+			int fd = openat(dfd, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+
+			if (fd >= 0) {
+				if (ftruncate(fd, 0)) {
+					/* nothing more to do */
+				}
+				sys_close(fd);
+			}
+		}
+	}
+	unlinkat(dfd, name, 0);
+	if (i >= 0)
+		fd_drop(i);
 	pthread_mutex_unlock(&l_mutex);
 }
 
@@ -426,12 +701,11 @@ static void unlock_both(struct ns *ns, struct shmid_kernel *shp)
 static int shm_account(struct ns *ns, int id, uint64_t gen, uint32_t proc, int pid,
 		       uint32_t opens, uint32_t closes)
 {
-	char path[4200];
+	struct rmfile rf = { 0 };
 	struct shmid_kernel *shp;
 	uint32_t got = 0;
 	int err = 0;
 
-	path[0] = 0;
 	for (int tries = 0;; tries++) {
 		uint32_t dead[16];
 		int n;
@@ -461,18 +735,17 @@ static int shm_account(struct ns *ns, int id, uint64_t gen, uint32_t proc, int p
 	if (closes)
 		got = att_del(ns, shp, proc, closes == UINT32_MAX ? 0 : closes);
 	if (!opens && !closes && shm_may_destroy(ns, shp))
-		shm_destroy(ns, shp, path, sizeof(path));
+		shm_destroy(ns, shp, &rf);
 	if (got) {
 		J_SET(ns, shp->lpid, (int32_t)pid);
 		J_SET(ns, shp->dtime, ipc_now());
 		J_SET(ns, shp->nattch, shp->nattch >= got ? shp->nattch - got : 0);
 		if (shm_may_destroy(ns, shp))
-			shm_destroy(ns, shp, path, sizeof(path));
+			shm_destroy(ns, shp, &rf);
 	}
 	/* the ids section first: the table change is its */
 	unlock_both(ns, shp);
-	if (path[0])
-		unlink_seg(path, ns_off(ns, shp), gen);
+	unlink_seg(ns, &rf);
 	return 0;
 }
 
@@ -526,34 +799,74 @@ static void sweep_files(struct ns *ns)
 
 /* ---- shmget ---- */
 
-static int create_file(struct ns *ns, uoff_t off, uint64_t gen, uint64_t size, int *fdp,
-		       struct stat *st)
+/* The process's umask, read once from /proc (reading it with umask()
+ * would change it for a moment under other threads) and followed through
+ * the umask() hook; -1: unknown. */
+static _Atomic int l_umask = -2;
+
+void shm_note_umask(mode_t m)
 {
-	char path[4200];
-	int fd, tries = 0;
+	atomic_store(&l_umask, (int)(m & 0777));
+}
+
+static int cur_umask(void)
+{
+	int m = atomic_load(&l_umask);
+
+	if (m == -2) {
+		char buf[2048], *p;
+		int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+		if (fd >= 0)
+			sys_close(fd);
+		m = -1;
+		if (n > 0) {
+			buf[n] = 0;
+			p = strstr(buf, "Umask:");
+			if (p)
+				m = (int)strtol(p + 6, NULL, 8) & 0777;
+		}
+		int exp = -2;
+
+		if (!atomic_compare_exchange_strong(&l_umask, &exp, m))
+			m = exp;
+	}
+	return m;
+}
+
+/* The segment's file, created in the namespace directory with the
+ * namespace file's mode; *FDP: its fd, hidden (see fd_hide). */
+static int create_file(struct ns *ns, uoff_t off, uint64_t gen, uint64_t size, int *fdp)
+{
+	char name[4200];
+	int fd, tries = 0, dfd = seg_dirfd(ns), um;
 	mode_t mode = ns->hdr->mode & 0666;
 
-	file_name(ns, off, gen, path, sizeof(path));
+	if (dfd < 0)
+		return -ENOMEM;
+	file_base(ns, off, gen, name, sizeof(name));
 again:
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0 && errno == EEXIST && tries++ == 0) {
 		/* left by a creation at this very block that died before it
 		 * committed: no live segment can have this name */
-		unlink(path);
+		unlinkat(dfd, name, 0);
 		goto again;
 	}
 	if (fd < 0)
 		return errno == ENOSPC || errno == EDQUOT ? -ENOSPC : -ENOMEM;
 	/* the umask may have taken bits of the namespace's mode away */
-	if (fstat(fd, st) < 0 || ((st->st_mode & 0777) != mode && fchmod(fd, mode) < 0) ||
+	um = cur_umask();
+	if (((um < 0 || (mode & (mode_t)um)) && fchmod(fd, mode) < 0) ||
 	    ftruncate(fd, (off_t)size) < 0) {
 		int e = errno;
 
-		close(fd);
-		unlink(path);
+		sys_close(fd);
+		unlinkat(dfd, name, 0);
 		return e == EFBIG || e == EINVAL ? -EINVAL : -ENOMEM;
 	}
-	*fdp = fd;
+	*fdp = fd_hide(fd);
 	return 0;
 }
 
@@ -661,7 +974,6 @@ static int newseg(struct ns *ns, key_t key, int shmflg, long arg)
 	struct shmid_kernel *shp;
 	uoff_t off;
 	int id, r, fd = -1;
-	struct stat st;
 
 	if (size < SHMMIN || size > h->lim.shmmax)
 		return -EINVAL;
@@ -709,24 +1021,26 @@ static int newseg(struct ns *ns, key_t key, int shmflg, long arg)
 	shp->creator_pid = cur_pid();
 	shp->att = 0;
 	shp->att_cap = shp->att_n = 0;
-	r = create_file(ns, off, shp->gen, PAGE_ALIGN(size), &fd, &st);
+	shp->fd_shared = 0;
+	r = create_file(ns, off, shp->gen, PAGE_ALIGN(size), &fd);
 	if (r)
 		return r;
 	id = ipc_addid(ns, IPC_SHM_IDS, &shp->perm, (int)(h->lim.shmmni > INT_MAX ? INT_MAX : h->lim.shmmni));
 	if (id < 0) {
-		char path[4200];
+		char name[4200];
 
-		close(fd);
-		file_name(ns, off, shp->gen, path, sizeof(path));
-		unlink(path);
+		close_guarded(fd);
+		file_base(ns, off, shp->gen, name, sizeof(name));
+		unlinkat(seg_dirfd(ns), name, 0);
 		return id;
 	}
 	J_SET(ns, h->shm_tot, h->shm_tot + numpages);
-	/* not kept: a cached fd would keep the memory of a segment that
-	 * another process destroys until we exit */
-	close(fd);
+	/* kept for our attaches: if another process destroys the segment, it
+	 * truncates the file (we are the creator: fd_shared stays clear) */
 	pthread_mutex_lock(&l_mutex);
 	l_used = true;
+	if (!fd_keep(off, shp->gen, fd))
+		close_guarded(fd);
 	pthread_mutex_unlock(&l_mutex);
 	return id;
 }
@@ -844,27 +1158,43 @@ static void reap_all(struct ns *ns)
 
 /* ---- shmat ---- */
 
-static int open_seg(struct ns *ns, struct shmid_kernel *shp, int oflag, bool *cached)
+/* The segment's file, from the cache (*OWN false: busy until fd_unbusy)
+ * or opened (*OWN true: the caller's, to cache or close_guarded). */
+static int open_seg(struct ns *ns, struct shmid_kernel *shp, int oflag, bool *own)
 {
-	char path[4200];
+	char name[4200];
 	uoff_t off = ns_off(ns, shp);
-	int fd;
+	uint64_t gen = shp->gen;
+	int fd, i, dfd;
 
 	pthread_mutex_lock(&l_mutex);
-	fd = fd_take(l_fds, &l_nfds, off, shp->gen);
-	if (fd >= 0)
+	i = fd_find(off, gen);
+	if (i >= 0) {
+		fd = l_fds[i].fd;
 		l_fd_busy++;
-	pthread_mutex_unlock(&l_mutex);
-	if (fd >= 0) {
-		*cached = true;
+		pthread_mutex_unlock(&l_mutex);
+		*own = false;
 		return fd;
 	}
-	*cached = false;
-	file_name(ns, off, shp->gen, path, sizeof(path));
-	fd = open(path, oflag | O_NOFOLLOW | O_CLOEXEC);
+	pthread_mutex_unlock(&l_mutex);
+	dfd = seg_dirfd(ns);
+	if (dfd < 0)
+		return -ENOMEM;
+	file_base(ns, off, gen, name, sizeof(name));
+	fd = openat(dfd, name, oflag | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -EIDRM : -errno;
-	return fd;
+	/* cached by the caller once the segment is marked (fd_keep) */
+	*own = true;
+	return fd_hide(fd);
+}
+
+static void seg_fd_done(int fd, bool own)
+{
+	if (own)
+		close_guarded(fd);
+	else
+		fd_unbusy();
 }
 
 static void local_add(struct lattach f)
@@ -905,55 +1235,71 @@ static void delta_add(struct seg_delta *d, int *nd, int max, const struct lattac
 }
 
 /*
- * A MAP_FIXED mapping replaced [addr, addr+len): fragments fully inside
- * are closed, fragments cut get split as the kernel splits vmas (every
- * split opens the new vma, the cut piece is closed).
+ * The local table follows the vmas the kernel would have (l_mutex held):
+ * a vma cut in two is split and the new one opened (the kernel's
+ * split_vma calls shm_open: nattch++), a vma unmapped is closed
+ * (shm_close: nattch--), vmas of attachments are never merged again.
+ * The accounting is collected in D and applied after (apply_deltas).
  */
-static int local_cover(uintptr_t addr, size_t len, struct seg_delta *d, int max)
+struct deltas {
+	struct seg_delta d[16];
+	int n;
+};
+
+/* the fragment strictly containing A is split there (only if WANT says
+ * so for it) */
+struct vchange {
+	int prot;                  /* -1: unchanged */
+	uint32_t clear, set;       /* VMF_* */
+};
+
+static void frag_split(uintptr_t a, struct deltas *ds,
+		       bool (*want)(const struct lattach *, const struct vchange *),
+		       const struct vchange *arg)
+{
+	for (int i = 0; i < l_n; i++) {
+		struct lattach *f = &l_att[i];
+
+		if (f->addr < a && a < f->addr + f->len && (!want || want(f, arg))) {
+			struct lattach t = *f;
+
+			t.addr = a;
+			t.len = f->addr + f->len - a;
+			t.pgoff = f->pgoff + (a - f->addr) / UIPC_PAGE;
+			f->len = a - f->addr;
+			delta_add(ds->d, &ds->n, 16, f, 1, 0);
+			local_add(t);
+			return;
+		}
+	}
+}
+
+/* [addr, addr+len) is unmapped (munmap, or replaced by a MAP_FIXED
+ * mapping): fragments are cut at both ends, those inside are closed */
+static void frag_unmap(uintptr_t addr, size_t len, struct deltas *ds)
 {
 	uintptr_t end = addr + len;
-	int nd = 0, n0 = l_n;
 
-	/* fragments appended below (at >= n0) are never cut again */
-	for (int i = 0; i < n0;) {
+	frag_split(addr, ds, NULL, NULL);
+	frag_split(end, ds, NULL, NULL);
+	for (int i = 0; i < l_n;) {
 		struct lattach f = l_att[i];
-		uintptr_t fe = f.addr + f.len;
 
-		if (fe <= addr || f.addr >= end) {
-			i++;
+		if (f.addr >= addr && f.addr + f.len <= end) {
+			delta_add(ds->d, &ds->n, 16, &f, 0, 1);
+			l_att[i] = l_att[--l_n];
 			continue;
 		}
-		/* remove entry i keeping [0, n0) the unvisited old ones */
-		l_att[i] = l_att[n0 - 1];
-		l_att[n0 - 1] = l_att[l_n - 1];
-		l_n--;
-		n0--;
-		if (f.addr >= addr && fe <= end) {
-			delta_add(d, &nd, max, &f, 0, 1);
-			continue;
-		}
-		uint32_t splits = 0;
-
-		if (f.addr < addr) {
-			struct lattach h = f;
-
-			h.len = addr - f.addr;
-			local_add(h);
-			splits++;
-		}
-		if (fe > end) {
-			struct lattach t = f;
-
-			t.addr = end;
-			t.len = fe - end;
-			t.pgoff = f.pgoff + (end - f.addr) / UIPC_PAGE;
-			local_add(t);
-			splits++;
-		}
-		/* one vma became SPLITS pieces plus the closed middle */
-		delta_add(d, &nd, max, &f, splits, 1);
+		i++;
 	}
-	return nd;
+}
+
+static bool overlaps(uintptr_t addr, size_t len)
+{
+	for (int i = 0; i < l_n; i++)
+		if (l_att[i].addr < addr + len && addr < l_att[i].addr + l_att[i].len)
+			return true;
+	return false;
 }
 
 static int shm_account(struct ns *ns, int id, uint64_t gen, uint32_t proc, int pid,
@@ -973,7 +1319,9 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 	struct shmid_kernel *shp;
 	int prot, acc, oflag, fd, err = 0, r;
 	uint64_t gen, len;
-	bool cached;
+	bool own = false;
+	int keep = -1;
+	bool rw;
 	void *m;
 	int flags = MAP_SHARED;
 
@@ -1015,9 +1363,10 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 	len = PAGE_ALIGN(shp->segsz);
 	if (atomic_load(&shp->perm.deleted) || shp->perm.id != shmid)
 		return -EIDRM;
-	fd = open_seg(ns, shp, O_RDWR, &cached);
+	fd = open_seg(ns, shp, O_RDWR, &own);
+	rw = fd >= 0;
 	if (fd < 0 && oflag == O_RDONLY && fd != -EIDRM)
-		fd = open_seg(ns, shp, O_RDONLY, &cached);
+		fd = open_seg(ns, shp, O_RDONLY, &own);
 	if (fd < 0)
 		return fd == -EIDRM ? -EIDRM : -EACCES;
 	if (addr && !(shmflg & SHM_REMAP)) {
@@ -1027,42 +1376,47 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 			err = -EINVAL;
 			goto out_fd;
 		}
-		probe = mmap((void *)addr, len, PROT_NONE,
+		probe = sys_mmap((void *)addr, len, PROT_NONE,
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 		if (probe == MAP_FAILED || probe != (void *)addr) {
 			if (probe != MAP_FAILED)
-				munmap(probe, len);
+				sys_munmap(probe, len);
 			err = errno == EEXIST || probe != MAP_FAILED ? -EINVAL : -ENOMEM;
 			goto out_fd;
 		}
 		/* the probe reserved the range: replace it atomically */
 	}
-	m = mmap((void *)addr, len, prot, flags, fd, 0);
+	/* not through the mmap hook: the accounting of what a MAP_FIXED
+	 * attach replaces is done below, after the new attach is counted */
+	m = sys_mmap((void *)addr, len, prot, flags, fd, 0);
 	if (m == MAP_FAILED) {
 		err = errno == EACCES || errno == EPERM ? -EACCES : -errno;
 		if (addr && !(shmflg & SHM_REMAP))
-			munmap((void *)addr, len);
+			sys_munmap((void *)addr, len);
 		goto out_fd;
 	}
-	if (!cached)
-		close(fd);
-	else
-		fd_unbusy();
+	/* an fd we opened read-write is kept once the segment is marked */
+	if (own && rw) {
+		keep = fd;
+	} else {
+		seg_fd_done(fd, own);
+	}
 	fd = -1;
 	/* mapped: now count it (a crash before this leaves no mapping) */
 	{
 		struct uproc *me = cur_proc(ns);
-		struct seg_delta d[16];
-		int nd = 0;
+		struct deltas ds = { .n = 0 };
 
 		if (!me) {
-			munmap(m, len);
+			sys_munmap(m, len);
+			if (keep >= 0)
+				close_guarded(keep);
 			return -ENOMEM;
 		}
 		pthread_mutex_lock(&l_mutex);
 		l_used = true;
 		if (flags & MAP_FIXED)
-			nd = local_cover((uintptr_t)m, len, d, 16);
+			frag_unmap((uintptr_t)m, len, &ds);
 		pthread_mutex_unlock(&l_mutex);
 		for (int tries = 0;; tries++) {
 			uint32_t dead[16];
@@ -1070,8 +1424,10 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 
 			r = ulock_acquire(ns, &shp->lock);
 			if (r) {
-				munmap(m, len);
-				apply_deltas(ns, me, d, nd);
+				sys_munmap(m, len);
+				apply_deltas(ns, me, ds.d, ds.n);
+				if (keep >= 0)
+					close_guarded(keep);
 				return lock_err(r);
 			}
 			n = tries < 4 && shp_valid(ns, shp, shmid, gen) ?
@@ -1084,18 +1440,26 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 		}
 		if (!shp_valid(ns, shp, shmid, gen)) {
 			ulock_release(ns, &shp->lock);
-			munmap(m, len);
-			apply_deltas(ns, me, d, nd);
+			sys_munmap(m, len);
+			apply_deltas(ns, me, ds.d, ds.n);
+			if (keep >= 0)
+				close_guarded(keep);
 			return -EIDRM;
 		}
 		r = att_add(ns, shp, proc_index(ns, me), 1);
 		if (r) {
 			j_abort(ns);
 			ulock_release(ns, &shp->lock);
-			munmap(m, len);
-			apply_deltas(ns, me, d, nd);
+			sys_munmap(m, len);
+			apply_deltas(ns, me, ds.d, ds.n);
+			if (keep >= 0)
+				close_guarded(keep);
 			return r;
 		}
+		/* the segment lives and its destroyer needs this lock: the
+		 * mark is seen (see fd_shared) */
+		if (keep >= 0 && !is_creator(ns, shp))
+			atomic_fetch_or(&shp->fd_shared, 1u);
 		J_SET(ns, shp->nattch, shp->nattch + 1);
 		J_SET(ns, shp->atime, ipc_now());
 		J_SET(ns, shp->lpid, (int32_t)cur_pid());
@@ -1103,8 +1467,10 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 			syscall(SYS_mlock2, m, len, MLOCK_ONFAULT);
 		ulock_release(ns, &shp->lock);
 		pthread_mutex_lock(&l_mutex);
-		local_add((struct lattach){ (uintptr_t)m, len, 0, len, shmid,
+		local_add((struct lattach){ (uintptr_t)m, len, 0, len, prot, l_vmf_future, shmid,
 					    ns_off(ns, shp), gen });
+		if (keep >= 0 && !fd_keep(ns_off(ns, shp), gen, keep))
+			close_guarded(keep);
 		pthread_mutex_unlock(&l_mutex);
 		/* an image we exec must drop our attachments even if it
 		 * never calls uipc: tell its constructor (shm_init) */
@@ -1114,7 +1480,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 		}
 		/* what the new mapping replaced: after the new attach is
 		 * counted, as the kernel counts it before it maps */
-		apply_deltas(ns, me, d, nd);
+		apply_deltas(ns, me, ds.d, ds.n);
 	}
 	return (long)(uintptr_t)m;
 out_fd:
@@ -1126,10 +1492,8 @@ out_fd:
 		if (me)
 			shm_account(ns, shmid, gen, proc_index(ns, me), cur_pid(), 0, 0);
 	}
-	if (fd >= 0 && !cached)
-		close(fd);
-	else if (fd >= 0)
-		fd_unbusy();
+	if (fd >= 0)
+		seg_fd_done(fd, own);
 	return err;
 }
 
@@ -1142,7 +1506,9 @@ void *uipc_shmat(int shmid, const void *shmaddr, int shmflg)
 		return (void *)-1;
 	run_exec_pending(ns);
 	shm_enter(ns);
+	pthread_rwlock_rdlock(&l_forklock);
 	r = do_shmat(ns, shmid, shmaddr, shmflg);
+	pthread_rwlock_unlock(&l_forklock);
 	if (r < 0 && r > -4096) {
 		errno = (int)-r;
 		return (void *)-1;
@@ -1210,7 +1576,7 @@ static int ksys_shmdt(struct ns *ns, const void *shmaddr)
 		if (me)
 			shm_account(ns, gone[i].shmid, gone[i].gen, proc_index(ns, me),
 				    cur_pid(), 0, 1);
-		munmap((void *)gone[i].addr, gone[i].len);
+		sys_munmap((void *)gone[i].addr, gone[i].len);
 	}
 	return 0;
 }
@@ -1221,9 +1587,310 @@ int uipc_shmdt(const void *shmaddr)
 
 	if (!ns)
 		return -1;
+	int r;
+
 	run_exec_pending(ns);
 	shm_enter(ns);
-	return (int)set_errno_ret(ksys_shmdt(ns, shmaddr));
+	pthread_rwlock_rdlock(&l_forklock);
+	r = ksys_shmdt(ns, shmaddr);
+	pthread_rwlock_unlock(&l_forklock);
+	return (int)set_errno_ret(r);
+}
+
+/* ---- the application's own munmap, mmap(MAP_FIXED), mremap, mprotect ----
+ *
+ * The kernel counts vmas (linux-semantics.md section 6, and what
+ * tests/diff/shm_vma.c checks): munmap of a whole attachment detaches it,
+ * of a part cuts it (each piece left is an attachment), a vma moved by
+ * mremap is opened at its new place and closed at the old one, one split
+ * by mprotect counts twice.  The hooks (syscalls.c) make the call, then
+ * bring the local table and the counts up to date; l_mutex is held across
+ * the call so that a concurrent shmat does not add a fragment that the
+ * update would then take for an old one.
+ */
+
+static bool any_attached(void)
+{
+	return __atomic_load_n(&l_n, __ATOMIC_RELAXED) != 0;
+}
+
+static void settle(struct deltas *ds)
+{
+	struct ns *ns;
+	struct uproc *me;
+
+	if (!ds->n)
+		return;
+	ns = ns_get();
+	me = ns ? cur_proc(ns) : NULL;
+	if (me)
+		apply_deltas(ns, me, ds->d, ds->n);
+}
+
+int shm_hook_munmap(void *addr, size_t len)
+{
+	struct deltas ds = { .n = 0 };
+	int r;
+
+	if (likely(!any_attached()))
+		return sys_munmap(addr, len);
+	pthread_rwlock_rdlock(&l_forklock);
+	pthread_mutex_lock(&l_mutex);
+	r = sys_munmap(addr, len);
+	if (r == 0 && len)
+		frag_unmap((uintptr_t)addr, PAGE_ALIGN(len), &ds);
+	pthread_mutex_unlock(&l_mutex);
+	settle(&ds);
+	pthread_rwlock_unlock(&l_forklock);
+	return r;
+}
+
+void *shm_hook_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	struct deltas ds = { .n = 0 };
+	long r;
+
+	if (likely(!(flags & MAP_FIXED) || !any_attached()))
+		return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+	pthread_rwlock_rdlock(&l_forklock);
+	pthread_mutex_lock(&l_mutex);
+	r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+	if (r != -1 && len)
+		frag_unmap((uintptr_t)r, PAGE_ALIGN(len), &ds);
+	pthread_mutex_unlock(&l_mutex);
+	settle(&ds);
+	pthread_rwlock_unlock(&l_forklock);
+	return (void *)r;
+}
+
+static int frag_at(uintptr_t a)
+{
+	for (int i = 0; i < l_n; i++)
+		if (l_att[i].addr <= a && a < l_att[i].addr + l_att[i].len)
+			return i;
+	return -1;
+}
+
+void *shm_hook_mremap(void *old, size_t olen, size_t nlen, int flags, void *naddr)
+{
+	struct deltas ds = { .n = 0 };
+	uintptr_t o = (uintptr_t)old, n;
+	long r;
+	int i;
+
+	if (likely(!any_attached()))
+		return (void *)syscall(SYS_mremap, old, olen, nlen, flags, naddr);
+	pthread_rwlock_rdlock(&l_forklock);
+	pthread_mutex_lock(&l_mutex);
+	if (!overlaps(o, olen ? olen : 1)) {
+		/* not an attachment; but a fixed destination may cover one */
+		r = syscall(SYS_mremap, old, olen, nlen, flags, naddr);
+		if (r != -1 && (uintptr_t)r != o)
+			frag_unmap((uintptr_t)r, PAGE_ALIGN(nlen), &ds);
+		goto out;
+	}
+	r = syscall(SYS_mremap, old, olen, nlen, flags, naddr);
+	if (r == -1)
+		goto out;
+	n = (uintptr_t)r;
+	olen = PAGE_ALIGN(olen);
+	nlen = PAGE_ALIGN(nlen);
+	if (olen == 0) {
+		/* a second mapping of the same shared pages: a new vma */
+		i = frag_at(o);
+		if (i >= 0) {
+			struct lattach t = l_att[i];
+
+			t.pgoff += (o - t.addr) / UIPC_PAGE;
+			t.addr = n;
+			t.len = nlen;
+			delta_add(ds.d, &ds.n, 16, &t, 1, 0);
+			local_add(t);
+		}
+		goto out;
+	}
+	if (n == o) {
+		if (nlen < olen) {
+			frag_unmap(o + nlen, olen - nlen, &ds);
+		} else if (nlen > olen) {
+			i = frag_at(o);
+			if (i >= 0)
+				l_att[i].len += nlen - olen;
+		}
+		goto out;
+	}
+	/* moved: the kernel unmaps the destination, shrinks, cuts the
+	 * source out of its vma, opens the copy and closes the source */
+	if (flags & MREMAP_FIXED)
+		frag_unmap(n, nlen, &ds);
+	if (nlen < olen) {
+		frag_unmap(o + nlen, olen - nlen, &ds);
+		olen = nlen;
+	}
+	frag_split(o, &ds, NULL, NULL);
+	frag_split(o + olen, &ds, NULL, NULL);
+	i = frag_at(o);
+	if (i >= 0) {
+		struct lattach t = l_att[i];
+
+		delta_add(ds.d, &ds.n, 16, &t, 1, (flags & MREMAP_DONTUNMAP) ? 0 : 1);
+		t.addr = n;
+		t.len = nlen;
+		if (flags & MREMAP_DONTUNMAP)
+			local_add(t);
+		else
+			l_att[i] = t;
+	}
+out:
+	pthread_mutex_unlock(&l_mutex);
+	settle(&ds);
+	pthread_rwlock_unlock(&l_forklock);
+	return (void *)r;
+}
+
+static int vc_prot(const struct lattach *f, const struct vchange *c)
+{
+	return c->prot < 0 ? f->prot : c->prot;
+}
+
+static uint32_t vc_flags(const struct lattach *f, const struct vchange *c)
+{
+	return (f->vmf & ~c->clear) | c->set;
+}
+
+static bool vc_differs(const struct lattach *f, const struct vchange *c)
+{
+	return vc_prot(f, c) != f->prot || vc_flags(f, c) != f->vmf;
+}
+
+/* mprotect, mlock, madvise on [a, a+len): a vma whose flags change is cut
+ * at the range's ends (the kernel's mprotect_fixup, mlock_fixup,
+ * madvise_update_vma); one whose flags stay is left whole */
+static void frag_change(uintptr_t a, size_t len, const struct vchange *c, struct deltas *ds)
+{
+	uintptr_t e = a + PAGE_ALIGN(len);
+
+	frag_split(a, ds, vc_differs, c);
+	frag_split(e, ds, vc_differs, c);
+	for (int i = 0; i < l_n; i++) {
+		struct lattach *f = &l_att[i];
+
+		if (f->addr >= a && f->addr + f->len <= e) {
+			f->prot = vc_prot(f, c);
+			f->vmf = vc_flags(f, c);
+		}
+	}
+}
+
+/* the call (done by DO with the mutexes held), then the change */
+static long vma_call(uintptr_t a, size_t len, const struct vchange *c,
+		     long (*call)(void *), void *arg)
+{
+	struct deltas ds = { .n = 0 };
+	long r;
+
+	if (likely(!any_attached()))
+		return call(arg);
+	pthread_rwlock_rdlock(&l_forklock);
+	pthread_mutex_lock(&l_mutex);
+	r = call(arg);
+	if (r == 0 && len)
+		frag_change(a, len, c, &ds);
+	pthread_mutex_unlock(&l_mutex);
+	settle(&ds);
+	pthread_rwlock_unlock(&l_forklock);
+	return r;
+}
+
+struct sysargs {
+	long nr, a, b, c;
+};
+
+static long do_syscall3(void *arg)
+{
+	struct sysargs *s = arg;
+
+	return syscall(s->nr, s->a, s->b, s->c);
+}
+
+int shm_hook_mprotect(void *addr, size_t len, int prot)
+{
+	struct sysargs sa = { SYS_mprotect, (long)addr, (long)len, prot };
+	struct vchange c = { prot, 0, 0 };
+
+	return (int)vma_call((uintptr_t)addr, len, &c, do_syscall3, &sa);
+}
+
+int shm_hook_mlock(void *addr, size_t len, int flags)
+{
+	struct sysargs sa = { SYS_mlock2, (long)addr, (long)len, flags };
+	struct vchange c = { -1, VMF_ONFAULT, VMF_LOCKED | (flags & MLOCK_ONFAULT ? VMF_ONFAULT : 0) };
+
+	return (int)vma_call((uintptr_t)addr, len, &c, do_syscall3, &sa);
+}
+
+int shm_hook_munlock(void *addr, size_t len)
+{
+	struct sysargs sa = { SYS_munlock, (long)addr, (long)len, 0 };
+	struct vchange c = { -1, VMF_LOCKED | VMF_ONFAULT, 0 };
+
+	return (int)vma_call((uintptr_t)addr, len, &c, do_syscall3, &sa);
+}
+
+int shm_hook_madvise(void *addr, size_t len, int advice)
+{
+	struct sysargs sa = { SYS_madvise, (long)addr, (long)len, advice };
+	struct vchange c = { -1, 0, 0 };
+
+	switch (advice) {
+	case MADV_DONTFORK:   c.set = VMF_DONTCOPY; break;
+	case MADV_DOFORK:     c.clear = VMF_DONTCOPY; break;
+	case MADV_DONTDUMP:   c.set = VMF_DONTDUMP; break;
+	case MADV_DODUMP:     c.clear = VMF_DONTDUMP; break;
+	case MADV_HUGEPAGE:   c.set = VMF_HUGE; c.clear = VMF_NOHUGE; break;
+	case MADV_NOHUGEPAGE: c.set = VMF_NOHUGE; c.clear = VMF_HUGE; break;
+	case MADV_SEQUENTIAL: c.set = VMF_SEQ; c.clear = VMF_RAND; break;
+	case MADV_RANDOM:     c.set = VMF_RAND; c.clear = VMF_SEQ; break;
+	case MADV_NORMAL:     c.clear = VMF_SEQ | VMF_RAND; break;
+	default:
+		/* the others leave the vma flags of a shared mapping alone */
+		return (int)syscall(SYS_madvise, addr, len, advice);
+	}
+	return (int)vma_call((uintptr_t)addr, len, &c, do_syscall3, &sa);
+}
+
+/* mlockall/munlockall change whole vmas: no split */
+int shm_hook_mlockall(int flags)
+{
+	int r;
+
+	pthread_mutex_lock(&l_mutex);
+	r = (int)syscall(SYS_mlockall, flags);
+	if (r == 0) {
+		uint32_t f = VMF_LOCKED | (flags & MCL_ONFAULT ? VMF_ONFAULT : 0);
+
+		if (flags & MCL_CURRENT)
+			for (int i = 0; i < l_n; i++)
+				l_att[i].vmf = (l_att[i].vmf & ~VMF_ONFAULT) | f;
+		l_vmf_future = flags & MCL_FUTURE ? f : 0;
+	}
+	pthread_mutex_unlock(&l_mutex);
+	return r;
+}
+
+int shm_hook_munlockall(void)
+{
+	int r;
+
+	pthread_mutex_lock(&l_mutex);
+	r = (int)syscall(SYS_munlockall);
+	if (r == 0) {
+		for (int i = 0; i < l_n; i++)
+			l_att[i].vmf &= ~(VMF_LOCKED | VMF_ONFAULT);
+		l_vmf_future = 0;
+	}
+	pthread_mutex_unlock(&l_mutex);
+	return r;
 }
 
 /* ---- shmctl ---- */
@@ -1322,11 +1989,9 @@ retry:
 static int shmctl_down(struct ns *ns, int shmid, int cmd, struct shmid_ds *in)
 {
 	struct shmid_kernel *shp;
-	uint64_t gen = 0;
-	char path[4200];
+	struct rmfile rf = { 0 };
 	int err = 0, r;
 
-	path[0] = 0;
 	/* a dead attacher must not keep an RMID'd segment alive */
 	if (cmd == IPC_RMID) {
 		shp = shm_obtain_check(ns, shmid, &err);
@@ -1349,7 +2014,6 @@ static int shmctl_down(struct ns *ns, int shmid, int cmd, struct shmid_ds *in)
 		err = lock_err(r);
 		goto out;
 	}
-	gen = shp->gen;
 	if (cmd == IPC_RMID) {
 		if (shp->nattch) {
 			struct jframe *prev;
@@ -1361,7 +2025,7 @@ static int shmctl_down(struct ns *ns, int shmid, int cmd, struct shmid_ds *in)
 				set_key_private(ns, &shp->perm);
 			j_target_restore(prev);
 		} else {
-			shm_destroy(ns, shp, path, sizeof(path));
+			shm_destroy(ns, shp, &rf);
 		}
 	} else {
 		if (in->shm_perm.uid == (uid_t)-1 || in->shm_perm.gid == (gid_t)-1) {
@@ -1374,8 +2038,7 @@ static int shmctl_down(struct ns *ns, int shmid, int cmd, struct shmid_ds *in)
 	ulock_release(ns, &shp->lock);
 out:
 	ids_unlock(ns, IPC_SHM_IDS);
-	if (path[0])
-		unlink_seg(path, ns_off(ns, shp), gen);
+	unlink_seg(ns, &rf);
 	return err;
 }
 
@@ -1431,7 +2094,7 @@ static int shmctl_do_lock(struct ns *ns, int shmid, int cmd)
 		if (cmd == SHM_LOCK)
 			syscall(SYS_mlock2, (void *)l_att[i].addr, l_att[i].len, MLOCK_ONFAULT);
 		else
-			munlock((void *)l_att[i].addr, l_att[i].len);
+			syscall(SYS_munlock, (void *)l_att[i].addr, l_att[i].len);
 	}
 	pthread_mutex_unlock(&l_mutex);
 out:
@@ -1521,13 +2184,12 @@ static void shm_detach_proc(struct ns *ns, struct uproc *p, bool exec)
 	for (int i = 0; i <= maxidx; i++) {
 		struct uperm *perm = ipc_obtain(ns, IPC_SHM_IDS, i);
 		struct shmid_kernel *shp;
-		char path[4200];
+		struct rmfile rf = { 0 };
 		int err = 0;
 
 		if (!perm || !ns_ptr(ns, ns_off(ns, perm), sizeof(*shp)))
 			continue;
 		shp = shp_of(perm);
-		uint64_t perm_gen = shp->gen;
 		if (att_has(ns, shp, pidx))
 			shm_account(ns, shp->perm.id, shp->gen, pidx, p->pid, 0, UINT32_MAX);
 		if (exec || __atomic_load_n(&shp->creator, __ATOMIC_ACQUIRE) != pidx)
@@ -1535,15 +2197,13 @@ static void shm_detach_proc(struct ns *ns, struct uproc *p, bool exec)
 		shp = lock_both(ns, perm->id, shp->gen, &err);
 		if (!shp)
 			continue;
-		path[0] = 0;
 		if (shp->creator == pidx) {
 			J_SET(ns, shp->creator, NO_PROC);
 			if (ns->hdr->lim.shm_rmid_forced && shm_may_destroy(ns, shp))
-				shm_destroy(ns, shp, path, sizeof(path));
+				shm_destroy(ns, shp, &rf);
 		}
 		unlock_both(ns, shp);
-		if (path[0])
-			unlink_seg(path, ns_off(ns, shp), perm_gen);
+		unlink_seg(ns, &rf);
 	}
 }
 
@@ -1564,7 +2224,7 @@ void shm_destroy_orphaned(struct ns *ns)
 	for (int i = 0; i <= maxidx; i++) {
 		struct uperm *perm = ipc_obtain(ns, IPC_SHM_IDS, i);
 		struct shmid_kernel *shp;
-		char path[4200];
+		struct rmfile rf = { 0 };
 		uint64_t gen;
 		int err = 0;
 
@@ -1574,12 +2234,10 @@ void shm_destroy_orphaned(struct ns *ns)
 		shp = lock_both(ns, perm->id, gen, &err);
 		if (!shp)
 			continue;
-		path[0] = 0;
 		if (shp->creator == NO_PROC && shm_may_destroy(ns, shp))
-			shm_destroy(ns, shp, path, sizeof(path));
+			shm_destroy(ns, shp, &rf);
 		unlock_both(ns, shp);
-		if (path[0])
-			unlink_seg(path, ns_off(ns, shp), gen);
+		unlink_seg(ns, &rf);
 	}
 }
 
@@ -1625,29 +2283,71 @@ static void run_exec_pending(struct ns *ns)
 
 /* fork: the child inherits every attachment (the kernel's shm_open for each
  * vma: nattch++, atime, lpid = the parent, which runs dup_mmap) */
+static void fork_child_count(void);
+
 void shm_fork_child(void)
+{
+	pthread_mutex_init(&l_mutex, NULL);
+	pthread_rwlock_init(&l_forklock, NULL);
+	atomic_store(&exec_pending, NO_PROC);
+	if (l_forkpipe[0] >= 0) {
+		sys_close(l_forkpipe[0]);
+		l_forkpipe[0] = -1;
+	}
+	fork_child_count();
+	/* counted (or nothing to count): the parent may go on */
+	if (l_forkpipe[1] >= 0) {
+		sys_close(l_forkpipe[1]);
+		l_forkpipe[1] = -1;
+	}
+}
+
+static void fork_child_count(void)
 {
 	struct ns *ns;
 	struct uproc *me;
 	int ppid;
 
-	pthread_mutex_init(&l_mutex, NULL);
-	atomic_store(&exec_pending, NO_PROC);
 	/* only this thread survived the fork: no mmap is in progress */
 	l_fd_busy = 0;
 	while (l_ndeferred)
-		close(l_deferred[--l_ndeferred]);
+		close_guarded(l_deferred[--l_ndeferred]);
 	/* the fds opened for us in the prepare handler */
 	for (int i = 0; i < l_nfork; i++) {
 		if (l_nfds < FDCACHE)
 			l_fds[l_nfds++] = l_fork_fds[i];
 		else
-			close(l_fork_fds[i].fd);
+			close_guarded(l_fork_fds[i].fd);
 	}
 	l_nfork = 0;
+	ns = l_nfds || l_n ? ns_get() : NULL;
+	/* inherited fds: we are not their segments' creator; mark them (a
+	 * destroyer that did not see the mark is seen here) */
+	for (int i = 0; ns && i < l_nfds;) {
+		struct shmid_kernel *shp = shm_obj(ns, l_fds[i].obj, l_fds[i].gen);
+		bool alive = false;
+
+		/* under the segment lock, alive: its destroyer sees the mark */
+		if (shp && ulock_acquire(ns, &shp->lock) == 0) {
+			alive = shm_obj(ns, l_fds[i].obj, l_fds[i].gen) != NULL;
+			if (alive)
+				atomic_fetch_or(&shp->fd_shared, 1u);
+			ulock_release(ns, &shp->lock);
+		}
+		if (alive)
+			i++;
+		else
+			fd_drop(i);
+	}
 	if (!l_n)
 		return;
-	ns = ns_get();
+	{
+		/* tests: widen the window between fork and this count */
+		const char *d = getenv("UIPC_TEST_FORK_DELAY_MS");
+
+		if (d)
+			usleep((useconds_t)atoi(d) * 1000);
+	}
 	me = ns ? cur_proc(ns) : NULL;
 	if (!me)
 		return;
@@ -1656,6 +2356,12 @@ void shm_fork_child(void)
 		struct lattach *a = &l_att[i];
 		struct shmid_kernel *shp;
 		int err = 0;
+
+		/* MADV_DONTFORK: the kernel does not copy the vma */
+		if (a->vmf & VMF_DONTCOPY) {
+			l_att[i] = l_att[--l_n];
+			continue;
+		}
 
 		shp = shm_obtain_check(ns, a->shmid, &err);
 		if (shp && ns_off(ns, shp) == a->obj) {
@@ -1686,8 +2392,11 @@ static void shm_atfork_prepare(void)
 	struct ns *ns;
 	int maxidx;
 
+	pthread_rwlock_wrlock(&l_forklock);
 	pthread_mutex_lock(&l_mutex);
 	l_nfork = 0;
+	if (l_n && pipe2(l_forkpipe, O_CLOEXEC) < 0)
+		l_forkpipe[0] = l_forkpipe[1] = -1;
 	/* only a child that can change its credentials may lose access */
 	if (!l_used || (cur_cred()->euid != 0 && !has_cap(CAP_SETUID) && !has_cap(CAP_SETGID)))
 		return;
@@ -1700,35 +2409,48 @@ static void shm_atfork_prepare(void)
 	for (int i = 0; i <= maxidx && l_nfork < FDCACHE; i++) {
 		struct uperm *p = ipc_obtain(ns, IPC_SHM_IDS, i);
 		struct shmid_kernel *shp;
-		char path[4200];
-		struct stat st;
-		int fd;
+		char name[4200];
+		int fd, dfd;
 
 		if (!p || !ns_ptr(ns, ns_off(ns, p), sizeof(*shp)))
 			continue;
 		shp = shp_of(p);
-		fd = fd_take(l_fds, &l_nfds, ns_off(ns, shp), shp->gen);
-		if (fd >= 0)
+		if (fd_find(ns_off(ns, shp), shp->gen) >= 0)
 			continue; /* inherited anyway */
-		file_name(ns, ns_off(ns, shp), shp->gen, path, sizeof(path));
-		fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		dfd = seg_dirfd(ns);
+		file_base(ns, ns_off(ns, shp), shp->gen, name, sizeof(name));
+		fd = dfd < 0 ? -1 : openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		if (fstat(fd, &st) < 0) {
-			close(fd);
-			continue;
-		}
-		l_fork_fds[l_nfork++] = (struct fdent){ fd, ns_off(ns, shp), shp->gen,
-							 st.st_dev, st.st_ino };
+		l_fork_fds[l_nfork++] = (struct fdent){ fd_hide(fd), ns_off(ns, shp), shp->gen };
 	}
 }
 
 static void shm_atfork_parent(void)
 {
+	if (l_forkpipe[1] >= 0) {
+		struct pollfd pfd = { .fd = l_forkpipe[0], .events = POLLIN };
+		char c;
+
+		sys_close(l_forkpipe[1]);
+		/* until the child has counted its attachments (its end closed),
+		 * or died; a child stopped before that gets 10 s */
+		for (int ms = 0; ms < 10000; ms += 100) {
+			int r = poll(&pfd, 1, 100);
+
+			if (r > 0 && read(l_forkpipe[0], &c, 1) <= 0)
+				break;
+			if (r < 0 && errno != EINTR)
+				break;
+		}
+		sys_close(l_forkpipe[0]);
+		l_forkpipe[0] = l_forkpipe[1] = -1;
+	}
 	for (int i = 0; i < l_nfork; i++)
-		close(l_fork_fds[i].fd);
+		close_guarded(l_fork_fds[i].fd);
 	l_nfork = 0;
 	pthread_mutex_unlock(&l_mutex);
+	pthread_rwlock_unlock(&l_forklock);
 }
 
 static void shm_atfork_child_unlock(void)

@@ -7,7 +7,11 @@
 #include <dlfcn.h>
 #include <sys/syscall.h>
 #include <grp.h>
+#include <limits.h>
 #include <stdarg.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <linux/close_range.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -71,6 +75,166 @@ int shmget(key_t key, size_t size, int f) { return uipc_shmget(key, size, f); }
 void *shmat(int id, const void *a, int f) { return uipc_shmat(id, a, f); }
 int shmdt(const void *a) { return uipc_shmdt(a); }
 int shmctl(int id, int cmd, struct shmid_ds *b) { return uipc_shmctl(id, cmd, b); }
+
+/* ---- fds: the segment files' fds shm.c keeps are not the application's ---- */
+
+typedef int (*fd1_fn)(int);
+typedef int (*fd2_fn)(int, int);
+typedef int (*fd3_fn)(int, int, int);
+#define REAL(name, type)                                                  \
+	static type real_;                                                \
+	if (!real_)                                                       \
+		real_ = (type)dlsym(RTLD_NEXT, name)
+
+/* closing one of them is closing an fd that is not open (EBADF) */
+int close(int fd)
+{
+	REAL("close", fd1_fn);
+	if (unlikely(shm_fd_guarded(fd))) {
+		errno = EBADF;
+		return -1;
+	}
+	return real_ ? real_(fd) : (int)syscall(SYS_close, fd);
+}
+
+/* dup2/dup3 onto one: it moves out of the way first */
+int dup2(int oldfd, int newfd)
+{
+	REAL("dup2", fd2_fn);
+	if (unlikely(shm_fd_guarded(oldfd))) {
+		errno = EBADF;
+		return -1;
+	}
+	if (unlikely(shm_fd_guarded(newfd)))
+		shm_fd_evict(newfd);
+	return real_ ? real_(oldfd, newfd) : (int)syscall(SYS_dup2, oldfd, newfd);
+}
+
+int dup3(int oldfd, int newfd, int flags)
+{
+	REAL("dup3", fd3_fn);
+	if (unlikely(shm_fd_guarded(oldfd))) {
+		errno = EBADF;
+		return -1;
+	}
+	if (unlikely(shm_fd_guarded(newfd)))
+		shm_fd_evict(newfd);
+	return real_ ? real_(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
+}
+
+/* a range is closed around them */
+int close_range(unsigned first, unsigned last, int flags)
+{
+	if (flags & CLOSE_RANGE_CLOEXEC)
+		return (int)syscall(SYS_close_range, first, last, flags);
+	for (;;) {
+		int g = shm_fd_next_guarded(first), r;
+
+		if (g == INT_MAX || (unsigned)g > last)
+			return (int)syscall(SYS_close_range, first, last, flags);
+		if ((unsigned)g > first) {
+			r = (int)syscall(SYS_close_range, first, (unsigned)g - 1, flags);
+			if (r)
+				return r;
+		}
+		if ((unsigned)g >= last)
+			return 0;
+		first = (unsigned)g + 1;
+	}
+}
+
+void closefrom(int lowfd)
+{
+	if (lowfd < 0)
+		lowfd = 0;
+	close_range((unsigned)lowfd, ~0U, 0);
+}
+
+mode_t umask(mode_t mask)
+{
+	mode_t old = (mode_t)syscall(SYS_umask, mask);
+
+	shm_note_umask(mask);
+	return old;
+}
+
+/* ---- memory maps: an attachment is a vma, the kernel counts them ---- */
+
+int munmap(void *addr, size_t len)
+{
+	return shm_hook_munmap(addr, len);
+}
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return shm_hook_mmap(addr, len, prot, flags, fd, off);
+}
+
+void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return shm_hook_mmap(addr, len, prot, flags, fd, off);
+}
+
+void *mremap(void *old, size_t olen, size_t nlen, int flags, ...)
+{
+	void *naddr = NULL;
+
+	if (flags & (MREMAP_FIXED | MREMAP_DONTUNMAP)) {
+		va_list ap;
+
+		va_start(ap, flags);
+		naddr = va_arg(ap, void *);
+		va_end(ap);
+	}
+	return shm_hook_mremap(old, olen, nlen, flags, naddr);
+}
+
+int mprotect(void *addr, size_t len, int prot)
+{
+	return shm_hook_mprotect(addr, len, prot);
+}
+
+int mlock(const void *addr, size_t len)
+{
+	return shm_hook_mlock((void *)addr, len, 0);
+}
+
+int mlock2(const void *addr, size_t len, unsigned int flags)
+{
+	return shm_hook_mlock((void *)addr, len, (int)flags);
+}
+
+int munlock(const void *addr, size_t len)
+{
+	return shm_hook_munlock((void *)addr, len);
+}
+
+int mlockall(int flags)
+{
+	return shm_hook_mlockall(flags);
+}
+
+int munlockall(void)
+{
+	return shm_hook_munlockall();
+}
+
+int madvise(void *addr, size_t len, int advice)
+{
+	return shm_hook_madvise(addr, len, advice);
+}
+
+int posix_madvise(void *addr, size_t len, int advice)
+{
+	int e = errno, r;
+
+	/* glibc: POSIX_MADV_DONTNEED is not MADV_DONTNEED, it does nothing */
+	if (advice == POSIX_MADV_DONTNEED)
+		return 0;
+	r = shm_hook_madvise(addr, len, advice) ? errno : 0;
+	errno = e;
+	return r;
+}
 
 /* ---- credentials: forget the cached ones whenever they may change ---- */
 

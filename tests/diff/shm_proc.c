@@ -8,7 +8,9 @@
  */
 #include "dt.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,6 +236,127 @@ static void rmid_forced(int argc, char **argv)
 	dt_sysctl_set("kernel.shm_rmid_forced", "0");
 }
 
+static void child_race(void *arg)
+{
+	struct shmid_ds ds;
+	long long end = dt_now_ms() + 5000;
+
+	(void)arg;
+	/* quietly until the parent has detached and removed */
+	while (dt_now_ms() < end) {
+		if (shmctl(g_id, IPC_STAT, &ds) < 0 || (ds.shm_perm.mode & 01000))
+			break;
+		dt_msleep(5);
+	}
+	if (shmctl(g_id, IPC_STAT, &ds) < 0)
+		dt_chan_send(-1, errno, 0);
+	else
+		dt_chan_send((int)ds.shm_nattch, 0, (int)ds.shm_perm.mode);
+	if (shmdt(g_p) < 0)
+		dt_chan_send(-1, errno, 1);
+	else
+		dt_chan_send(0, 0, 1);
+}
+
+/*
+ * The parent detaches and removes right after fork: the child's inherited
+ * attachment was counted inside fork (the kernel's dup_mmap), so the
+ * segment lives on, SHM_DEST, until the child detaches.  Under uipc the
+ * child's count is made by its atfork handler, which
+ * UIPC_TEST_FORK_DELAY_MS delays (the kernel run ignores it).
+ */
+static void fork_race(int argc, char **argv)
+{
+	struct dt_msg m;
+
+	(void)argc, (void)argv;
+	g_id = dt_shmget(IPC_PRIVATE, 4096, 0600);
+	g_p = dt_shmat(g_id, NULL, 0);
+	setenv("UIPC_TEST_FORK_DELAY_MS", "300", 1);
+	pid_t c = dt_fork(child_race, NULL);
+	unsetenv("UIPC_TEST_FORK_DELAY_MS");
+	dt_shmdt(g_p, "p");
+	dt_shmctl(g_id, IPC_RMID);
+	dt_shmstat(g_id, IPC_STAT);
+	if (dt_chan_recv(&m) == 0)
+		dt_out("child saw: %s nattch=%d mode=%o", dt_res(m.ret < 0 ? -1 : 0, m.err),
+		       m.ret, (unsigned)m.extra);
+	if (dt_chan_recv(&m) == 0)
+		dt_out("child shmdt = %s", dt_res(m.ret, m.err));
+	dt_wait(c);
+	dt_shmstat(g_id, IPC_STAT);
+}
+
+/* the fds this image has open above 2 (the listing's own excepted) */
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.' && atoi(e->d_name) > 2 && atoi(e->d_name) != dirfd(d))
+			n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void fds_exec_child(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	dt_out("after exec: %d fds above 2", count_fds());
+}
+
+static void fds_execer(void *arg)
+{
+	(void)arg;
+	char *args[] = { "shm_proc", "fds-exec-child", NULL };
+	dt_exec_self(args);
+}
+
+/*
+ * The application's fds are its own: closing every fd, dup2 onto any
+ * number, opening many files, exec, do not disturb attachments (uipc keeps
+ * fds of segment files, which the application must not see or lose).
+ */
+static void fds(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	int id = dt_shmget(IPC_PRIVATE, 8192, 0600);
+	char *p = dt_shmat(id, NULL, 0), *q;
+	int bad = 0, n, fd[1200];
+
+	p[5] = 'x';
+	dt_shmdt(p, "p");
+	/* a daemon closing everything */
+	for (int i = 3; i < 1024; i++)
+		close(i);
+	closefrom(3);
+	n = open("/dev/null", O_RDONLY);
+	dt_out("first open after closing all = %d", n);
+	close(n);
+	/* every number up to 1100 used by the application */
+	for (n = 0; n < 1100; n++) {
+		fd[n] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd[n] < 0)
+			break;
+	}
+	dt_out("opened %d", n);
+	for (int i = 0; i < n; i++)
+		close(fd[i]);
+	for (int i = 3; i < 1100; i++)
+		if (dup2(0, i) != i)
+			bad++;
+	dt_out("dup2 onto 3..1099: %d failed", bad);
+	close_range(3, ~0U, 0);
+	q = dt_shmat(id, NULL, 0);
+	dt_out("q[5]=%c", q == (void *)-1 ? '?' : q[5]);
+	dt_wait(dt_fork(fds_execer, NULL));
+	dt_shmdt(q, "q");
+	dt_shmctl(id, IPC_RMID);
+}
+
 const struct dt_case dt_cases[] = {
 	{ "fork-exit", fork_exit, 0 },
 	{ "kill9", kill9, 0 },
@@ -242,5 +365,8 @@ const struct dt_case dt_cases[] = {
 	{ "exec-quiet", exec_quiet, 0 },
 	{ "nested", nested, 0 },
 	{ "rmid-forced", rmid_forced, 0 },
+	{ "fork-race", fork_race, 0 },
+	{ "fds", fds, 0 },
+	{ "fds-exec-child", fds_exec_child, 1 },
 	{ NULL, NULL, 0 },
 };

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/shm.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,14 +41,30 @@ static int workload(int a)
 	if (q == (void *)-1)
 		return 2;
 	p[10] = 'w';
+	/* cut in two pieces, both detached by shmdt */
+	if (munmap(q + 4096, 4096) < 0)
+		return 11;
 	if (shmdt(q) < 0)
 		return 3;
+	/* moved: the attachment goes with it (closed here, opened there) */
+	{
+		char *r = mmap(NULL, 3 * 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (r == MAP_FAILED)
+			return 12;
+		p = mremap(p, 3 * 4096, 3 * 4096, MREMAP_MAYMOVE | MREMAP_FIXED, r);
+		if (p != r || p[10] != 'w')
+			return 13;
+	}
 	id = shmget(KEY_TMP, 8192, IPC_CREAT | 0600);
 	if (id < 0)
 		return 4;
 	t = shmat(id, NULL, 0);
 	if (t == (void *)-1)
 		return 5;
+	/* two vmas: two attachments, inherited by the child */
+	if (mprotect(t, 4096, PROT_READ) < 0)
+		return 14;
 	if (shmctl(id, IPC_RMID, NULL) < 0)
 		return 6;
 	/* a child inherits both attachments and exits */

@@ -133,6 +133,23 @@ static pthread_mutex_t l_mutex = PTHREAD_MUTEX_INITIALIZER;
  * or dies), so that a detach or remove by the parent comes after.
  */
 static pthread_rwlock_t l_forklock = PTHREAD_RWLOCK_INITIALIZER;
+
+/*
+ * The process-local locks are held with the program's signal handlers held
+ * off (as inside any uipc critical section): a handler that calls munmap,
+ * shmat or shmdt must not find its own thread holding them.
+ */
+static void hooks_enter(void)
+{
+	uipc_crit_enter();
+	pthread_rwlock_rdlock(&l_forklock);
+}
+
+static void hooks_leave(void)
+{
+	pthread_rwlock_unlock(&l_forklock);
+	uipc_crit_exit();
+}
 static int l_forkpipe[2] = { -1, -1 };
 static struct lattach *l_att;
 static int l_n, l_cap;
@@ -1506,9 +1523,9 @@ void *uipc_shmat(int shmid, const void *shmaddr, int shmflg)
 		return (void *)-1;
 	run_exec_pending(ns);
 	shm_enter(ns);
-	pthread_rwlock_rdlock(&l_forklock);
+	hooks_enter();
 	r = do_shmat(ns, shmid, shmaddr, shmflg);
-	pthread_rwlock_unlock(&l_forklock);
+	hooks_leave();
 	if (r < 0 && r > -4096) {
 		errno = (int)-r;
 		return (void *)-1;
@@ -1591,9 +1608,9 @@ int uipc_shmdt(const void *shmaddr)
 
 	run_exec_pending(ns);
 	shm_enter(ns);
-	pthread_rwlock_rdlock(&l_forklock);
+	hooks_enter();
 	r = ksys_shmdt(ns, shmaddr);
-	pthread_rwlock_unlock(&l_forklock);
+	hooks_leave();
 	return (int)set_errno_ret(r);
 }
 
@@ -1634,14 +1651,14 @@ int shm_hook_munmap(void *addr, size_t len)
 
 	if (likely(!any_attached()))
 		return sys_munmap(addr, len);
-	pthread_rwlock_rdlock(&l_forklock);
+	hooks_enter();
 	pthread_mutex_lock(&l_mutex);
 	r = sys_munmap(addr, len);
 	if (r == 0 && len)
 		frag_unmap((uintptr_t)addr, PAGE_ALIGN(len), &ds);
 	pthread_mutex_unlock(&l_mutex);
 	settle(&ds);
-	pthread_rwlock_unlock(&l_forklock);
+	hooks_leave();
 	return r;
 }
 
@@ -1652,14 +1669,14 @@ void *shm_hook_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t o
 
 	if (likely(!(flags & MAP_FIXED) || !any_attached()))
 		return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
-	pthread_rwlock_rdlock(&l_forklock);
+	hooks_enter();
 	pthread_mutex_lock(&l_mutex);
 	r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 	if (r != -1 && len)
 		frag_unmap((uintptr_t)r, PAGE_ALIGN(len), &ds);
 	pthread_mutex_unlock(&l_mutex);
 	settle(&ds);
-	pthread_rwlock_unlock(&l_forklock);
+	hooks_leave();
 	return (void *)r;
 }
 
@@ -1680,7 +1697,7 @@ void *shm_hook_mremap(void *old, size_t olen, size_t nlen, int flags, void *nadd
 
 	if (likely(!any_attached()))
 		return (void *)syscall(SYS_mremap, old, olen, nlen, flags, naddr);
-	pthread_rwlock_rdlock(&l_forklock);
+	hooks_enter();
 	pthread_mutex_lock(&l_mutex);
 	if (!overlaps(o, olen ? olen : 1)) {
 		/* not an attachment; but a fixed destination may cover one */
@@ -1744,7 +1761,7 @@ void *shm_hook_mremap(void *old, size_t olen, size_t nlen, int flags, void *nadd
 out:
 	pthread_mutex_unlock(&l_mutex);
 	settle(&ds);
-	pthread_rwlock_unlock(&l_forklock);
+	hooks_leave();
 	return (void *)r;
 }
 
@@ -1791,14 +1808,14 @@ static long vma_call(uintptr_t a, size_t len, const struct vchange *c,
 
 	if (likely(!any_attached()))
 		return call(arg);
-	pthread_rwlock_rdlock(&l_forklock);
+	hooks_enter();
 	pthread_mutex_lock(&l_mutex);
 	r = call(arg);
 	if (r == 0 && len)
 		frag_change(a, len, c, &ds);
 	pthread_mutex_unlock(&l_mutex);
 	settle(&ds);
-	pthread_rwlock_unlock(&l_forklock);
+	hooks_leave();
 	return r;
 }
 
@@ -2392,6 +2409,7 @@ static void shm_atfork_prepare(void)
 	struct ns *ns;
 	int maxidx;
 
+	uipc_crit_enter();         /* until the parent or child handler */
 	pthread_rwlock_wrlock(&l_forklock);
 	pthread_mutex_lock(&l_mutex);
 	l_nfork = 0;
@@ -2451,11 +2469,15 @@ static void shm_atfork_parent(void)
 	l_nfork = 0;
 	pthread_mutex_unlock(&l_mutex);
 	pthread_rwlock_unlock(&l_forklock);
+	/* handlers held off since the prepare handler run now */
+	uipc_crit_exit();
 }
 
 static void shm_atfork_child_unlock(void)
 {
-	/* shm_fork_child (called by proc.c's child handler) re-inits it */
+	/* shm_fork_child (called by proc.c's child handler) re-inits the
+	 * locks; the prepare handler held the program's handlers off */
+	uipc_crit_exit_child();
 }
 
 /*

@@ -149,6 +149,14 @@ void uipc_crit_exit(void)
 	}
 }
 
+/* In a fork child, leave a critical section entered before the fork: a
+ * signal held meanwhile was the parent's (a child starts with none). */
+void uipc_crit_exit_child(void)
+{
+	held_mask = 0;
+	uipc_crit_exit();
+}
+
 /* ---- faults: EFAULT from uipc_copy_*() ---- */
 
 #if defined(__x86_64__)

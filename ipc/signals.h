@@ -18,6 +18,8 @@ __attribute__((visibility("hidden"))) void uipc_sleep_begin(void);
  * handler run at the end of the outermost, as after a system call */
 __attribute__((visibility("hidden"))) void uipc_crit_enter(void);
 __attribute__((visibility("hidden"))) void uipc_crit_exit(void);
+/* in a fork child, for a section entered before the fork (atfork) */
+__attribute__((visibility("hidden"))) void uipc_crit_exit_child(void);
 /* counts the program's handlers run on this thread: a caller that spins
  * where the kernel would sleep returns EINTR when it changes */
 __attribute__((visibility("hidden"))) unsigned uipc_handler_gen(void);

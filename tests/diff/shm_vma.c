@@ -15,6 +15,9 @@
 #include "dt.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <sys/shm.h>
+#include <sys/time.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -414,6 +417,68 @@ static void remap_dest(int argc, char **argv)
 	dt_shmstat(g_id, IPC_STAT);
 }
 
+/*
+ * handler-munmap: a timer's handler attaches, writes and detaches a segment
+ * (shmat, shmdt, munmap of an anonymous page) while the main thread keeps
+ * mapping and unmapping pages next to an attachment of its own: whatever
+ * the main thread is in the middle of, the handler's calls must work.
+ */
+static int hm_id;
+static volatile sig_atomic_t hm_runs, hm_bad;
+
+static void hm_handler(int sig)
+{
+	char *p = shmat(hm_id, NULL, 0), *q;
+
+	(void)sig;
+	if (p == (char *)-1) {
+		hm_bad++;
+		return;
+	}
+	p[1]++;
+	if (shmdt(p))
+		hm_bad++;
+	q = mmap(NULL, P, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (q == MAP_FAILED || munmap(q, P))
+		hm_bad++;
+	hm_runs++;
+}
+
+static void handler_munmap(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	struct sigaction sa;
+	struct itimerval it = { { 0, 200 }, { 0, 200 } };
+	char *mine;
+	long long end;
+	long loops = 0;
+
+	hm_id = dt_shmget(IPC_PRIVATE, 4 * P, 0600);
+	mine = dt_shmat(hm_id, NULL, 0);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = hm_handler;
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+	end = dt_now_ms() + 1500;
+	while (dt_now_ms() < end || hm_runs < 50) {
+		char *q = mmap(NULL, 2 * P, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			       -1, 0);
+
+		if (q == MAP_FAILED || mprotect(q, P, PROT_READ) || munmap(q, 2 * P))
+			hm_bad++;
+		loops++;
+	}
+	memset(&it, 0, sizeof it);
+	setitimer(ITIMER_REAL, &it, NULL);
+	dt_out("handler ran %s, failures %d, main loops %s", hm_runs >= 50 ? ">= 50 times" : "too few",
+	       (int)hm_bad, loops > 0 ? "> 0" : "0");
+	dt_out("segment byte 1 counted every handler: %s",
+	       mine != (char *)-1 && (unsigned char)mine[1] == (unsigned char)hm_runs ? "yes" : "no");
+	dt_shmdt(mine, "mine");
+	dt_shmstat(hm_id, IPC_STAT);
+	dt_shmctl(hm_id, IPC_RMID);
+}
+
 const struct dt_case dt_cases[] = {
 	{ "munmap-whole", munmap_whole, 0 },
 	{ "munmap-part", munmap_part, 0 },
@@ -425,5 +490,6 @@ const struct dt_case dt_cases[] = {
 	{ "mlock", mlock_split, 0 },
 	{ "fork-dontfork", fork_dontfork, 0 },
 	{ "remap-dest", remap_dest, 0 },
+	{ "handler-munmap", handler_munmap, 0 },
 	{ NULL, NULL, 0 },
 };

@@ -36,4 +36,19 @@ bench: all bench-progs
 bench-stress-ng: all
 	bench/stress-ng.sh --lib $(B)/libuipc.so --json $(B)/bench/stress-ng.json $(filter --quick,$(BENCH_ARGS))
 
+# The library without the undo journal (-DUIPC_BENCH_NO_JOURNAL, see j_top() in
+# ipc/lock.c): FOR MEASUREMENT ONLY.  It does not survive a SIGKILL inside a
+# critical section and its error paths that need j_abort are wrong.  Never the
+# default library, never used by the tests: only bench/journal-cost.sh loads
+# it.  Only lock.o differs; every other object is the normal build's, linked
+# in the same order.
+NOJ_OBJS := $(patsubst $(B)/ipc/lock.o,$(B)/nojournal/ipc/lock.o,$(LIB_OBJS))
+
+$(B)/nojournal/ipc/lock.o: ipc/lock.c $(LIB_HDRS) bench/bench.mk
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LIBCFLAGS) -DUIPC_BENCH_NO_JOURNAL -c $< -o $@
+
+$(B)/nojournal/libuipc.so: $(NOJ_OBJS) ipc/exports.map
+	$(CC) $(CFLAGS) -shared -pthread -Wl,-z,defs -Wl,--version-script=ipc/exports.map -o $@ $(NOJ_OBJS) -ldl
+
 .PHONY: bench-progs bench-stress-ng

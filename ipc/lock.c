@@ -103,9 +103,22 @@ static void update_cur_frame(struct uthread *t)
 }
 
 
+/*
+ * UIPC_BENCH_NO_JOURNAL: a measurement-only build (bench/bench.mk builds it
+ * into build/nojournal/libuipc.so for bench/journal-cost.sh; never the
+ * default, never used by tests).  It is uipc without the undo journal: no
+ * section has a frame, so every J_SET is a plain store, arena_alloc records
+ * nothing, arena_free frees at once and j_abort undoes nothing (error paths
+ * that rely on it are wrong there: only for benchmarks that make no errors).
+ * The robust mutexes and the signal hold-off stay.  SIGKILL inside a section
+ * is not recovered.
+ */
 struct jframe *j_top(struct ns *ns)
 {
 	(void)ns;
+#ifdef UIPC_BENCH_NO_JOURNAL
+	return NULL;
+#endif
 	return cur_frame;
 }
 
@@ -351,6 +364,15 @@ static int ulock_acquire_crit(struct ns *ns, struct ulock *l)
 
 	if (!t)
 		return -ENOMEM;
+#ifdef UIPC_BENCH_NO_JOURNAL
+	/* no frame: lock (robust), make an owner-dead lock consistent, go */
+	(void)f;
+	(void)fi;
+	r = lock_mutex(ns, l);
+	if (r == EOWNERDEAD)
+		r = pthread_mutex_consistent(&l->m);
+	return -r;
+#endif
 	for (fi = 0; fi < JDEPTH; fi++)
 		if (!atomic_load(&t->frames[fi].lock))
 			break;
@@ -423,6 +445,9 @@ static void commit_frame(struct ns *ns, struct jframe *f)
  */
 void ulock_commit(struct ns *ns, struct ulock *l)
 {
+#ifdef UIPC_BENCH_NO_JOURNAL
+	return;
+#endif
 	struct jframe *f = held_frame(ns, l);
 
 	if (f)
@@ -431,6 +456,11 @@ void ulock_commit(struct ns *ns, struct ulock *l)
 
 void ulock_release(struct ns *ns, struct ulock *l)
 {
+#ifdef UIPC_BENCH_NO_JOURNAL
+	pthread_mutex_unlock(&l->m);
+	uipc_crit_exit();
+	return;
+#endif
 	struct uthread *t = cur_thread(ns);
 	struct jframe *f = held_frame(ns, l);
 	int i;

@@ -9,6 +9,8 @@
 #   make bench-stress-ng                    only the stress-ng rows (bench/stress-ng.sh,
 #                                           JSON: build/bench/stress-ng.json)
 #   build/bench/driver --kernel-only        kernel column only (no library needed)
+#   make bench-journal                      what the undo journal costs the locked
+#                                           paths (bench/journal-cost.sh)
 BENCH_PROGS := $(B)/bench/sem_keys $(B)/bench/sem_cyclic $(B)/bench/sem_threads \
 	       $(B)/bench/sem_single $(B)/bench/sem_pingpong $(B)/bench/sem_deathwake \
 	       $(B)/bench/msg_stream $(B)/bench/msg_pingpong \
@@ -52,4 +54,12 @@ $(B)/nojournal/ipc/lock.o: ipc/lock.c $(LIB_HDRS) bench/bench.mk
 $(B)/nojournal/libuipc.so: $(NOJ_OBJS) ipc/exports.map
 	$(CC) $(CFLAGS) -shared -pthread -Wl,-z,defs -Wl,--version-script=ipc/exports.map -o $@ $(NOJ_OBJS) -ldl
 
-.PHONY: bench-progs bench-stress-ng
+# what crash safety (the journal) costs the locked paths: locked_paths with
+# the normal library and the no-journal one, alternating, medians; the
+# kernel's figures for context (bench/journal-cost.sh, about 1 minute)
+JOURNAL_ARGS ?=
+bench-journal: all $(B)/nojournal/libuipc.so $(B)/bench/locked_paths
+	bench/journal-cost.sh --bindir $(B)/bench --lib $(B)/libuipc.so \
+		--nojournal $(B)/nojournal/libuipc.so --json $(B)/bench/journal-cost.json $(JOURNAL_ARGS)
+
+.PHONY: bench-progs bench-stress-ng bench-journal

@@ -9,10 +9,13 @@
 #   make bench-stress-ng                    only the stress-ng rows (bench/stress-ng.sh,
 #                                           JSON: build/bench/stress-ng.json)
 #   build/bench/driver --kernel-only        kernel column only (no library needed)
+#   make bench-journal                      what the undo journal costs the locked
+#                                           paths (bench/journal-cost.sh)
 BENCH_PROGS := $(B)/bench/sem_keys $(B)/bench/sem_cyclic $(B)/bench/sem_threads \
 	       $(B)/bench/sem_single $(B)/bench/sem_pingpong $(B)/bench/sem_deathwake \
 	       $(B)/bench/msg_stream $(B)/bench/msg_pingpong \
-	       $(B)/bench/shm_cycle $(B)/bench/shm_attach $(B)/bench/shm_bw
+	       $(B)/bench/shm_cycle $(B)/bench/shm_attach $(B)/bench/shm_bw \
+	       $(B)/bench/locked_paths
 BENCH_DRIVER_SRCS := bench/driver.c bench/rows.c bench/runner.c bench/report.c
 BENCHCFLAGS = $(CFLAGS) $(BASECFLAGS)
 BENCH_ARGS ?=
@@ -36,4 +39,27 @@ bench: all bench-progs
 bench-stress-ng: all
 	bench/stress-ng.sh --lib $(B)/libuipc.so --json $(B)/bench/stress-ng.json $(filter --quick,$(BENCH_ARGS))
 
-.PHONY: bench-progs bench-stress-ng
+# The library without the undo journal (-DUIPC_BENCH_NO_JOURNAL, see j_top() in
+# ipc/lock.c): FOR MEASUREMENT ONLY.  It does not survive a SIGKILL inside a
+# critical section and its error paths that need j_abort are wrong.  Never the
+# default library, never used by the tests: only bench/journal-cost.sh loads
+# it.  Only lock.o differs; every other object is the normal build's, linked
+# in the same order.
+NOJ_OBJS := $(patsubst $(B)/ipc/lock.o,$(B)/nojournal/ipc/lock.o,$(LIB_OBJS))
+
+$(B)/nojournal/ipc/lock.o: ipc/lock.c $(LIB_HDRS) bench/bench.mk
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LIBCFLAGS) -DUIPC_BENCH_NO_JOURNAL -c $< -o $@
+
+$(B)/nojournal/libuipc.so: $(NOJ_OBJS) ipc/exports.map
+	$(CC) $(CFLAGS) -shared -pthread -Wl,-z,defs -Wl,--version-script=ipc/exports.map -o $@ $(NOJ_OBJS) -ldl
+
+# what crash safety (the journal) costs the locked paths: locked_paths with
+# the normal library and the no-journal one, alternating, medians; the
+# kernel's figures for context (bench/journal-cost.sh, about 1 minute)
+JOURNAL_ARGS ?=
+bench-journal: all $(B)/nojournal/libuipc.so $(B)/bench/locked_paths
+	bench/journal-cost.sh --bindir $(B)/bench --lib $(B)/libuipc.so \
+		--nojournal $(B)/nojournal/libuipc.so --json $(B)/bench/journal-cost.json $(JOURNAL_ARGS)
+
+.PHONY: bench-progs bench-stress-ng bench-journal

@@ -103,9 +103,22 @@ static void update_cur_frame(struct uthread *t)
 }
 
 
+/*
+ * UIPC_BENCH_NO_JOURNAL: a measurement-only build (bench/bench.mk builds it
+ * into build/nojournal/libuipc.so for bench/journal-cost.sh; never the
+ * default, never used by tests).  It is uipc without the undo journal: no
+ * section has a frame, so every J_SET is a plain store, arena_alloc records
+ * nothing, arena_free frees at once and j_abort undoes nothing (error paths
+ * that rely on it are wrong there: only for benchmarks that make no errors).
+ * The robust mutexes and the signal hold-off stay.  SIGKILL inside a section
+ * is not recovered.
+ */
 struct jframe *j_top(struct ns *ns)
 {
 	(void)ns;
+#ifdef UIPC_BENCH_NO_JOURNAL
+	return NULL;
+#endif
 	return cur_frame;
 }
 
@@ -351,6 +364,15 @@ static int ulock_acquire_crit(struct ns *ns, struct ulock *l)
 
 	if (!t)
 		return -ENOMEM;
+#ifdef UIPC_BENCH_NO_JOURNAL
+	/* no frame: lock (robust), make an owner-dead lock consistent, go */
+	(void)f;
+	(void)fi;
+	r = lock_mutex(ns, l);
+	if (r == EOWNERDEAD)
+		r = pthread_mutex_consistent(&l->m);
+	return -r;
+#endif
 	for (fi = 0; fi < JDEPTH; fi++)
 		if (!atomic_load(&t->frames[fi].lock))
 			break;
@@ -370,10 +392,17 @@ static int ulock_acquire_crit(struct ns *ns, struct ulock *l)
 		return -r;
 	}
 	f = &t->frames[fi];
-	atomic_store(&f->n, 0);
-	atomic_store(&f->committed, 0);
-	atomic_store(&f->lock, ns_off(ns, l));
-	atomic_store(&l->frame, ns_off(ns, f));
+	/*
+	 * Release stores, here and in commit_frame/ulock_release: the frame is
+	 * read only by this thread and by a locker that recovers it after this
+	 * thread died, so only their order matters (release keeps each after
+	 * the stores before it); a seq_cst store is an xchg on x86, a full
+	 * barrier, 8 per section for nothing (on arm64 both are stlr).
+	 */
+	atomic_store_explicit(&f->n, 0, memory_order_release);
+	atomic_store_explicit(&f->committed, 0, memory_order_release);
+	atomic_store_explicit(&f->lock, ns_off(ns, l), memory_order_release);
+	atomic_store_explicit(&l->frame, ns_off(ns, f), memory_order_release);
 	/* a new section journals into its own frame until told otherwise */
 	saved_target[nheld] = target;
 	target = NULL;
@@ -412,8 +441,8 @@ static void commit_frame(struct ns *ns, struct jframe *f)
 		atomic_store(&f->committed, 1);
 		redo_frees(ns, f, n);
 	}
-	atomic_store(&f->n, 0);             /* commit point */
-	atomic_store(&f->committed, 0);
+	atomic_store_explicit(&f->n, 0, memory_order_release);	/* commit point */
+	atomic_store_explicit(&f->committed, 0, memory_order_release);
 }
 
 /*
@@ -423,6 +452,9 @@ static void commit_frame(struct ns *ns, struct jframe *f)
  */
 void ulock_commit(struct ns *ns, struct ulock *l)
 {
+#ifdef UIPC_BENCH_NO_JOURNAL
+	return;
+#endif
 	struct jframe *f = held_frame(ns, l);
 
 	if (f)
@@ -431,6 +463,11 @@ void ulock_commit(struct ns *ns, struct ulock *l)
 
 void ulock_release(struct ns *ns, struct ulock *l)
 {
+#ifdef UIPC_BENCH_NO_JOURNAL
+	pthread_mutex_unlock(&l->m);
+	uipc_crit_exit();
+	return;
+#endif
 	struct uthread *t = cur_thread(ns);
 	struct jframe *f = held_frame(ns, l);
 	int i;
@@ -442,8 +479,8 @@ void ulock_release(struct ns *ns, struct ulock *l)
 		return;
 	}
 	commit_frame(ns, f);
-	atomic_store(&l->frame, 0);
-	atomic_store(&f->lock, 0);
+	atomic_store_explicit(&l->frame, 0, memory_order_release);
+	atomic_store_explicit(&f->lock, 0, memory_order_release);
 	for (i = nheld - 1; i >= 0; i--) {
 		if (&t->frames[held[i]] == f) {
 			struct jframe *st = saved_target[i];

@@ -96,6 +96,36 @@ static __thread struct jframe *cur_frame;   /* what j_top() answers, cached */
 
 static __thread struct jframe *top_held_frame;
 
+/*
+ * The frames of this thread's open sections that recorded a deferred free
+ * (process-local: a commit needs to look for frees only in these; recovery
+ * after a crash scans every entry anyway).
+ */
+static __thread struct jframe *freeing[JDEPTH];
+static __thread int nfreeing;
+
+static void note_freeing(struct jframe *f)
+{
+	for (int i = 0; i < nfreeing; i++)
+		if (freeing[i] == f)
+			return;
+	if (nfreeing < JDEPTH)
+		freeing[nfreeing++] = f;
+}
+
+/* was F noted (and forget it): its commit must do its deferred frees */
+static bool take_freeing(struct jframe *f)
+{
+	for (int i = 0; i < nfreeing; i++) {
+		if (freeing[i] == f) {
+			freeing[i] = freeing[--nfreeing];
+			return true;
+		}
+	}
+	return false;
+}
+
+
 static void update_cur_frame(struct uthread *t)
 {
 	top_held_frame = nheld && t ? &t->frames[held[nheld - 1]] : NULL;
@@ -139,6 +169,7 @@ void j_target_restore(struct jframe *prev)
 
 void j_forget_held(void)
 {
+	nfreeing = 0;
 	nheld = 0;
 	target = NULL;
 	cur_frame = NULL;
@@ -148,6 +179,8 @@ void j_forget_held(void)
 /* Fill entry E (the frame's next slot) and count it: complete before it counts. */
 void j_push(struct jframe *f, struct jentry *e, uint64_t where, uint64_t old)
 {
+	if ((where >> 60) == J_KIND_FREE)
+		note_freeing(f);
 	e->where = where;
 	e->old = old;
 	atomic_store_explicit(&f->n, atomic_load_explicit(&f->n, memory_order_relaxed) + 1,
@@ -412,19 +445,6 @@ static int ulock_acquire_crit(struct ns *ns, struct ulock *l)
 	return 0;
 }
 
-static bool frame_has_frees(struct ns *ns, struct jframe *f, uint32_t n)
-{
-	uint32_t i;
-
-	for (i = 0; i < n; i++) {
-		struct jentry *e = j_slot(ns, f, i, false);
-
-		if (e && (e->where >> 60) == J_KIND_FREE)
-			return true;
-	}
-	return false;
-}
-
 /* the frame of L if the caller holds L, else NULL */
 static struct jframe *held_frame(struct ns *ns, struct ulock *l)
 {
@@ -437,7 +457,7 @@ static void commit_frame(struct ns *ns, struct jframe *f)
 {
 	uint32_t n = atomic_load(&f->n);
 
-	if (n && frame_has_frees(ns, f, n)) {
+	if (take_freeing(f) && n) {
 		atomic_store(&f->committed, 1);
 		redo_frees(ns, f, n);
 	}

@@ -942,11 +942,12 @@ static void msq_init_fields(struct ns *ns, struct msg_queue *q, key_t key, int m
 	n.perm.type = IPC_MSG_IDS;
 	n.ctime = ipc_now();
 	n.qbytes = (uint64_t)ns->hdr->lim.msgmnb;
+	/* journaled: only what changes (a retired queue is mostly zero) */
 #define MSQ_FIELD(f) do {						\
-		if (journal)						\
-			J_SET(ns, q->f, n.f);				\
-		else							\
+		if (!journal)						\
 			q->f = n.f;					\
+		else if (memcmp(&q->f, &n.f, sizeof(n.f)))		\
+			J_SET(ns, q->f, n.f);				\
 	} while (0)
 	MSQ_FIELD(perm.key);
 	MSQ_FIELD(perm.mode);

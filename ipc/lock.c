@@ -71,6 +71,19 @@ struct jentry *j_slot(struct ns *ns, struct jframe *f, uint32_t i, bool grow)
 	return NULL;
 }
 
+static inline uint64_t load_bytes(const void *p, unsigned size)
+{
+	uint64_t v = 0;
+
+	switch (size) {
+	case 1: return __atomic_load_n((const uint8_t *)p, __ATOMIC_RELAXED);
+	case 2: return __atomic_load_n((const uint16_t *)p, __ATOMIC_RELAXED);
+	case 4: return __atomic_load_n((const uint32_t *)p, __ATOMIC_RELAXED);
+	case 8: return __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED);
+	default: memcpy(&v, p, size); return v;
+	}
+}
+
 static void store_bytes(void *p, const void *val, unsigned size)
 {
 	switch (size) {
@@ -243,7 +256,10 @@ void j_store(struct ns *ns, void *p, const void *val, unsigned size)
 		return;
 	}
 	if (f) {
-		memcpy(&old, p, size);
+		old = load_bytes(p, size);
+		/* storing what is there changes nothing: nothing to undo */
+		if (old == load_bytes(val, size))
+			return;
 		if (!frame_append(ns, f, ns_off(ns, p) | ((uint64_t)size << 56) |
 				  (J_KIND_STORE << 60), old)) {
 			/* no room for the journal: the arena is exhausted.  The

@@ -29,7 +29,7 @@ typedef uint64_t uoff_t;
 
 /* ---- layout constants ---- */
 #define UIPC_MAGIC          0x31534e4350495555ULL /* "UUIPCNS1" */
-#define UIPC_LAYOUT_VERSION 1u
+#define UIPC_LAYOUT_VERSION 2u
 #define UIPC_PAGE           4096u
 
 #define IPC_SEM_IDS 0
@@ -204,7 +204,7 @@ struct alloc_state {
 	struct ulock lock;
 	uoff_t brk;                /* next never-used byte */
 	uoff_t populated;          /* bytes below this are backed by memory */
-	uoff_t free[2][40];        /* per pool, per size class (2^class bytes) */
+	uoff_t free[3][40];        /* per pool, per size class (2^class bytes) */
 	uint64_t used;             /* bytes handed out */
 	uint64_t gen;              /* allocation generation counter */
 };
@@ -298,7 +298,10 @@ UIPC_HIDDEN void j_forget_held(void);
 	} while (0)
 
 /* ---- arena.c ---- */
-enum { POOL_GENERAL = 0, POOL_SEM = 1 };
+/* POOL_SEM and POOL_SHM blocks are only ever reused for objects of the same
+ * kind and are not zeroed on reuse: a caller that looked an object up just
+ * before its removal may still take its lock (see newary, newseg) */
+enum { POOL_GENERAL = 0, POOL_SEM = 1, POOL_SHM = 2, POOL_NR = 3 };
 UIPC_HIDDEN uoff_t arena_alloc(struct ns *ns, uint64_t size, int pool);
 UIPC_HIDDEN uoff_t arena_alloc_raw(struct ns *ns, uint64_t size, int pool);
 UIPC_HIDDEN uint64_t arena_block_gen(struct ns *ns, uoff_t off);

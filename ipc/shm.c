@@ -60,6 +60,7 @@
 #define SHMLBA_X        UIPC_PAGE
 #define PAGE_ALIGN(x)   (((x) + UIPC_PAGE - 1) & ~(uint64_t)(UIPC_PAGE - 1))
 #define NO_PROC         UINT32_MAX
+#define SHM_LOCK_MAGIC  0x53484d4cu  /* perm.pad: the lock is initialized */
 
 struct shm_att {
 	uint32_t proc;             /* process slot */
@@ -684,12 +685,30 @@ static int newseg(struct ns *ns, key_t key, int shmflg, long arg)
 	    (int64_t)(h->lim.shmmni < (uint64_t)ns->ipcmni ? h->lim.shmmni : (uint64_t)ns->ipcmni))
 		return -ENOSPC;
 	/* ALLOC is journaled in the ids frame: a failure or crash frees it */
-	off = arena_alloc(ns, sizeof(struct shmid_kernel), POOL_GENERAL);
+	off = arena_alloc(ns, sizeof(struct shmid_kernel), POOL_SHM);
 	shp = off ? ns_ptr(ns, off, sizeof(*shp)) : NULL;
 	if (!shp)
 		return -ENOMEM;
-	/* not visible yet: plain stores */
-	ulock_init(&shp->lock);
+	/*
+	 * Segment-pool memory is not zeroed on reuse: a caller that looked up
+	 * the segment that lived here before may still take its lock, so the
+	 * lock is initialized once (perm.pad says so) and the segment is built
+	 * under it, which shuts such callers out; they then see id -1 or
+	 * another generation and give up.  Not visible to lookups yet: plain
+	 * stores (a crash frees the block with the ids section).
+	 */
+	if (shp->perm.pad != SHM_LOCK_MAGIC) {
+		ulock_init(&shp->lock);
+		shp->perm.pad = SHM_LOCK_MAGIC;
+	}
+	r = ulock_acquire(ns, &shp->lock);
+	if (r)
+		return r;
+	__atomic_store_n(&shp->perm.id, -1, __ATOMIC_RELEASE);
+	memset((char *)shp + offsetof(struct shmid_kernel, lock) + sizeof(shp->lock), 0,
+	       sizeof(*shp) - offsetof(struct shmid_kernel, lock) - sizeof(shp->lock));
+	shp->perm.uid = shp->perm.gid = shp->perm.cuid = shp->perm.cgid = 0;
+	shp->perm.type = IPC_SHM_IDS;
 	shp->perm.key = (int32_t)key;
 	shp->perm.mode = (uint32_t)(shmflg & 0777);
 	atomic_store(&shp->perm.deleted, 0u);
@@ -709,6 +728,7 @@ static int newseg(struct ns *ns, key_t key, int shmflg, long arg)
 	shp->creator_pid = cur_pid();
 	shp->att = 0;
 	shp->att_cap = shp->att_n = 0;
+	ulock_release(ns, &shp->lock);
 	r = create_file(ns, off, shp->gen, PAGE_ALIGN(size), &fd, &st);
 	if (r)
 		return r;
@@ -1757,3 +1777,4 @@ __attribute__((constructor)) static void shm_init(void)
 			run_exec_pending(ns);
 	}
 }
+

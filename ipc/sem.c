@@ -665,10 +665,29 @@ static bool q_take_stopped(struct ns *ns, struct sem_array *sma, struct semq *q,
 	return true;
 }
 
+/*
+ * Has the sleeper's process been reaped already?  Its SEM_UNDO entry is then
+ * spent (sem_exit_proc, under the array lock, which excludes us).  The
+ * kernel marks a dying process's robust locks one after the other, so a
+ * reaper can see the process dead (its process lock) while its thread still
+ * looks alive (its thread lock, marked a moment later): completing the
+ * sleeper's operation then would add to an adjustment nobody applies, and
+ * the value it took would be lost.
+ */
+static bool q_undo_spent(struct ns *ns, struct sem_array *sma, struct semq *q)
+{
+	struct sem_undo *u;
+
+	if (!q->undo)
+		return false;
+	u = un_at(ns, q->undo);
+	return !u || u->semid != sma->perm.id || !u->in_array;
+}
+
 static bool q_sleeper_gone(struct ns *ns, struct sem_array *sma, struct semq *q,
 			   struct wake_q *wq)
 {
-	if (q_sleeper_alive(ns, q))
+	if (q_sleeper_alive(ns, q) && !q_undo_spent(ns, sma, q))
 		return q_take_stopped(ns, sma, q, false, wq);
 	/* the entry belongs to the dead thread's slot: unlink it only */
 	unlink_queue(ns, sma, q);
@@ -832,7 +851,8 @@ static int count_list(struct ns *ns, struct sem_array *sma, struct qlist *l, int
 			break;
 		o = q->next;
 		/* a sleeper that died or was stopped is no longer waiting */
-		if (q_sleeper_alive(ns, q) && !q_take_stopped(ns, sma, q, true, NULL))
+		if (q_sleeper_alive(ns, q) && !q_undo_spent(ns, sma, q) &&
+		    !q_take_stopped(ns, sma, q, true, NULL))
 			n += all ? 1 : check_qop(q, semnum, count_zero);
 	}
 	return n;

@@ -366,6 +366,12 @@ UIPC_HIDDEN bool has_cap(int cap);
 /* ---- sem.c ---- */
 UIPC_HIDDEN void sem_exit_proc(struct ns *ns, struct uproc *p);
 UIPC_HIDDEN int sem_array_bytes(int nsems);
+/* fsck (uipc_ns_check): one object's invariants, checked under its lock;
+ * the number of problems, appended to REPORT at *USED */
+UIPC_HIDDEN int sem_check_obj(struct ns *ns, struct uperm *p, char *report, size_t len, size_t *used);
+UIPC_HIDDEN int msg_check_obj(struct ns *ns, struct uperm *p, char *report, size_t len, size_t *used);
+UIPC_HIDDEN int shm_check_obj(struct ns *ns, struct uperm *p, char *report, size_t len, size_t *used);
+UIPC_HIDDEN int shm_check_tot(struct ns *ns, char *report, size_t len, size_t *used);
 
 /* ---- shm.c ---- */
 UIPC_HIDDEN void shm_exit_proc(struct ns *ns, struct uproc *p); /* exit, reaper */

@@ -2100,3 +2100,167 @@ void sem_exit_proc(struct ns *ns, struct uproc *p)
 		}
 	}
 }
+
+/* ---- fsck: the invariants of one array (uipc_ns_check) ---- */
+
+#define SEM_PROBLEM(...) do {                                                       \
+		bad++;                                                              \
+		if (report && *used < len)                                          \
+			*used += (size_t)snprintf(report + *used, len - *used, __VA_ARGS__); \
+	} while (0)
+
+/* one pending list: links both ways, entries waiting, ops in range */
+static int sem_check_list(struct ns *ns, struct sem_array *sma, struct qlist *l, const char *what,
+			  int semnum, int *count, char *report, size_t len, size_t *used)
+{
+	uoff_t o = l->first, prev = 0;
+	int bad = 0, guard = 0, id = sma->perm.id;
+
+	while (o) {
+		struct semq *q = q_at(ns, o);
+
+		if (!q) {
+			SEM_PROBLEM("sem %d: %s list (sem %d) leads outside the arena (%llu)\n", id, what,
+				    semnum, (unsigned long long)o);
+			return bad;
+		}
+		if (++guard > 1 << 20) {
+			SEM_PROBLEM("sem %d: %s list (sem %d) loops\n", id, what, semnum);
+			return bad;
+		}
+		if (q->prev != prev)
+			SEM_PROBLEM("sem %d: %s list (sem %d): back link of %llu is %llu, not %llu\n", id,
+				    what, semnum, (unsigned long long)o, (unsigned long long)q->prev,
+				    (unsigned long long)prev);
+		if (!q->linked || atomic_load(&q->status) != QS_WAITING)
+			SEM_PROBLEM("sem %d: %s list (sem %d): entry %llu is not a waiting one (linked %u, status %d)\n",
+				    id, what, semnum, (unsigned long long)o, q->linked,
+				    (int)atomic_load(&q->status));
+		for (int i = 0; i < q->nsops; i++)
+			if (q->sops[i].sem_num >= sma->nsems) {
+				SEM_PROBLEM("sem %d: %s list (sem %d): entry %llu names semaphore %u of %d\n",
+					    id, what, semnum, (unsigned long long)o, q->sops[i].sem_num,
+					    sma->nsems);
+				break;
+			}
+		if (semnum >= 0 && q->nsops == 1 && q->sops[0].sem_num != semnum)
+			SEM_PROBLEM("sem %d: entry %llu for semaphore %u is on semaphore %d's list\n", id,
+				    (unsigned long long)o, q->sops[0].sem_num, semnum);
+		(*count)++;
+		prev = o;
+		o = q->next;
+	}
+	if (l->last != prev)
+		SEM_PROBLEM("sem %d: %s list (sem %d) ends at %llu, its tail says %llu\n", id, what, semnum,
+			    (unsigned long long)prev, (unsigned long long)l->last);
+	return bad;
+}
+
+/*
+ * With the whole array locked: values in 0..SEMVMX and tagged with the
+ * array, pending lists well formed (both links, waiting entries, ops in
+ * range, the complex count), SEM_UNDO entries linked both ways, of this
+ * array and of a process slot that is in use, adjustments in range.
+ * Returns the number of problems, described in REPORT.
+ */
+int sem_check_obj(struct ns *ns, struct uperm *perm, char *report, size_t len, size_t *used)
+{
+	struct sem_array *sma = sma_of(perm);
+	int bad = 0, locknum, id = perm->id, complex = 0, n = 0, guard = 0;
+	uoff_t o, prev = 0;
+
+	if (sma->nsems < 1 || sma->nsems > SEMMSL_DEF * 2 ||
+	    !ns_ptr(ns, ns_off(ns, sma), (size_t)sem_array_bytes(sma->nsems))) {
+		SEM_PROBLEM("sem %d: %d semaphores, not inside the arena\n", id, sma->nsems);
+		return bad;
+	}
+	locknum = sem_lock_all(ns, sma);
+	if (locknum != SEM_GLOBAL_LOCK) {
+		SEM_PROBLEM("sem %d: cannot lock the array (%d)\n", id, locknum);
+		return bad;
+	}
+	if (!sma_valid(sma, id)) {
+		sem_unlock(ns, sma, locknum);
+		return 0;       /* removed meanwhile */
+	}
+	for (int i = 0; i < sma->nsems; i++) {
+		struct sem *s = &sma->sems[i];
+		uint64_t w = atomic_load(&s->word);
+
+		if (W_VAL(w) > SEMVMX_MAX)
+			SEM_PROBLEM("sem %d: semaphore %d is %d\n", id, i, W_VAL(w));
+		if ((W_TAG(w) & W_TAG_MASK) != (sma->tag & W_TAG_MASK))
+			SEM_PROBLEM("sem %d: semaphore %d carries another array's tag\n", id, i);
+		bad += sem_check_list(ns, sma, &s->pend_alter, "alter", i, &n, report, len, used);
+		bad += sem_check_list(ns, sma, &s->pend_const, "const", i, &n, report, len, used);
+	}
+	bad += sem_check_list(ns, sma, &sma->pend_alter, "array alter", -1, &complex, report, len, used);
+	bad += sem_check_list(ns, sma, &sma->pend_const, "array const", -1, &complex, report, len, used);
+	{
+		/* complex_count counts the multi-op sleepers on the array lists */
+		int multi = 0;
+		struct qlist *ls[2] = { &sma->pend_alter, &sma->pend_const };
+
+		for (int k = 0; k < 2; k++)
+			for (o = ls[k]->first, guard = 0; o && guard++ < 1 << 20;) {
+				struct semq *q = q_at(ns, o);
+
+				if (!q)
+					break;
+				multi += q->nsops > 1;
+				o = q->next;
+			}
+		if (multi != sma->complex_count)
+			SEM_PROBLEM("sem %d: %d multi-op sleepers, complex_count says %d\n", id, multi,
+				    sma->complex_count);
+	}
+	for (o = sma->undo_list, guard = 0; o;) {
+		struct sem_undo *u = un_at(ns, o);
+		struct uproc *p;
+
+		if (!u) {
+			SEM_PROBLEM("sem %d: undo list leads outside the arena (%llu)\n", id,
+				    (unsigned long long)o);
+			break;
+		}
+		if (++guard > 1 << 20) {
+			SEM_PROBLEM("sem %d: undo list loops\n", id);
+			break;
+		}
+		if (u->id_prev != prev)
+			SEM_PROBLEM("sem %d: undo entry %llu: back link %llu, not %llu\n", id,
+				    (unsigned long long)o, (unsigned long long)u->id_prev,
+				    (unsigned long long)prev);
+		if (u->semid != id || !u->in_array || u->nsems != sma->nsems)
+			SEM_PROBLEM("sem %d: undo entry %llu is for id %d (in array %u, %d semaphores)\n",
+				    id, (unsigned long long)o, u->semid, u->in_array, u->nsems);
+		p = proc_at(ns, u->proc);
+		if (!p || SLOT_STATE(atomic_load(&p->state)) == SLOT_FREE)
+			SEM_PROBLEM("sem %d: undo entry %llu belongs to process slot %u, which is free "
+				    "(its adjustments were never applied)\n", id, (unsigned long long)o,
+				    u->proc);
+		else if (ulock_acquire(ns, &p->lock) == 0) {
+			/* lock order: array, then process (find_alloc_undo) */
+			uoff_t x = p->undo;
+			int g = 0;
+
+			while (x && x != o && g++ < 1 << 20) {
+				struct sem_undo *pu = un_at(ns, x);
+
+				x = pu ? pu->proc_next : 0;
+			}
+			if (x != o)
+				SEM_PROBLEM("sem %d: undo entry %llu is not on the list of its process (slot %u)\n",
+					    id, (unsigned long long)o, u->proc);
+			ulock_release(ns, &p->lock);
+		}
+		for (int i = 0; i < u->nsems && i < sma->nsems; i++)
+			if (u->semadj[i] < -SEMAEM_MAX)
+				SEM_PROBLEM("sem %d: undo entry %llu: adjustment %d of semaphore %d\n", id,
+					    (unsigned long long)o, u->semadj[i], i);
+		prev = o;
+		o = u->id_next;
+	}
+	sem_unlock(ns, sma, locknum);
+	return bad;
+}

@@ -1778,3 +1778,86 @@ __attribute__((constructor)) static void shm_init(void)
 	}
 }
 
+/* ---- fsck: the invariants of one segment (uipc_ns_check) ---- */
+
+#define SHM_PROBLEM(...) do {                                                       \
+		bad++;                                                              \
+		if (report && *used < len)                                          \
+			*used += (size_t)snprintf(report + *used, len - *used, __VA_ARGS__); \
+	} while (0)
+
+/*
+ * With the segment locked (the caller holds the shm ids lock): the size is
+ * within the limits, nattch equals the sum of the attachment records, each
+ * record is of a process slot in use (a dead process's records stay until
+ * a survivor reaps it, as its exit work), none twice, none empty.
+ * Relies on: shmid_kernel.{perm, lock, segsz, nattch, att, att_cap, att_n},
+ * shm_att.{proc, count}.
+ */
+int shm_check_obj(struct ns *ns, struct uperm *perm, char *report, size_t len, size_t *used)
+{
+	struct shmid_kernel *shp = shp_of(perm);
+	struct shm_att *a;
+	uint64_t sum = 0;
+	int bad = 0, id = perm->id;
+
+	if (!ns_ptr(ns, ns_off(ns, shp), sizeof(*shp))) {
+		SHM_PROBLEM("shm %d: the segment is not inside the arena\n", id);
+		return bad;
+	}
+	if (ulock_acquire(ns, &shp->lock)) {
+		SHM_PROBLEM("shm %d: cannot lock the segment\n", id);
+		return bad;
+	}
+	if (atomic_load(&shp->perm.deleted) || shp->perm.id != id) {
+		ulock_release(ns, &shp->lock);
+		return 0;
+	}
+	if (shp->segsz < SHMMIN || PAGE_ALIGN(shp->segsz) < shp->segsz)
+		SHM_PROBLEM("shm %d: size %llu\n", id, (unsigned long long)shp->segsz);
+	a = att_at(ns, shp);
+	if (shp->att_n > shp->att_cap || (shp->att_cap && !a)) {
+		SHM_PROBLEM("shm %d: %u attachment records of %u, table at %llu\n", id, shp->att_n,
+			    shp->att_cap, (unsigned long long)shp->att);
+	} else {
+		for (uint32_t i = 0; i < shp->att_n; i++) {
+			struct uproc *p = proc_at(ns, a[i].proc);
+
+			sum += a[i].count;
+			if (!a[i].count)
+				SHM_PROBLEM("shm %d: an empty attachment record (process slot %u)\n", id,
+					    a[i].proc);
+			if (!p || SLOT_STATE(atomic_load(&p->state)) == SLOT_FREE)
+				SHM_PROBLEM("shm %d: %u attachments of process slot %u, which is free\n", id,
+					    a[i].count, a[i].proc);
+			for (uint32_t k = 0; k < i; k++)
+				if (a[k].proc == a[i].proc)
+					SHM_PROBLEM("shm %d: process slot %u has two records\n", id,
+						    a[i].proc);
+		}
+		if (sum != shp->nattch)
+			SHM_PROBLEM("shm %d: nattch %llu, but the attachment records add up to %llu\n", id,
+				    (unsigned long long)shp->nattch, (unsigned long long)sum);
+	}
+	ulock_release(ns, &shp->lock);
+	return bad;
+}
+
+/* With the shm ids lock held: shm_tot is the pages of the segments in the table. */
+int shm_check_tot(struct ns *ns, char *report, size_t len, size_t *used)
+{
+	uint64_t pages = 0;
+	int bad = 0, max = ipc_get_maxidx(ns, IPC_SHM_IDS);
+
+	for (int i = 0; i <= max; i++) {
+		struct uperm *p = ipc_obtain(ns, IPC_SHM_IDS, i);
+
+		if (p && ns_ptr(ns, ns_off(ns, p), sizeof(struct shmid_kernel)) &&
+		    !atomic_load(&p->deleted))
+			pages += PAGE_ALIGN(shp_of(p)->segsz) / UIPC_PAGE;
+	}
+	if (pages != ns->hdr->shm_tot)
+		SHM_PROBLEM("shm: the segments have %llu pages, shm_tot says %llu\n",
+			    (unsigned long long)pages, (unsigned long long)ns->hdr->shm_tot);
+	return bad;
+}

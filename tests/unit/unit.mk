@@ -8,3 +8,6 @@ $(UNIT_DIR)/%: tests/unit/%.c | $(UNIT_DIR)
 
 $(UNIT_DIR):
 	mkdir -p $@
+
+# prints an offset in the namespace layout: rebuilt when the layout changes
+$(UNIT_DIR)/ids_offset: ipc/internal.h

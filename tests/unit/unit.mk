@@ -1,6 +1,6 @@
 # tests/unit/unit.mk - unit and crash tests of the library (tests/unit-*.t)
 UNIT_DIR   := $(B)/tests/unit
-UNIT_PROGS := $(UNIT_DIR)/crash_sem $(UNIT_DIR)/nosys $(UNIT_DIR)/ext_ids $(UNIT_DIR)/fuzz_ops $(UNIT_DIR)/chaos_sem $(UNIT_DIR)/ids_offset $(UNIT_DIR)/crash_msg $(UNIT_DIR)/msg_full $(UNIT_DIR)/crash_shm
+UNIT_PROGS := $(UNIT_DIR)/crash_sem $(UNIT_DIR)/nosys $(UNIT_DIR)/ext_ids $(UNIT_DIR)/fuzz_ops $(UNIT_DIR)/chaos_sem $(UNIT_DIR)/ids_offset $(UNIT_DIR)/crash_msg $(UNIT_DIR)/msg_full $(UNIT_DIR)/crash_shm $(UNIT_DIR)/chaos_mixed
 TEST_PROGS += $(UNIT_PROGS)
 
 $(UNIT_DIR)/%: tests/unit/%.c | $(UNIT_DIR)

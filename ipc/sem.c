@@ -1196,17 +1196,132 @@ static int reap_some_holders(struct ns *ns, struct sem_array *sma, int semid)
  * often when a dead holder's SEM_UNDO could free it, rarely otherwise. */
 #define WAIT_SLICE_NS      1000000000LL
 #define WAIT_SLICE_UNDO_NS   50000000LL
+#define WAIT_SLICE_DEATH_NS   1000000LL
 #define SPIN_NS       20000LL
+
+/*
+ * Waking at a holder's death.  A process's alive lock (a robust mutex held
+ * by one of its live threads) is released by the kernel when the process
+ * dies: it marks the word owner-dead and, if the word says it has waiters,
+ * wakes one.  A sleeper that a dead process's SEM_UNDO could free (one
+ * with an adjustment of the semaphore it waits on) marks that process's
+ * alive word as having waiters and waits with futex_waitv on its own wake
+ * word and on those words at once: the death itself wakes it, and it reaps
+ * right away instead of at the end of its slice.  The marks cost the
+ * holder nothing until it ends (then glibc's unlock makes one FUTEX_WAKE).
+ */
+#define DEATH_WORDS 8
+#define FUTEX_WAITERS_BIT 0x80000000u
+#define FUTEX_OWNER_DIED_BIT 0x40000000u
+
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv 449
+#endif
+
+struct death_words {
+	int n;
+	unsigned *word[DEATH_WORDS];
+	unsigned val[DEATH_WORDS];
+};
+
+struct futex_waitv_ {
+	uint64_t val;
+	uint64_t uaddr;
+	uint32_t flags;
+	uint32_t reserved;
+};
+
+static int futex_waitv_state; /* 0 unknown, 1 works, -1 not available */
+
+/* With the lock held after enqueueing Q: the alive words of the processes
+ * whose death could complete it.  A hint only: the undo list is read with
+ * bounds-checked offsets, and the slice still bounds the wait. */
+static void collect_death_words(struct ns *ns, struct sem_array *sma, struct semq *q,
+				struct death_words *dw)
+{
+	struct uproc *me = cur_proc(ns);
+	int semnum = q->sops[q->blocking >= 0 && q->blocking < q->nsops ? q->blocking : 0].sem_num;
+	int guard = 0;
+	uoff_t o;
+
+	dw->n = 0;
+	if (futex_waitv_state < 0)
+		return;
+	for (o = __atomic_load_n(&sma->undo_list, __ATOMIC_ACQUIRE);
+	     o && dw->n < DEATH_WORDS && guard++ < 256;) {
+		struct sem_undo *u = un_at(ns, o);
+		struct uproc *p;
+		unsigned *w, v;
+
+		if (!u)
+			break;
+		o = u->id_next;
+		if (semnum >= u->nsems || u->semadj[semnum] == 0)
+			continue;
+		p = proc_at(ns, u->proc);
+		if (!p || p == me || SLOT_STATE(atomic_load(&p->state)) != SLOT_LIVE)
+			continue;
+		w = (unsigned *)&p->alive.__data.__lock;
+		v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+		if (!(v & 0x3fffffffu) || (v & FUTEX_OWNER_DIED_BIT))
+			continue;       /* not held now: the slice's look finds it */
+		if (!(v & FUTEX_WAITERS_BIT) &&
+		    !__atomic_compare_exchange_n(w, &v, v | FUTEX_WAITERS_BIT, false,
+						 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			continue;
+		dw->word[dw->n] = w;
+		dw->val[dw->n] = v | FUTEX_WAITERS_BIT;
+		dw->n++;
+	}
+}
+
+/* FUTEX_WAIT on WORD (== CUR) for REL, or futex_waitv on it and DW's words:
+ * 1 if a death word changed or woke us, else the futex call's result */
+static int wait_word_or_death(_Atomic uint32_t *word, uint32_t cur, const struct timespec *rel,
+			      const struct death_words *dw)
+{
+	struct futex_waitv_ v[1 + DEATH_WORDS];
+	struct timespec abs;
+	int n = 0, r;
+
+	if (!dw || !dw->n || futex_waitv_state < 0)
+		return (int)syscall(SYS_futex, (int *)word, FUTEX_WAIT, cur, rel, NULL, 0);
+	v[n++] = (struct futex_waitv_){ cur, (uint64_t)(uintptr_t)word, 2 /* FUTEX2_SIZE_U32 */, 0 };
+	for (int i = 0; i < dw->n; i++)
+		v[n++] = (struct futex_waitv_){ dw->val[i], (uint64_t)(uintptr_t)dw->word[i], 2, 0 };
+	clock_gettime(CLOCK_MONOTONIC, &abs);
+	abs.tv_sec += rel->tv_sec;
+	abs.tv_nsec += rel->tv_nsec;
+	if (abs.tv_nsec >= 1000000000L) {
+		abs.tv_sec++;
+		abs.tv_nsec -= 1000000000L;
+	}
+	r = (int)syscall(SYS_futex_waitv, v, n, 0, &abs, CLOCK_MONOTONIC);
+	if (r < 0 && errno == ENOSYS) {
+		futex_waitv_state = -1;
+		return (int)syscall(SYS_futex, (int *)word, FUTEX_WAIT, cur, rel, NULL, 0);
+	}
+	futex_waitv_state = 1;
+	if (r > 0)
+		return 1;                        /* a death word woke us */
+	if (r < 0 && errno == EAGAIN) {
+		/* a value differed: ours (a wakeup) or a death word (a death) */
+		if (atomic_load(word) != cur)
+			return -1;
+		return 1;
+	}
+	return r;
+}
 
 /*
  * Wait until Q's wake word says SEQ (0), the deadline passes (-EAGAIN), a
  * signal handler runs or the process is stopped and continued (-EINTR), or
- * a slice ends (1: the caller looks around and calls again).  A short spin
- * first when the waker is likely on another CPU: a wakeup then costs no
- * system call on either side.
+ * a slice ends or a process in DW died (1: the caller looks around and
+ * calls again).  A short spin first when the waker is likely on another
+ * CPU: a wakeup then costs no system call on either side.
  */
 static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *deadline,
-			 unsigned cont0, bool spin, int64_t slice)
+			 unsigned cont0, bool spin, int64_t slice, const struct death_words *dw)
 {
 	int64_t start = mono_ns(), now, left;
 
@@ -1252,12 +1367,14 @@ static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *de
 		}
 		rel.tv_sec = left / 1000000000LL;
 		rel.tv_nsec = left % 1000000000LL;
-		r = (int)syscall(SYS_futex, (int *)&q->wake, FUTEX_WAIT, cur, &rel, NULL, 0);
+		r = wait_word_or_death(&q->wake, cur, &rel, dw);
 		atomic_store(&q->sleeping, 0);
 		if (atomic_load(&q->wake) == seq)
 			return 0;
 		if (uipc_cont_gen() != cont0 || (r < 0 && errno == EINTR))
 			return -EINTR;
+		if (r == 1 && dw && dw->n)
+			return 2;       /* a holder died: look around now */
 	}
 }
 
@@ -1469,6 +1586,7 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 	unsigned cont0;
 	uint32_t seq;
 	bool spin;
+	int recheck = 0;
 
 	/* a stop and continue during this call interrupts it (EINTR) */
 	uipc_sleep_begin();
@@ -1528,9 +1646,23 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 	       atomic_load_explicit(&sma->sems[a->sops[blocking].sem_num].poster_cpu,
 				    memory_order_relaxed) != sched_getcpu();
 	for (;;) {
+		struct death_words dw = { 0 };
+		bool undo_slice = sma->undo_list != 0;
+
+		if (undo_slice)
+			collect_death_words(ns, sma, q, &dw);
 		sem_unlock(ns, sma, locknum);
+		/* after a holder's death woke us: it may take a moment to become
+		 * a zombie (exit tears its mappings down first); look often */
 		r = wait_for_wake(q, seq, deadline, cont0, spin,
-				  sma->undo_list ? WAIT_SLICE_UNDO_NS : WAIT_SLICE_NS);
+				  !undo_slice ? WAIT_SLICE_NS :
+				  recheck > 0 ? WAIT_SLICE_DEATH_NS : WAIT_SLICE_UNDO_NS, &dw);
+		if (recheck > 0)
+			recheck--;
+		if (r == 2) {
+			recheck = 50;
+			r = 1;
+		}
 		spin = false;
 		if (r == 0) {
 			err = atomic_load(&q->status); /* committed before the wake */

@@ -292,6 +292,24 @@ static uint32_t att_del(struct ns *ns, struct shmid_kernel *shp, uint32_t proc, 
 	return 0;
 }
 
+/* Would dropping up to N attachments of PROC (all if 0) destroy SHP?
+ * (Segment lock held; the same arithmetic as att_del and shm_account.) */
+static bool detach_destroys(struct ns *ns, struct shmid_kernel *shp, uint32_t proc, uint32_t n)
+{
+	struct shm_att *a = att_at(ns, shp);
+
+	for (uint32_t i = 0; a && i < shp->att_n && i < shp->att_cap; i++) {
+		uint32_t got;
+
+		if (a[i].proc != proc)
+			continue;
+		got = n && n < a[i].count ? n : a[i].count;
+		return got && shp->nattch <= got &&
+		       (ns->hdr->lim.shm_rmid_forced || (shp->perm.mode & SHM_MODE_DEST));
+	}
+	return false;
+}
+
 static bool att_has(struct ns *ns, struct shmid_kernel *shp, uint32_t proc)
 {
 	struct shm_att *a;
@@ -459,18 +477,35 @@ static int shm_account(struct ns *ns, int id, uint64_t gen, uint32_t proc, int p
 		J_SET(ns, shp->atime, ipc_now());
 		J_SET(ns, shp->lpid, (int32_t)pid);
 	}
-	if (closes)
-		got = att_del(ns, shp, proc, closes == UINT32_MAX ? 0 : closes);
-	if (!opens && !closes && shm_may_destroy(ns, shp))
-		shm_destroy(ns, shp, path, sizeof(path));
-	if (got) {
-		J_SET(ns, shp->lpid, (int32_t)pid);
-		J_SET(ns, shp->dtime, ipc_now());
-		J_SET(ns, shp->nattch, shp->nattch >= got ? shp->nattch - got : 0);
-		if (shm_may_destroy(ns, shp))
+	/*
+	 * A detach that destroys the segment journals all its stores in the
+	 * ids frame, so that the last detach and the removal commit together:
+	 * with the detach in the segment's frame, a death between the two
+	 * releases left a segment marked for removal, unattached, in the table
+	 * for ever.  Until the ids section is recovered, callers that take the
+	 * segment lock alone see it removed and store nothing into it.
+	 */
+	{
+		struct jframe *prev = NULL;
+		bool redirect = !opens && closes &&
+				detach_destroys(ns, shp, proc, closes == UINT32_MAX ? 0 : closes);
+
+		if (redirect)
+			prev = j_target(ns, &ns->hdr->ids[IPC_SHM_IDS].lock);
+		if (closes)
+			got = att_del(ns, shp, proc, closes == UINT32_MAX ? 0 : closes);
+		if (!opens && !closes && shm_may_destroy(ns, shp))
 			shm_destroy(ns, shp, path, sizeof(path));
+		if (got) {
+			J_SET(ns, shp->lpid, (int32_t)pid);
+			J_SET(ns, shp->dtime, ipc_now());
+			J_SET(ns, shp->nattch, shp->nattch >= got ? shp->nattch - got : 0);
+			if (shm_may_destroy(ns, shp))
+				shm_destroy(ns, shp, path, sizeof(path));
+		}
+		if (redirect)
+			j_target_restore(prev);
 	}
-	/* the ids section first: the table change is its */
 	unlock_both(ns, shp);
 	if (path[0])
 		unlink_seg(path, ns_off(ns, shp), gen);
@@ -1374,9 +1409,10 @@ static int shmctl_down(struct ns *ns, int shmid, int cmd, struct shmid_ds *in)
 		if (shp->nattch) {
 			struct jframe *prev;
 
-			J_SET(ns, shp->perm.mode, shp->perm.mode | SHM_MODE_DEST);
-			/* the key goes (table change: the ids frame) */
+			/* the key goes (table change: the ids frame), and the
+			 * mark with it: both commit together, or neither */
 			prev = j_target(ns, &ns->hdr->ids[IPC_SHM_IDS].lock);
+			J_SET(ns, shp->perm.mode, shp->perm.mode | SHM_MODE_DEST);
 			if (shp->perm.key != IPC_PRIVATE)
 				set_key_private(ns, &shp->perm);
 			j_target_restore(prev);

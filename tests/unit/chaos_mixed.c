@@ -653,6 +653,16 @@ int main(int argc, char **argv)
 		memset(&si, 0, sizeof(si));
 		shmctl(0, SHM_INFO, (struct shmid_ds *)&si);
 		TEST(r == 0 && si.used_ids == 0, "everything removed (%d shm segments left)", si.used_ids);
+		for (int k = 0; si.used_ids && k <= 64; k++) {
+			struct shmid_ds ds;
+			int sid = shmctl(k, SHM_STAT_ANY, &ds);
+
+			if (sid >= 0)
+				printf("#   left: shm %d key %#x mode %#o nattch %lu cpid %d lpid %d%s\n", sid,
+				       (unsigned)ds.shm_perm.__key, (unsigned)ds.shm_perm.mode,
+				       (unsigned long)ds.shm_nattch, (int)ds.shm_cpid, (int)ds.shm_lpid,
+				       pid_dead(ds.shm_lpid) ? " (dead)" : "");
+		}
 	}
 	return okall ? 0 : 1;
 }

@@ -6,6 +6,10 @@
  * before it is handed out, so a full tmpfs gives ENOMEM instead of SIGBUS.
  * Semaphore arrays come from a pool of their own: their memory is only ever
  * reused for semaphore arrays, which the lock-free semop fast path relies on.
+ * Shared memory segments too: a caller that looked a segment up just before
+ * it was destroyed may still take its lock, which must stay a lock.  Blocks
+ * of those pools are not zeroed on reuse (the locks in them stay
+ * initialized); fresh ones from brk are zero.
  *
  * Each block carries a generation number; journal entries that allocate or
  * free a block record it, so that rolling an allocation back or redoing a
@@ -99,7 +103,7 @@ static uoff_t alloc_block(struct ns *ns, uint64_t size, int pool,
 	uint64_t gen;
 	int cls = size_class(size);
 
-	if (cls < 0 || pool < 0 || pool > 1)
+	if (cls < 0 || pool < 0 || pool >= POOL_NR)
 		return 0;
 	if (ulock_acquire(ns, &a->lock))
 		return 0;
@@ -137,11 +141,13 @@ static uoff_t alloc_block(struct ns *ns, uint64_t size, int pool,
 	if (outer_slot)
 		j_push(outer, outer_slot, (off + BLK_HDR) | (J_KIND_ALLOC << 60), gen);
 	ulock_release(ns, &a->lock);
-	memset(ns->base + off + BLK_HDR, 0, (1ULL << cls) - BLK_HDR);
+	if (pool == POOL_GENERAL)
+		memset(ns->base + off + BLK_HDR, 0, (1ULL << cls) - BLK_HDR);
 	return off + BLK_HDR;
 }
 
-/* Allocate zeroed memory; rolled back with the caller's section, if any. */
+/* Allocate memory (zeroed in POOL_GENERAL); rolled back with the caller's
+ * section, if any. */
 uoff_t arena_alloc(struct ns *ns, uint64_t size, int pool)
 {
 	struct jframe *outer = j_top(ns);
@@ -171,7 +177,7 @@ static void free_block(struct ns *ns, uoff_t off, bool check_gen, uint64_t gen)
 	struct blk *b = off > BLK_HDR ? ns_ptr(ns, off - BLK_HDR, sizeof(*b)) : NULL;
 
 	if (!b || b->magic != BLK_MAGIC || b->cls < MIN_CLASS || b->cls > MAX_CLASS ||
-	    b->pool > 1) {
+	    b->pool >= POOL_NR) {
 		ns_corrupt(ns, "free of a bad block");
 		return;
 	}
@@ -237,7 +243,7 @@ int arena_check(struct ns *ns, char *report, size_t len)
 
 	if (report && len)
 		report[0] = 0;
-	for (int pool = 0; pool < 2; pool++) {
+	for (int pool = 0; pool < POOL_NR; pool++) {
 		for (int cls = MIN_CLASS; cls <= MAX_CLASS; cls++) {
 			uoff_t off = a->free[pool][cls];
 			uint64_t guard = 0, most = (a->brk >> cls) + 1;

@@ -29,7 +29,7 @@ typedef uint64_t uoff_t;
 
 /* ---- layout constants ---- */
 #define UIPC_MAGIC          0x31534e4350495555ULL /* "UUIPCNS1" */
-#define UIPC_LAYOUT_VERSION 3u
+#define UIPC_LAYOUT_VERSION 4u
 #define UIPC_PAGE           4096u
 
 #define IPC_SEM_IDS 0
@@ -204,7 +204,7 @@ struct alloc_state {
 	struct ulock lock;
 	uoff_t brk;                /* next never-used byte */
 	uoff_t populated;          /* bytes below this are backed by memory */
-	uoff_t free[2][40];        /* per pool, per size class (2^class bytes) */
+	uoff_t free[3][40];        /* per pool, per size class (2^class bytes) */
 	uint64_t used;             /* bytes handed out */
 	uint64_t gen;              /* allocation generation counter */
 };
@@ -299,7 +299,10 @@ UIPC_HIDDEN void j_forget_held(void);
 	} while (0)
 
 /* ---- arena.c ---- */
-enum { POOL_GENERAL = 0, POOL_SEM = 1 };
+/* POOL_SEM and POOL_SHM blocks are only ever reused for objects of the same
+ * kind and are not zeroed on reuse: a caller that looked an object up just
+ * before its removal may still take its lock (see newary, newseg) */
+enum { POOL_GENERAL = 0, POOL_SEM = 1, POOL_SHM = 2, POOL_NR = 3 };
 UIPC_HIDDEN uoff_t arena_alloc(struct ns *ns, uint64_t size, int pool);
 UIPC_HIDDEN uoff_t arena_alloc_raw(struct ns *ns, uint64_t size, int pool);
 UIPC_HIDDEN uint64_t arena_block_gen(struct ns *ns, uoff_t off);
@@ -364,6 +367,12 @@ UIPC_HIDDEN bool has_cap(int cap);
 /* ---- sem.c ---- */
 UIPC_HIDDEN void sem_exit_proc(struct ns *ns, struct uproc *p);
 UIPC_HIDDEN int sem_array_bytes(int nsems);
+/* fsck (uipc_ns_check): one object's invariants, checked under its lock;
+ * the number of problems, appended to REPORT at *USED */
+UIPC_HIDDEN int sem_check_obj(struct ns *ns, struct uperm *p, char *report, size_t len, size_t *used);
+UIPC_HIDDEN int msg_check_obj(struct ns *ns, struct uperm *p, char *report, size_t len, size_t *used);
+UIPC_HIDDEN int shm_check_obj(struct ns *ns, struct uperm *p, char *report, size_t len, size_t *used);
+UIPC_HIDDEN int shm_check_tot(struct ns *ns, char *report, size_t len, size_t *used);
 
 /* ---- shm.c ---- */
 UIPC_HIDDEN void shm_exit_proc(struct ns *ns, struct uproc *p); /* exit, reaper */

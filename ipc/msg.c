@@ -1820,3 +1820,148 @@ int uipc_msgctl(int msqid, int cmd, struct msqid_ds *buf)
 		return (int)set_errno_ret(-EINVAL);
 	}
 }
+
+/* ---- fsck: the invariants of one queue (uipc_ns_check) ---- */
+
+#define MSG_PROBLEM(...) do {                                                       \
+		bad++;                                                              \
+		if (report && *used < len)                                          \
+			*used += (size_t)snprintf(report + *used, len - *used, __VA_ARGS__); \
+	} while (0)
+
+/* a sender or receiver list: links both ways, entries inside the arena */
+static int msg_check_waiters(struct ns *ns, struct msg_queue *q, struct mlist *l, const char *what,
+			     char *report, size_t len, size_t *used)
+{
+	uoff_t o = l->first, prev = 0;
+	int bad = 0, guard = 0;
+
+	while (o) {
+		struct msgw *w = w_at(ns, o);
+
+		if (!w) {
+			MSG_PROBLEM("msg %d: %s list leads outside the arena (%llu)\n", q->perm.id, what,
+				    (unsigned long long)o);
+			return bad;
+		}
+		if (++guard > 1 << 20) {
+			MSG_PROBLEM("msg %d: %s list loops\n", q->perm.id, what);
+			return bad;
+		}
+		if (w->prev != prev)
+			MSG_PROBLEM("msg %d: %s list: back link of %llu is %llu, not %llu\n", q->perm.id,
+				    what, (unsigned long long)o, (unsigned long long)w->prev,
+				    (unsigned long long)prev);
+		prev = o;
+		o = w->next;
+	}
+	if (l->last != prev)
+		MSG_PROBLEM("msg %d: %s list ends at %llu, its tail says %llu\n", q->perm.id, what,
+			    (unsigned long long)prev, (unsigned long long)l->last);
+	return bad;
+}
+
+/*
+ * With the queue locked: qnum and cbytes equal the count and the sum of the
+ * sizes over the message list, every message block (and every block of the
+ * free list) lies inside the arena and holds its size, the list's tail is
+ * its last message, the sender and receiver lists are well formed.
+ * Relies on: msg_queue.{perm, lock, qnum, cbytes, messages, receivers,
+ * senders, freelist, nfree}, msgm.{next, size, cap}, msgw.{next, prev}.
+ */
+/*
+ * The fast path's ring (lock held): published as allocated, its counts
+ * within its slots, receivers stopped only with senders stopped, and
+ * running only when the ring alone can be the queue (no list, no sleeper).
+ */
+static int msg_check_ring(struct ns *ns, struct msg_queue *q, char *report, size_t len,
+			  size_t *used)
+{
+	struct msgring *r = ring_at(ns, q->ring_alloc);
+	int bad = 0, id = q->perm.id;
+	uint64_t t, h;
+
+	if (!q->ring_alloc)
+		return 0;
+	if (!r) {
+		MSG_PROBLEM("msg %d: the ring %llu is not inside the arena\n", id,
+			    (unsigned long long)q->ring_alloc);
+		return bad;
+	}
+	if (q->ring && q->ring != q->ring_alloc)
+		MSG_PROBLEM("msg %d: the published ring %llu is not the allocated %llu\n", id,
+			    (unsigned long long)q->ring, (unsigned long long)q->ring_alloc);
+	ring_snapshot(r, &t, &h);
+	if (ring_count(t, h) > RING_SLOTS)
+		MSG_PROBLEM("msg %d: the ring holds %u messages in %u slots\n", id,
+			    ring_count(t, h), RING_SLOTS);
+	if ((h & RW_SLOW) && !(t & RW_SLOW))
+		MSG_PROBLEM("msg %d: the ring's receivers are stopped, its senders not\n", id);
+	if (!(t & RW_SLOW) && (q->messages.first || q->receivers.first || q->senders.first))
+		MSG_PROBLEM("msg %d: the ring runs while the queue has a list or sleepers\n", id);
+	return bad;
+}
+
+int msg_check_obj(struct ns *ns, struct uperm *perm, char *report, size_t len, size_t *used)
+{
+	struct msg_queue *q = msq_of(perm);
+	uint64_t n = 0, bytes = 0, freebytes = 0;
+	uoff_t o, prev = 0;
+	int bad = 0, guard = 0, id = perm->id;
+
+	if (!ns_ptr(ns, ns_off(ns, q), sizeof(*q))) {
+		MSG_PROBLEM("msg %d: the queue is not inside the arena\n", id);
+		return bad;
+	}
+	if (msq_lock(ns, q)) {
+		MSG_PROBLEM("msg %d: cannot lock the queue\n", id);
+		return bad;
+	}
+	if (!msq_valid(q, id)) {
+		msq_unlock(ns, q);
+		return 0;       /* removed meanwhile */
+	}
+	for (o = q->messages.first; o;) {
+		struct msgm *m = m_at(ns, o);
+
+		if (!m) {
+			MSG_PROBLEM("msg %d: message %llu is not inside the arena (or larger than its block)\n",
+				    id, (unsigned long long)o);
+			break;
+		}
+		if (++guard > 1 << 24) {
+			MSG_PROBLEM("msg %d: the message list loops\n", id);
+			break;
+		}
+		n++;
+		bytes += m->size;
+		prev = o;
+		o = m->next;
+	}
+	if (!o && q->messages.last != prev)
+		MSG_PROBLEM("msg %d: the message list ends at %llu, its tail says %llu\n", id,
+			    (unsigned long long)prev, (unsigned long long)q->messages.last);
+	if (!o && (n != q->qnum || bytes != q->cbytes))
+		MSG_PROBLEM("msg %d: %llu messages of %llu bytes, but qnum %llu and cbytes %llu\n", id,
+			    (unsigned long long)n, (unsigned long long)bytes,
+			    (unsigned long long)q->qnum, (unsigned long long)q->cbytes);
+	for (o = q->freelist, guard = 0; o;) {
+		struct msgm *m = m_at(ns, o);
+
+		if (!m || ++guard > 1 << 20) {
+			MSG_PROBLEM("msg %d: the free list of message blocks is broken at %llu\n", id,
+				    (unsigned long long)o);
+			break;
+		}
+		freebytes += m->cap;
+		o = m->next;
+	}
+	if (!o && freebytes != q->nfree)
+		MSG_PROBLEM("msg %d: %llu bytes of free blocks, nfree says %llu\n", id,
+			    (unsigned long long)freebytes, (unsigned long long)q->nfree);
+	bad += msg_check_waiters(ns, q, &q->receivers, "receiver", report, len, used);
+	bad += msg_check_waiters(ns, q, &q->senders, "sender", report, len, used);
+	bad += msg_check_ring(ns, q, report, len, used);
+	msq_unlock(ns, q);
+	return bad;
+}

@@ -618,9 +618,27 @@ int uipc_ns_check(char *report, size_t len)
 	ulock_release(ns, &ns->hdr->alloc.lock);
 	used = report ? strlen(report) : 0;
 	for (t = 0; t < IPC_NR_IDS; t++) {
+		static int (*const check_obj[IPC_NR_IDS])(struct ns *, struct uperm *, char *, size_t,
+							  size_t *) = {
+			sem_check_obj, msg_check_obj, shm_check_obj,
+		};
+		int max;
+
 		if (ids_lock(ns, t))
 			return bad + 1;
 		bad += ipc_ids_check(ns, t, report, len, &used);
+		/* every object's own invariants, under its lock (objects are
+		 * not removed while the ids lock is held) */
+		max = ipc_get_maxidx(ns, t);
+		for (int i = 0; i <= max; i++) {
+			struct uperm *p = ipc_obtain(ns, t, i);
+
+			if (p && ns_ptr(ns, ns_off(ns, p), sizeof(*p) + sizeof(struct ulock)) &&
+			    !atomic_load(&p->deleted) && (p->id & (ns->ipcmni - 1)) == i)
+				bad += check_obj[t](ns, p, report, len, &used);
+		}
+		if (t == IPC_SHM_IDS)
+			bad += shm_check_tot(ns, report, len, &used);
 		ids_unlock(ns, t);
 	}
 	return bad;

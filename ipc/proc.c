@@ -40,7 +40,15 @@ int cur_pid(void)
 
 static bool frames_idle(struct uthread *t);
 
+static uint64_t read_stat(pid_t pid, char *state);
+
 static uint64_t read_starttime(pid_t pid)
+{
+	return read_stat(pid, NULL);
+}
+
+/* /proc/PID/stat: the start time (field 22) and the state (field 3) */
+static uint64_t read_stat(pid_t pid, char *state)
 {
 	char path[64], buf[1024];
 	ssize_t n;
@@ -60,6 +68,8 @@ static uint64_t read_starttime(pid_t pid)
 	p = strrchr(buf, ')');
 	if (!p)
 		return 0;
+	if (state && p[1] == ' ')
+		*state = p[2];
 	/* field 3 starts after ") "; starttime is field 22 */
 	for (field = 2; field < 22 && p; field++)
 		p = strchr(p + 1, ' ');
@@ -376,7 +386,14 @@ bool proc_is_dead(struct ns *ns, struct uproc *p)
 		pthread_mutex_unlock(&p->alive);
 	if (kill(p->pid, 0) < 0 && errno == ESRCH)
 		return true;
-	return read_starttime(p->pid) != p->starttime;
+	{
+		/* a zombie has done its exit (the kernel's exit_sem ran then):
+		 * dead, whether or not its parent has reaped it yet */
+		char state = 0;
+		uint64_t st = read_stat(p->pid, &state);
+
+		return st != p->starttime || state == 'Z' || state == 'X';
+	}
 }
 
 /* The exit work of a process that died without doing it (SIGKILL). */

@@ -665,10 +665,29 @@ static bool q_take_stopped(struct ns *ns, struct sem_array *sma, struct semq *q,
 	return true;
 }
 
+/*
+ * Has the sleeper's process been reaped already?  Its SEM_UNDO entry is then
+ * spent (sem_exit_proc, under the array lock, which excludes us).  The
+ * kernel marks a dying process's robust locks one after the other, so a
+ * reaper can see the process dead (its process lock) while its thread still
+ * looks alive (its thread lock, marked a moment later): completing the
+ * sleeper's operation then would add to an adjustment nobody applies, and
+ * the value it took would be lost.
+ */
+static bool q_undo_spent(struct ns *ns, struct sem_array *sma, struct semq *q)
+{
+	struct sem_undo *u;
+
+	if (!q->undo)
+		return false;
+	u = un_at(ns, q->undo);
+	return !u || u->semid != sma->perm.id || !u->in_array;
+}
+
 static bool q_sleeper_gone(struct ns *ns, struct sem_array *sma, struct semq *q,
 			   struct wake_q *wq)
 {
-	if (q_sleeper_alive(ns, q))
+	if (q_sleeper_alive(ns, q) && !q_undo_spent(ns, sma, q))
 		return q_take_stopped(ns, sma, q, false, wq);
 	/* the entry belongs to the dead thread's slot: unlink it only */
 	unlink_queue(ns, sma, q);
@@ -832,7 +851,8 @@ static int count_list(struct ns *ns, struct sem_array *sma, struct qlist *l, int
 			break;
 		o = q->next;
 		/* a sleeper that died or was stopped is no longer waiting */
-		if (q_sleeper_alive(ns, q) && !q_take_stopped(ns, sma, q, true, NULL))
+		if (q_sleeper_alive(ns, q) && !q_undo_spent(ns, sma, q) &&
+		    !q_take_stopped(ns, sma, q, true, NULL))
 			n += all ? 1 : check_qop(q, semnum, count_zero);
 	}
 	return n;
@@ -1176,18 +1196,134 @@ static int reap_some_holders(struct ns *ns, struct sem_array *sma, int semid)
  * often when a dead holder's SEM_UNDO could free it, rarely otherwise. */
 #define WAIT_SLICE_NS      1000000000LL
 #define WAIT_SLICE_UNDO_NS   50000000LL
+#define WAIT_SLICE_DEATH_NS   1000000LL
 #define SPIN_NS       20000LL
+
+/*
+ * Waking at a holder's death.  A process's alive lock (a robust mutex held
+ * by one of its live threads) is released by the kernel when the process
+ * dies: it marks the word owner-dead and, if the word says it has waiters,
+ * wakes one.  A sleeper that a dead process's SEM_UNDO could free (one
+ * with an adjustment of the semaphore it waits on) marks that process's
+ * alive word as having waiters and waits with futex_waitv on its own wake
+ * word and on those words at once: the death itself wakes it, and it reaps
+ * right away instead of at the end of its slice.  The marks cost the
+ * holder nothing until it ends (then glibc's unlock makes one FUTEX_WAKE).
+ */
+#define DEATH_WORDS 8
+#define FUTEX_WAITERS_BIT 0x80000000u
+#define FUTEX_OWNER_DIED_BIT 0x40000000u
+
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv 449
+#endif
+
+struct death_words {
+	int n;
+	unsigned *word[DEATH_WORDS];
+	unsigned val[DEATH_WORDS];
+};
+
+struct futex_waitv_ {
+	uint64_t val;
+	uint64_t uaddr;
+	uint32_t flags;
+	uint32_t reserved;
+};
+
+static int futex_waitv_state; /* 0 unknown, 1 works, -1 not available */
+
+/* With the lock held after enqueueing Q: the alive words of the processes
+ * whose death could complete it.  A hint only: the undo list is read with
+ * bounds-checked offsets, and the slice still bounds the wait. */
+static void collect_death_words(struct ns *ns, struct sem_array *sma, struct semq *q,
+				struct death_words *dw)
+{
+	struct uproc *me = cur_proc(ns);
+	int semnum = q->sops[q->blocking >= 0 && q->blocking < q->nsops ? q->blocking : 0].sem_num;
+	int guard = 0;
+	uoff_t o;
+
+	dw->n = 0;
+	if (futex_waitv_state < 0)
+		return;
+	for (o = __atomic_load_n(&sma->undo_list, __ATOMIC_ACQUIRE);
+	     o && dw->n < DEATH_WORDS && guard++ < 256;) {
+		struct sem_undo *u = un_at(ns, o);
+		struct uproc *p;
+		unsigned *w, v;
+
+		if (!u)
+			break;
+		o = u->id_next;
+		if (semnum >= u->nsems || u->semadj[semnum] == 0)
+			continue;
+		p = proc_at(ns, u->proc);
+		if (!p || p == me || SLOT_STATE(atomic_load(&p->state)) != SLOT_LIVE)
+			continue;
+		w = (unsigned *)&p->alive.__data.__lock;
+		v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+		if (!(v & 0x3fffffffu) || (v & FUTEX_OWNER_DIED_BIT))
+			continue;       /* not held now: the slice's look finds it */
+		if (!(v & FUTEX_WAITERS_BIT) &&
+		    !__atomic_compare_exchange_n(w, &v, v | FUTEX_WAITERS_BIT, false,
+						 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			continue;
+		dw->word[dw->n] = w;
+		dw->val[dw->n] = v | FUTEX_WAITERS_BIT;
+		dw->n++;
+	}
+}
+
+/* FUTEX_WAIT on WORD (== CUR) for REL, or futex_waitv on it and DW's words:
+ * 1 if a death word changed or woke us, else the futex call's result */
+static int wait_word_or_death(_Atomic uint32_t *word, uint32_t cur, const struct timespec *rel,
+			      const struct death_words *dw)
+{
+	struct futex_waitv_ v[1 + DEATH_WORDS];
+	struct timespec abs;
+	int n = 0, r;
+
+	if (!dw || !dw->n || futex_waitv_state < 0)
+		return (int)syscall(SYS_futex, (int *)word, FUTEX_WAIT, cur, rel, NULL, 0);
+	v[n++] = (struct futex_waitv_){ cur, (uint64_t)(uintptr_t)word, 2 /* FUTEX2_SIZE_U32 */, 0 };
+	for (int i = 0; i < dw->n; i++)
+		v[n++] = (struct futex_waitv_){ dw->val[i], (uint64_t)(uintptr_t)dw->word[i], 2, 0 };
+	clock_gettime(CLOCK_MONOTONIC, &abs);
+	abs.tv_sec += rel->tv_sec;
+	abs.tv_nsec += rel->tv_nsec;
+	if (abs.tv_nsec >= 1000000000L) {
+		abs.tv_sec++;
+		abs.tv_nsec -= 1000000000L;
+	}
+	r = (int)syscall(SYS_futex_waitv, v, n, 0, &abs, CLOCK_MONOTONIC);
+	if (r < 0 && errno == ENOSYS) {
+		futex_waitv_state = -1;
+		return (int)syscall(SYS_futex, (int *)word, FUTEX_WAIT, cur, rel, NULL, 0);
+	}
+	futex_waitv_state = 1;
+	if (r > 0)
+		return 1;                        /* a death word woke us */
+	if (r < 0 && errno == EAGAIN) {
+		/* a value differed: ours (a wakeup) or a death word (a death) */
+		if (atomic_load(word) != cur)
+			return -1;
+		return 1;
+	}
+	return r;
+}
 
 /*
  * Wait until Q's wake word says SEQ (0), the deadline passes (-EAGAIN), a
  * signal handler runs (ran since the call began: HAND0) or the process is
- * stopped and continued (CONT0) (-EINTR), or
- * a slice ends (1: the caller looks around and calls again).  A short spin
- * first when the waker is likely on another CPU: a wakeup then costs no
- * system call on either side.
+ * stopped and continued (CONT0) (-EINTR), or a slice ends or a process in
+ * DW died (1: the caller looks around and calls again).  A short spin first
+ * when the waker is likely on another CPU: a wakeup then costs no system
+ * call on either side.
  */
 static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *deadline,
-			 unsigned cont0, unsigned hand0, bool spin, int64_t slice)
+			 unsigned cont0, unsigned hand0, bool spin, int64_t slice,
+			 const struct death_words *dw)
 {
 	int64_t start = mono_ns(), now, left;
 
@@ -1241,12 +1377,14 @@ static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *de
 		}
 		rel.tv_sec = left / 1000000000LL;
 		rel.tv_nsec = left % 1000000000LL;
-		r = (int)syscall(SYS_futex, (int *)&q->wake, FUTEX_WAIT, cur, &rel, NULL, 0);
+		r = wait_word_or_death(&q->wake, cur, &rel, dw);
 		atomic_store(&q->sleeping, 0);
 		if (atomic_load(&q->wake) == seq)
 			return 0;
 		if (uipc_cont_gen() != cont0 || (r < 0 && errno == EINTR))
 			return -EINTR;
+		if (r == 1 && dw && dw->n)
+			return 2;       /* a holder died: look around now */
 	}
 }
 
@@ -1459,6 +1597,7 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 	unsigned cont0, hand0 = a->hand0;
 	uint32_t seq;
 	bool spin;
+	int recheck = 0;
 
 	/* a stop and continue, or a handler that runs, during this call
 	 * interrupts it (EINTR) if it has to sleep */
@@ -1519,9 +1658,23 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 	       atomic_load_explicit(&sma->sems[a->sops[blocking].sem_num].poster_cpu,
 				    memory_order_relaxed) != sched_getcpu();
 	for (;;) {
+		struct death_words dw = { 0 };
+		bool undo_slice = sma->undo_list != 0;
+
+		if (undo_slice)
+			collect_death_words(ns, sma, q, &dw);
 		sem_unlock(ns, sma, locknum);
+		/* after a holder's death woke us: it may take a moment to become
+		 * a zombie (exit tears its mappings down first); look often */
 		r = wait_for_wake(q, seq, deadline, cont0, hand0, spin,
-				  sma->undo_list ? WAIT_SLICE_UNDO_NS : WAIT_SLICE_NS);
+				  !undo_slice ? WAIT_SLICE_NS :
+				  recheck > 0 ? WAIT_SLICE_DEATH_NS : WAIT_SLICE_UNDO_NS, &dw);
+		if (recheck > 0)
+			recheck--;
+		if (r == 2) {
+			recheck = 50;
+			r = 1;
+		}
 		spin = false;
 		if (r == 0) {
 			err = atomic_load(&q->status); /* committed before the wake */
@@ -2092,4 +2245,168 @@ void sem_exit_proc(struct ns *ns, struct uproc *p)
 			ulock_release(ns, &p->lock);
 		}
 	}
+}
+
+/* ---- fsck: the invariants of one array (uipc_ns_check) ---- */
+
+#define SEM_PROBLEM(...) do {                                                       \
+		bad++;                                                              \
+		if (report && *used < len)                                          \
+			*used += (size_t)snprintf(report + *used, len - *used, __VA_ARGS__); \
+	} while (0)
+
+/* one pending list: links both ways, entries waiting, ops in range */
+static int sem_check_list(struct ns *ns, struct sem_array *sma, struct qlist *l, const char *what,
+			  int semnum, int *count, char *report, size_t len, size_t *used)
+{
+	uoff_t o = l->first, prev = 0;
+	int bad = 0, guard = 0, id = sma->perm.id;
+
+	while (o) {
+		struct semq *q = q_at(ns, o);
+
+		if (!q) {
+			SEM_PROBLEM("sem %d: %s list (sem %d) leads outside the arena (%llu)\n", id, what,
+				    semnum, (unsigned long long)o);
+			return bad;
+		}
+		if (++guard > 1 << 20) {
+			SEM_PROBLEM("sem %d: %s list (sem %d) loops\n", id, what, semnum);
+			return bad;
+		}
+		if (q->prev != prev)
+			SEM_PROBLEM("sem %d: %s list (sem %d): back link of %llu is %llu, not %llu\n", id,
+				    what, semnum, (unsigned long long)o, (unsigned long long)q->prev,
+				    (unsigned long long)prev);
+		if (!q->linked || atomic_load(&q->status) != QS_WAITING)
+			SEM_PROBLEM("sem %d: %s list (sem %d): entry %llu is not a waiting one (linked %u, status %d)\n",
+				    id, what, semnum, (unsigned long long)o, q->linked,
+				    (int)atomic_load(&q->status));
+		for (int i = 0; i < q->nsops; i++)
+			if (q->sops[i].sem_num >= sma->nsems) {
+				SEM_PROBLEM("sem %d: %s list (sem %d): entry %llu names semaphore %u of %d\n",
+					    id, what, semnum, (unsigned long long)o, q->sops[i].sem_num,
+					    sma->nsems);
+				break;
+			}
+		if (semnum >= 0 && q->nsops == 1 && q->sops[0].sem_num != semnum)
+			SEM_PROBLEM("sem %d: entry %llu for semaphore %u is on semaphore %d's list\n", id,
+				    (unsigned long long)o, q->sops[0].sem_num, semnum);
+		(*count)++;
+		prev = o;
+		o = q->next;
+	}
+	if (l->last != prev)
+		SEM_PROBLEM("sem %d: %s list (sem %d) ends at %llu, its tail says %llu\n", id, what, semnum,
+			    (unsigned long long)prev, (unsigned long long)l->last);
+	return bad;
+}
+
+/*
+ * With the whole array locked: values in 0..SEMVMX and tagged with the
+ * array, pending lists well formed (both links, waiting entries, ops in
+ * range, the complex count), SEM_UNDO entries linked both ways, of this
+ * array and of a process slot that is in use, adjustments in range.
+ * Returns the number of problems, described in REPORT.
+ */
+int sem_check_obj(struct ns *ns, struct uperm *perm, char *report, size_t len, size_t *used)
+{
+	struct sem_array *sma = sma_of(perm);
+	int bad = 0, locknum, id = perm->id, complex = 0, n = 0, guard = 0;
+	uoff_t o, prev = 0;
+
+	if (sma->nsems < 1 || sma->nsems > SEMMSL_DEF * 2 ||
+	    !ns_ptr(ns, ns_off(ns, sma), (size_t)sem_array_bytes(sma->nsems))) {
+		SEM_PROBLEM("sem %d: %d semaphores, not inside the arena\n", id, sma->nsems);
+		return bad;
+	}
+	locknum = sem_lock_all(ns, sma);
+	if (locknum != SEM_GLOBAL_LOCK) {
+		SEM_PROBLEM("sem %d: cannot lock the array (%d)\n", id, locknum);
+		return bad;
+	}
+	if (!sma_valid(sma, id)) {
+		sem_unlock(ns, sma, locknum);
+		return 0;       /* removed meanwhile */
+	}
+	for (int i = 0; i < sma->nsems; i++) {
+		struct sem *s = &sma->sems[i];
+		uint64_t w = atomic_load(&s->word);
+
+		if (W_VAL(w) > SEMVMX_MAX)
+			SEM_PROBLEM("sem %d: semaphore %d is %d\n", id, i, W_VAL(w));
+		if ((W_TAG(w) & W_TAG_MASK) != (sma->tag & W_TAG_MASK))
+			SEM_PROBLEM("sem %d: semaphore %d carries another array's tag\n", id, i);
+		bad += sem_check_list(ns, sma, &s->pend_alter, "alter", i, &n, report, len, used);
+		bad += sem_check_list(ns, sma, &s->pend_const, "const", i, &n, report, len, used);
+	}
+	bad += sem_check_list(ns, sma, &sma->pend_alter, "array alter", -1, &complex, report, len, used);
+	bad += sem_check_list(ns, sma, &sma->pend_const, "array const", -1, &complex, report, len, used);
+	{
+		/* complex_count counts the multi-op sleepers on the array lists */
+		int multi = 0;
+		struct qlist *ls[2] = { &sma->pend_alter, &sma->pend_const };
+
+		for (int k = 0; k < 2; k++)
+			for (o = ls[k]->first, guard = 0; o && guard++ < 1 << 20;) {
+				struct semq *q = q_at(ns, o);
+
+				if (!q)
+					break;
+				multi += q->nsops > 1;
+				o = q->next;
+			}
+		if (multi != sma->complex_count)
+			SEM_PROBLEM("sem %d: %d multi-op sleepers, complex_count says %d\n", id, multi,
+				    sma->complex_count);
+	}
+	for (o = sma->undo_list, guard = 0; o;) {
+		struct sem_undo *u = un_at(ns, o);
+		struct uproc *p;
+
+		if (!u) {
+			SEM_PROBLEM("sem %d: undo list leads outside the arena (%llu)\n", id,
+				    (unsigned long long)o);
+			break;
+		}
+		if (++guard > 1 << 20) {
+			SEM_PROBLEM("sem %d: undo list loops\n", id);
+			break;
+		}
+		if (u->id_prev != prev)
+			SEM_PROBLEM("sem %d: undo entry %llu: back link %llu, not %llu\n", id,
+				    (unsigned long long)o, (unsigned long long)u->id_prev,
+				    (unsigned long long)prev);
+		if (u->semid != id || !u->in_array || u->nsems != sma->nsems)
+			SEM_PROBLEM("sem %d: undo entry %llu is for id %d (in array %u, %d semaphores)\n",
+				    id, (unsigned long long)o, u->semid, u->in_array, u->nsems);
+		p = proc_at(ns, u->proc);
+		if (!p || SLOT_STATE(atomic_load(&p->state)) == SLOT_FREE)
+			SEM_PROBLEM("sem %d: undo entry %llu belongs to process slot %u, which is free "
+				    "(its adjustments were never applied)\n", id, (unsigned long long)o,
+				    u->proc);
+		else if (ulock_acquire(ns, &p->lock) == 0) {
+			/* lock order: array, then process (find_alloc_undo) */
+			uoff_t x = p->undo;
+			int g = 0;
+
+			while (x && x != o && g++ < 1 << 20) {
+				struct sem_undo *pu = un_at(ns, x);
+
+				x = pu ? pu->proc_next : 0;
+			}
+			if (x != o)
+				SEM_PROBLEM("sem %d: undo entry %llu is not on the list of its process (slot %u)\n",
+					    id, (unsigned long long)o, u->proc);
+			ulock_release(ns, &p->lock);
+		}
+		for (int i = 0; i < u->nsems && i < sma->nsems; i++)
+			if (u->semadj[i] < -SEMAEM_MAX)
+				SEM_PROBLEM("sem %d: undo entry %llu: adjustment %d of semaphore %d\n", id,
+					    (unsigned long long)o, u->semadj[i], i);
+		prev = o;
+		o = u->id_next;
+	}
+	sem_unlock(ns, sma, locknum);
+	return bad;
 }

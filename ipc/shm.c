@@ -61,6 +61,7 @@
 #define SHMLBA_X        UIPC_PAGE
 #define PAGE_ALIGN(x)   (((x) + UIPC_PAGE - 1) & ~(uint64_t)(UIPC_PAGE - 1))
 #define NO_PROC         UINT32_MAX
+#define SHM_LOCK_MAGIC  0x53484d4cu  /* perm.pad: the lock is initialized */
 
 struct shm_att {
 	uint32_t proc;             /* process slot */
@@ -549,6 +550,24 @@ static uint32_t att_del(struct ns *ns, struct shmid_kernel *shp, uint32_t proc, 
 	return 0;
 }
 
+/* Would dropping up to N attachments of PROC (all if 0) destroy SHP?
+ * (Segment lock held; the same arithmetic as att_del and shm_account.) */
+static bool detach_destroys(struct ns *ns, struct shmid_kernel *shp, uint32_t proc, uint32_t n)
+{
+	struct shm_att *a = att_at(ns, shp);
+
+	for (uint32_t i = 0; a && i < shp->att_n && i < shp->att_cap; i++) {
+		uint32_t got;
+
+		if (a[i].proc != proc)
+			continue;
+		got = n && n < a[i].count ? n : a[i].count;
+		return got && shp->nattch <= got &&
+		       (ns->hdr->lim.shm_rmid_forced || (shp->perm.mode & SHM_MODE_DEST));
+	}
+	return false;
+}
+
 static bool att_has(struct ns *ns, struct shmid_kernel *shp, uint32_t proc)
 {
 	struct shm_att *a;
@@ -749,18 +768,35 @@ static int shm_account(struct ns *ns, int id, uint64_t gen, uint32_t proc, int p
 		J_SET(ns, shp->atime, ipc_now());
 		J_SET(ns, shp->lpid, (int32_t)pid);
 	}
-	if (closes)
-		got = att_del(ns, shp, proc, closes == UINT32_MAX ? 0 : closes);
-	if (!opens && !closes && shm_may_destroy(ns, shp))
-		shm_destroy(ns, shp, &rf);
-	if (got) {
-		J_SET(ns, shp->lpid, (int32_t)pid);
-		J_SET(ns, shp->dtime, ipc_now());
-		J_SET(ns, shp->nattch, shp->nattch >= got ? shp->nattch - got : 0);
-		if (shm_may_destroy(ns, shp))
+	/*
+	 * A detach that destroys the segment journals all its stores in the
+	 * ids frame, so that the last detach and the removal commit together:
+	 * with the detach in the segment's frame, a death between the two
+	 * releases left a segment marked for removal, unattached, in the table
+	 * for ever.  Until the ids section is recovered, callers that take the
+	 * segment lock alone see it removed and store nothing into it.
+	 */
+	{
+		struct jframe *prev = NULL;
+		bool redirect = !opens && closes &&
+				detach_destroys(ns, shp, proc, closes == UINT32_MAX ? 0 : closes);
+
+		if (redirect)
+			prev = j_target(ns, &ns->hdr->ids[IPC_SHM_IDS].lock);
+		if (closes)
+			got = att_del(ns, shp, proc, closes == UINT32_MAX ? 0 : closes);
+		if (!opens && !closes && shm_may_destroy(ns, shp))
 			shm_destroy(ns, shp, &rf);
+		if (got) {
+			J_SET(ns, shp->lpid, (int32_t)pid);
+			J_SET(ns, shp->dtime, ipc_now());
+			J_SET(ns, shp->nattch, shp->nattch >= got ? shp->nattch - got : 0);
+			if (shm_may_destroy(ns, shp))
+				shm_destroy(ns, shp, &rf);
+		}
+		if (redirect)
+			j_target_restore(prev);
 	}
-	/* the ids section first: the table change is its */
 	unlock_both(ns, shp);
 	unlink_seg(ns, &rf);
 	return 0;
@@ -1013,12 +1049,30 @@ static int newseg(struct ns *ns, key_t key, int shmflg, long arg)
 	    (int64_t)(h->lim.shmmni < (uint64_t)ns->ipcmni ? h->lim.shmmni : (uint64_t)ns->ipcmni))
 		return -ENOSPC;
 	/* ALLOC is journaled in the ids frame: a failure or crash frees it */
-	off = arena_alloc(ns, sizeof(struct shmid_kernel), POOL_GENERAL);
+	off = arena_alloc(ns, sizeof(struct shmid_kernel), POOL_SHM);
 	shp = off ? ns_ptr(ns, off, sizeof(*shp)) : NULL;
 	if (!shp)
 		return -ENOMEM;
-	/* not visible yet: plain stores */
-	ulock_init(&shp->lock);
+	/*
+	 * Segment-pool memory is not zeroed on reuse: a caller that looked up
+	 * the segment that lived here before may still take its lock, so the
+	 * lock is initialized once (perm.pad says so) and the segment is built
+	 * under it, which shuts such callers out; they then see id -1 or
+	 * another generation and give up.  Not visible to lookups yet: plain
+	 * stores (a crash frees the block with the ids section).
+	 */
+	if (shp->perm.pad != SHM_LOCK_MAGIC) {
+		ulock_init(&shp->lock);
+		shp->perm.pad = SHM_LOCK_MAGIC;
+	}
+	r = ulock_acquire(ns, &shp->lock);
+	if (r)
+		return r;
+	__atomic_store_n(&shp->perm.id, -1, __ATOMIC_RELEASE);
+	memset((char *)shp + offsetof(struct shmid_kernel, lock) + sizeof(shp->lock), 0,
+	       sizeof(*shp) - offsetof(struct shmid_kernel, lock) - sizeof(shp->lock));
+	shp->perm.uid = shp->perm.gid = shp->perm.cuid = shp->perm.cgid = 0;
+	shp->perm.type = IPC_SHM_IDS;
 	shp->perm.key = (int32_t)key;
 	shp->perm.mode = (uint32_t)(shmflg & 0777);
 	atomic_store(&shp->perm.deleted, 0u);
@@ -1039,6 +1093,7 @@ static int newseg(struct ns *ns, key_t key, int shmflg, long arg)
 	shp->att = 0;
 	shp->att_cap = shp->att_n = 0;
 	shp->fd_shared = 0;
+	ulock_release(ns, &shp->lock);
 	r = create_file(ns, off, shp->gen, PAGE_ALIGN(size), &fd);
 	if (r)
 		return r;
@@ -2035,9 +2090,10 @@ static int shmctl_down(struct ns *ns, int shmid, int cmd, struct shmid_ds *in)
 		if (shp->nattch) {
 			struct jframe *prev;
 
-			J_SET(ns, shp->perm.mode, shp->perm.mode | SHM_MODE_DEST);
-			/* the key goes (table change: the ids frame) */
+			/* the key goes (table change: the ids frame), and the
+			 * mark with it: both commit together, or neither */
 			prev = j_target(ns, &ns->hdr->ids[IPC_SHM_IDS].lock);
+			J_SET(ns, shp->perm.mode, shp->perm.mode | SHM_MODE_DEST);
 			if (shp->perm.key != IPC_PRIVATE)
 				set_key_private(ns, &shp->perm);
 			j_target_restore(prev);
@@ -2500,4 +2556,88 @@ __attribute__((constructor)) static void shm_init(void)
 		if (ns)
 			run_exec_pending(ns);
 	}
+}
+
+/* ---- fsck: the invariants of one segment (uipc_ns_check) ---- */
+
+#define SHM_PROBLEM(...) do {                                                       \
+		bad++;                                                              \
+		if (report && *used < len)                                          \
+			*used += (size_t)snprintf(report + *used, len - *used, __VA_ARGS__); \
+	} while (0)
+
+/*
+ * With the segment locked (the caller holds the shm ids lock): the size is
+ * within the limits, nattch equals the sum of the attachment records, each
+ * record is of a process slot in use (a dead process's records stay until
+ * a survivor reaps it, as its exit work), none twice, none empty.
+ * Relies on: shmid_kernel.{perm, lock, segsz, nattch, att, att_cap, att_n},
+ * shm_att.{proc, count}.
+ */
+int shm_check_obj(struct ns *ns, struct uperm *perm, char *report, size_t len, size_t *used)
+{
+	struct shmid_kernel *shp = shp_of(perm);
+	struct shm_att *a;
+	uint64_t sum = 0;
+	int bad = 0, id = perm->id;
+
+	if (!ns_ptr(ns, ns_off(ns, shp), sizeof(*shp))) {
+		SHM_PROBLEM("shm %d: the segment is not inside the arena\n", id);
+		return bad;
+	}
+	if (ulock_acquire(ns, &shp->lock)) {
+		SHM_PROBLEM("shm %d: cannot lock the segment\n", id);
+		return bad;
+	}
+	if (atomic_load(&shp->perm.deleted) || shp->perm.id != id) {
+		ulock_release(ns, &shp->lock);
+		return 0;
+	}
+	if (shp->segsz < SHMMIN || PAGE_ALIGN(shp->segsz) < shp->segsz)
+		SHM_PROBLEM("shm %d: size %llu\n", id, (unsigned long long)shp->segsz);
+	a = att_at(ns, shp);
+	if (shp->att_n > shp->att_cap || (shp->att_cap && !a)) {
+		SHM_PROBLEM("shm %d: %u attachment records of %u, table at %llu\n", id, shp->att_n,
+			    shp->att_cap, (unsigned long long)shp->att);
+	} else {
+		for (uint32_t i = 0; i < shp->att_n; i++) {
+			struct uproc *p = proc_at(ns, a[i].proc);
+
+			sum += a[i].count;
+			if (!a[i].count)
+				SHM_PROBLEM("shm %d: an empty attachment record (process slot %u)\n", id,
+					    a[i].proc);
+			if (!p || SLOT_STATE(atomic_load(&p->state)) == SLOT_FREE)
+				SHM_PROBLEM("shm %d: %u attachments of process slot %u, which is free\n", id,
+					    a[i].count, a[i].proc);
+			for (uint32_t k = 0; k < i; k++)
+				if (a[k].proc == a[i].proc)
+					SHM_PROBLEM("shm %d: process slot %u has two records\n", id,
+						    a[i].proc);
+		}
+		if (sum != shp->nattch)
+			SHM_PROBLEM("shm %d: nattch %llu, but the attachment records add up to %llu\n", id,
+				    (unsigned long long)shp->nattch, (unsigned long long)sum);
+	}
+	ulock_release(ns, &shp->lock);
+	return bad;
+}
+
+/* With the shm ids lock held: shm_tot is the pages of the segments in the table. */
+int shm_check_tot(struct ns *ns, char *report, size_t len, size_t *used)
+{
+	uint64_t pages = 0;
+	int bad = 0, max = ipc_get_maxidx(ns, IPC_SHM_IDS);
+
+	for (int i = 0; i <= max; i++) {
+		struct uperm *p = ipc_obtain(ns, IPC_SHM_IDS, i);
+
+		if (p && ns_ptr(ns, ns_off(ns, p), sizeof(struct shmid_kernel)) &&
+		    !atomic_load(&p->deleted))
+			pages += PAGE_ALIGN(shp_of(p)->segsz) / UIPC_PAGE;
+	}
+	if (pages != ns->hdr->shm_tot)
+		SHM_PROBLEM("shm: the segments have %llu pages, shm_tot says %llu\n",
+			    (unsigned long long)pages, (unsigned long long)ns->hdr->shm_tot);
+	return bad;
 }

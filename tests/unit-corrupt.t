@@ -1,7 +1,7 @@
 #!/bin/bash
 # tests/unit-corrupt.t - flip random bits of a namespace file (its header,
 # its process and thread tables, its heap), then run random semaphore calls
-# in it: calls may fail, no process may crash or hang.  Seeds are printed;
+# in it, and uipc fsck: calls may fail, no process may crash or hang.  Seeds are printed;
 # replay one with UIPC_CORRUPT_SEEDS="N ...".
 top=$(cd "$(dirname "$0")/.." && pwd)
 lib=$top/build/libuipc.so
@@ -40,12 +40,16 @@ os.close(fd)
 PY
 	timeout 30 env UIPC_DIR=$dir UIPC_NS=c LD_PRELOAD=$lib "$prog" $((seed + 1000000)) 2>/dev/null
 	rc=$?
+	# uipc fsck walks every object of the damaged namespace: it may find
+	# problems (status 1), never crash or hang
+	timeout 30 "$top/build/uipc" fsck --dir "$dir" --ns c >/dev/null 2>&1
+	frc=$?
 	rm -rf "$dir"
-	if [ $rc -ge 124 ]; then
+	if [ $rc -ge 124 ] || [ $frc -ge 124 ]; then
 		failed=$((failed+1))
-		echo "not ok $n - seed $seed: status $rc (crash or hang) after bit flips"
+		echo "not ok $n - seed $seed: status $rc, uipc fsck $frc (crash or hang) after bit flips"
 	else
-		echo "ok $n - seed $seed: calls after bit flips end normally (status $rc)"
+		echo "ok $n - seed $seed: calls and uipc fsck after bit flips end normally (status $rc, $frc)"
 	fi
 done
 [ $failed -eq 0 ]

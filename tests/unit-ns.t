@@ -70,6 +70,34 @@ PY
 out=$("$uipc" fsck --dir "$dir" --ns fsck 2>&1); rc=$?
 if [ $rc -eq 1 ] && [[ "$out" == *"sem: 1 ids in use, the count says 6"* ]]; then ok "uipc fsck reports a damaged id table"; else nok "uipc fsck on a damaged namespace (status $rc)" "$out"; fi
 
+# a damaged message queue (its cbytes no longer the sum of its messages) is
+# reported; the queue is found by its key and id, the counter by its value
+qid=$(UIPC_DIR=$dir UIPC_NS=fsckq LD_PRELOAD=$lib python3 - <<'PY'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+q = libc.msgget(0x51ab1e5d, 0o1600)
+buf = ctypes.create_string_buffer(8 + 4000)
+ctypes.memmove(buf, (1).to_bytes(8, 'little'), 8)
+for n in (4000, 4000, 4000, 345):
+    libc.msgsnd(q, buf, n, 0)
+print(q)
+PY
+)
+python3 - "$dir/uipc-$uid-fsckq" "$qid" <<'PY'
+import struct, sys
+path, qid = sys.argv[1], int(sys.argv[2])
+with open(path, 'r+b') as f:
+    # the objects are at the start of the heap (heap_start: header offset 48)
+    heap = struct.unpack('<Q', f.read(56)[48:56])[0]
+    f.seek(heap); data = f.read(4 << 20)
+    pat = struct.pack('<iI', 0x51ab1e5d, qid)
+    at = next(i for i in range(0, len(data) - 8, 8) if data[i:i + 8] == pat)
+    cb = next(i for i in range(at, at + 512, 8) if struct.unpack_from('<Q', data, i)[0] == 12345)
+    f.seek(heap + cb); f.write(struct.pack('<Q', 12346))
+PY
+out=$("$uipc" fsck --dir "$dir" --ns fsckq 2>&1); rc=$?
+if [ $rc -eq 1 ] && [[ "$out" == *"msg $qid: 4 messages of 12345 bytes, but qnum 4 and cbytes 12346"* ]]; then ok "uipc fsck reports a message queue whose cbytes is not the sum of its messages"; else nok "uipc fsck on a damaged queue (status $rc)" "$out"; fi
+
 # the fast path makes no system call (a seccomp filter kills it otherwise)
 out=$(UIPC_DIR=$dir UIPC_NS=nosys LD_PRELOAD=$lib "$bin/nosys" 2>&1); rc=$?
 if [ $rc -eq 0 ] && [[ "$out" == *"ok 1 - 300,000"* ]] && [[ "$out" == *"ok 2 - 600,000"* ]]; then ok "uncontended semop, msgsnd with room, msgrcv with a message: no system call"; else nok "no-syscall fast paths (status $rc)" "$out"; fi

@@ -1,6 +1,7 @@
 /*
  * tools/fsck.c - `uipc fsck`: check a namespace's consistency (allocator,
- * id tables, key hash) through uipc_ns_check() and report what it found.
+ * id tables, key hash, each object's invariants under its lock) through
+ * uipc_ns_check() and report what it found.
  * Opening the namespace's locks on the way also recovers any lock a killed
  * process left held (its half-done change is rolled back).
  */

@@ -32,7 +32,7 @@ static void check(int cond, const char *what, int n)
 	ck_nfail++;
 }
 
-/* The namespace checks clean (allocator, id tables, key hash). */
+/* The namespace checks clean (allocator, id tables, key hash, every object). */
 static void check_namespace(int n)
 {
 	int (*check_ns)(char *, size_t) =

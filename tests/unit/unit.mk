@@ -11,7 +11,8 @@ UNIT_PROGS := \
 	$(UNIT_DIR)/msg_full \
 	$(UNIT_DIR)/crash_shm \
 	$(UNIT_DIR)/msg_stress \
-	$(UNIT_DIR)/shm_fds
+	$(UNIT_DIR)/shm_fds \
+	$(UNIT_DIR)/chaos_mixed
 TEST_PROGS += $(UNIT_PROGS)
 
 $(UNIT_DIR)/%: tests/unit/%.c | $(UNIT_DIR)
@@ -19,3 +20,6 @@ $(UNIT_DIR)/%: tests/unit/%.c | $(UNIT_DIR)
 
 $(UNIT_DIR):
 	mkdir -p $@
+
+# prints an offset in the namespace layout: rebuilt when the layout changes
+$(UNIT_DIR)/ids_offset: ipc/internal.h

@@ -590,12 +590,15 @@ static struct msgring *ring_of(struct ns *ns, struct msg_queue *q)
 	return ring_at(ns, __atomic_load_n(&q->ring, __ATOMIC_ACQUIRE));
 }
 
-/* the thread's owner number in ring claims */
-static uint32_t ring_me(struct ns *ns)
+/* the thread's identity in ring claims (0: none) */
+static uint64_t ring_me(struct ns *ns)
 {
 	struct uthread *t = cur_thread(ns);
 
-	return t ? (uint32_t)(((char *)t - (ns->base + ns->hdr->threads)) / sizeof(*t)) + 1 : 0;
+	if (!t)
+		return 0;
+	return ring_owner_id((uint32_t)(((char *)t - (ns->base + ns->hdr->threads)) / sizeof(*t)),
+			     SLOT_ID(atomic_load(&t->state)));
 }
 
 /* queue lock held: allocate the ring (published by msq_ring_restart) */
@@ -1150,8 +1153,9 @@ static int msgsnd_fast(struct ns *ns, struct msg_queue *q, int msqid, long mtype
 		       const void *text, size_t msgsz, int msgflg, unsigned hand0, bool *spun)
 {
 	struct msgring *r = ring_of(ns, q);
+	uint64_t me = r ? ring_me(ns) : 0;
 
-	if (!r || msgsz > RING_TEXT_MAX)
+	if (!r || !me || msgsz > RING_TEXT_MAX)
 		return FAST_NO;
 	for (;;) {
 		struct spin_on on = { .q = q, .r = r, .sz = msgsz, .hand0 = hand0 };
@@ -1161,7 +1165,7 @@ static int msgsnd_fast(struct ns *ns, struct msg_queue *q, int msqid, long mtype
 			return FAST_NO;
 		/* atomic to the program's handlers, as the kernel's call */
 		uipc_crit_enter();
-		res = ring_send(r, ring_me(ns), rd64(&q->qbytes), mtype, text, (uint32_t)msgsz,
+		res = ring_send(ns, r, me, rd64(&q->qbytes), mtype, text, (uint32_t)msgsz,
 				cur_pid(), ipc_now());
 		uipc_crit_exit();
 		if (res == 0)

@@ -15,12 +15,13 @@
  * taken by one compare-and-swap of the head word, after it was read.  A
  * process killed at any other instruction leaves nothing half done.
  *
- * Senders claim a slot before they write it (claim word: owner, epoch,
- * position), so that two senders never write the same slot.  A claim counts
- * only for the current position and epoch: one left behind by a sender that
- * died or lost the race is taken over by the next.  A claim that looks alive
- * for too long sends its waiter to the locked path, whose stop and restart of
- * the ring bumps the epoch, which voids the claim (its owner's publish fails).
+ * Senders claim a slot before they write it (claim word: the writer's
+ * thread and the position), so that two senders never write the same slot.
+ * A claim for the position the tail is at holds as long as its writer lives
+ * (a restart of the ring since does not end it: the writer may still be
+ * copying, only its publish would fail, for the epoch changed); one of a
+ * dead writer, or of an older position, is taken over by the next sender.
+ * A sender that waits too long for a live claim takes the locked path.
  */
 #include <string.h>
 
@@ -90,15 +91,29 @@ static inline uint64_t rw_advance(uint64_t w, uint32_t sz)
 	return keep | (n << RW_N_SHIFT) | (uint32_t)(rw_bytes(w) + sz);
 }
 
-/* claim word: owner (thread slot + 1) << 32 | epoch << 22 | position */
-static inline uint64_t claim_word(uint32_t owner, uint32_t epoch, uint32_t pos)
+/*
+ * claim word: the writer (its thread slot + 1 in bits 45-62, the low 23 bits
+ * of its tid in bits 22-44, so that a slot reused by another thread does not
+ * pass for it) and the position (bits 0-21)
+ */
+#define CLAIM_IDX_SHIFT 45
+#define CLAIM_TID_SHIFT 22
+#define CLAIM_TID_MASK  0x7fffffu
+
+uint64_t ring_owner_id(uint32_t thread_slot, int32_t tid)
 {
-	return (uint64_t)owner << 32 | (uint64_t)epoch << 22 | (pos & RW_N_MASK);
+	return (uint64_t)(thread_slot + 1) << CLAIM_IDX_SHIFT |
+	       (uint64_t)((uint32_t)tid & CLAIM_TID_MASK) << CLAIM_TID_SHIFT;
 }
 
-static inline uint32_t claim_owner(uint64_t c)
+static inline uint64_t claim_word(uint64_t owner, uint32_t pos)
 {
-	return (uint32_t)(c >> 32);
+	return owner | (pos & RW_N_MASK);
+}
+
+static inline uint64_t claim_owner(uint64_t c)
+{
+	return c & ~(uint64_t)RW_N_MASK;
 }
 
 static inline uint32_t claim_pos(uint64_t c)
@@ -106,9 +121,22 @@ static inline uint32_t claim_pos(uint64_t c)
 	return (uint32_t)c & RW_N_MASK;
 }
 
-static inline uint32_t claim_epoch(uint64_t c)
+/* is the writer of a claim alive (then it may still be writing)? */
+static bool owner_alive(struct ns *ns, uint64_t owner)
 {
-	return (uint32_t)(c >> 22) & 0x1ffu;
+	uint32_t idx = (uint32_t)(owner >> CLAIM_IDX_SHIFT);
+	uint32_t tid = (uint32_t)(owner >> CLAIM_TID_SHIFT) & CLAIM_TID_MASK;
+	struct uthread *t;
+	uint64_t w;
+
+	if (!idx || idx > MAX_THREADS)
+		return false;
+	t = ns_ptr(ns, ns->hdr->threads + (uoff_t)(idx - 1) * sizeof(*t), sizeof(*t));
+	if (!t)
+		return false;
+	w = atomic_load(&t->state);
+	return SLOT_STATE(w) == SLOT_LIVE && ((uint32_t)SLOT_ID(w) & CLAIM_TID_MASK) == tid &&
+	       thread_alive(ns, t);
 }
 
 static bool cas(uint64_t *w, uint64_t *expect, uint64_t want)
@@ -144,20 +172,20 @@ bool ring_has_room(struct msgring *r, uint64_t qbytes, uint32_t sz)
  * Claim the slot of position T for ME.  0: claimed; 1: look at the words
  * again (we are behind, or lost a race); 2: another sender is writing it.
  */
-static int claim_slot(struct rslot *s, uint64_t t, uint32_t me)
+static int claim_slot(struct ns *ns, struct rslot *s, uint64_t t, uint64_t me)
 {
-	uint32_t pos = rw_n(t), ep = rw_epoch(t);
+	uint32_t pos = rw_n(t);
 	uint64_t c = __atomic_load_n(&s->claim, __ATOMIC_ACQUIRE);
 	uint32_t ahead = (claim_pos(c) - pos) & RW_N_MASK;
 
-	if (claim_epoch(c) == ep && ahead == 0 && claim_owner(c) && claim_owner(c) != me)
-		return 2;
 	if (ahead && ahead < RW_N_MASK / 2)
 		return 1;          /* the slot already serves a later position */
-	return cas(&s->claim, &c, claim_word(me, ep, pos)) ? 0 : 1;
+	if (!ahead && claim_owner(c) && claim_owner(c) != me && owner_alive(ns, claim_owner(c)))
+		return 2;
+	return cas(&s->claim, &c, claim_word(me, pos)) ? 0 : 1;
 }
 
-int ring_send(struct msgring *r, uint32_t me, uint64_t qbytes, int64_t mtype, const void *text,
+int ring_send(struct ns *ns, struct msgring *r, uint64_t me, uint64_t qbytes, int64_t mtype, const void *text,
 	      uint32_t sz, int32_t pid, int64_t now)
 {
 	if (sz > RING_TEXT_MAX || qbytes > INT32_MAX)
@@ -194,12 +222,12 @@ int ring_send(struct msgring *r, uint32_t me, uint64_t qbytes, int64_t mtype, co
 		if (ring_count(t, h) >= RING_SLOTS)
 			return RING_SLOW;  /* the queue has room, the ring none */
 		s = ring_slot(r, rw_n(t));
-		c = claim_slot(s, t, me);
+		c = claim_slot(ns, s, t, me);
 		if (c) {
 			cpu_relax();
 			continue;
 		}
-		mine = claim_word(me, rw_epoch(t), rw_n(t));
+		mine = claim_word(me, rw_n(t));
 		/* the slot is ours: plain stores, published by the tail */
 		s->mtype = mtype;
 		s->size = sz;
@@ -209,7 +237,7 @@ int ring_send(struct msgring *r, uint32_t me, uint64_t qbytes, int64_t mtype, co
 		if (cas(&r->tail, &t, rw_advance(t, sz)))
 			return 0;
 		/* stopped or overtaken: give the claim back */
-		cas(&s->claim, &mine, claim_word(0, claim_epoch(mine), claim_pos(mine)));
+		cas(&s->claim, &mine, claim_word(0, claim_pos(mine)));
 	}
 	return RING_SLOW;
 }
@@ -304,8 +332,16 @@ void ring_stop(struct msgring *r, uint64_t *tail, uint64_t *head)
 
 void ring_go(struct msgring *r)
 {
-	uint64_t t = ring_load(&r->tail), h = ring_load(&r->head);
-	uint64_t ep = ((uint64_t)((rw_epoch(t) + 1u) & 0x1ffu)) << RW_EPOCH_SHIFT;
+	uint64_t t, h, ep;
+
+	/*
+	 * Both words stopped first: a holder killed between the two stores of
+	 * ring_stop (or of a ring_go) left receivers running, and a head read
+	 * here while one of them takes a message would be written back stale
+	 * (that message would be taken twice).
+	 */
+	ring_stop(r, &t, &h);
+	ep = ((uint64_t)((rw_epoch(t) + 1u) & 0x1ffu)) << RW_EPOCH_SHIFT;
 
 	/* receivers first, senders last: the tail's bit is what says "on" */
 	__atomic_store_n(&r->head, (h & ~(RW_SLOW | RW_EPOCH_MASK)) | ep, __ATOMIC_RELEASE);

@@ -27,7 +27,7 @@
 #define RW_N_MASK      0x3fffffu
 
 struct rslot {
-	uint64_t claim;            /* the sender writing it: owner | epoch | position */
+	uint64_t claim;            /* the sender writing it: thread | position */
 	int64_t mtype;
 	uint32_t size;
 	int32_t pid;               /* the sender: lspid once published */
@@ -91,7 +91,11 @@ static inline struct rslot *ring_slot(struct msgring *r, uint32_t pos)
 }
 
 __attribute__((visibility("hidden"))) void ring_init(struct msgring *r);
-__attribute__((visibility("hidden"))) int ring_send(struct msgring *r, uint32_t me, uint64_t qbytes,
+struct ns;
+/* who writes a claimed slot: a thread slot and its tid */
+__attribute__((visibility("hidden"))) uint64_t ring_owner_id(uint32_t thread_slot, int32_t tid);
+__attribute__((visibility("hidden"))) int ring_send(struct ns *ns, struct msgring *r, uint64_t me,
+						    uint64_t qbytes,
 						    int64_t mtype, const void *text, uint32_t sz,
 						    int32_t pid, int64_t now);
 __attribute__((visibility("hidden"))) int ring_recv(struct msgring *r, int64_t msgtyp, bool except,

@@ -171,6 +171,7 @@ static uint64_t rd64(const uint64_t *p)
 
 /* what a spinning caller watches */
 struct spin_on {
+	struct ns *ns;
 	struct msg_queue *q;
 	struct msgring *r;         /* the queue's ring, if any */
 	uint64_t sz;               /* a sender: its message size */
@@ -1119,6 +1120,57 @@ static int pipelined_send(struct ns *ns, struct msg_queue *q, long mtype, const 
 }
 
 /*
+ * The spin ran out: the other side may share our CPU, where it cannot run
+ * while we spin, and sleeping through the locked path stops the ring for
+ * both.  Give it the CPU a few times first: a sender that shares a CPU
+ * with its receiver then fills the ring before the receiver runs again
+ * (and the reverse), a whole ring per pair of switches.  When the two run
+ * on different CPUs sched_yield returns at once (the scheduler's load
+ * balancer soon moves one of two runnable tasks to an idle CPU).
+ * 1: the condition ended; 0: it still holds; -EINTR as spin_while.
+ */
+#define PEER_YIELDS 4
+
+/* where this thread runs now, as the ring notes it (0: not registered) */
+static uint64_t ran_here(struct ns *ns)
+{
+	struct uthread *t = cur_thread(ns);
+
+	return t ? ring_ran(t->tid, sched_getcpu()) : 0;
+}
+
+/* did another thread last use R's fast paths on the CPU of ME? */
+static bool peer_shares_cpu(struct msgring *r, uint64_t me)
+{
+	const uint64_t *side[2] = { &r->sran, &r->rran };
+
+	for (int i = 0; i < 2; i++) {
+		uint64_t v = __atomic_load_n(side[i], __ATOMIC_RELAXED);
+
+		if (v >> 32 != me >> 32 && (uint32_t)v == (uint32_t)me)
+			return true;
+	}
+	return false;
+}
+
+static int yield_to_peer(bool (*still)(const struct spin_on *), const struct spin_on *on)
+{
+	uint64_t me = on->r ? ran_here(on->ns) : 0;
+
+	/* another task on our CPU (not the peer) would take the whole slice */
+	if (!me || !peer_shares_cpu(on->r, me))
+		return 0;
+	for (int i = 0; i < PEER_YIELDS; i++) {
+		sched_yield();
+		if (uipc_handler_gen() != on->hand0)
+			return -EINTR;
+		if (!still(on))
+			return 1;
+	}
+	return 0;
+}
+
+/*
  * A fast path found the queue full (empty): NOWAIT_ERR with IPC_NOWAIT,
  * else wait for the other side.  0: look again; 1: take the locked path
  * (spun before, or the spin ran out: *SPUN); -EINTR.
@@ -1133,6 +1185,8 @@ static int fast_wait(bool (*still)(const struct spin_on *), const struct spin_on
 	if (*spun)
 		return 1;
 	r = spin_while(still, on);
+	if (r == 0)
+		r = yield_to_peer(still, on);
 	if (r < 0)
 		return r;
 	if (r == 0) {
@@ -1158,7 +1212,7 @@ static int msgsnd_fast(struct ns *ns, struct msg_queue *q, int msqid, long mtype
 	if (!r || !me || msgsz > RING_TEXT_MAX)
 		return FAST_NO;
 	for (;;) {
-		struct spin_on on = { .q = q, .r = r, .sz = msgsz, .hand0 = hand0 };
+		struct spin_on on = { .ns = ns, .q = q, .r = r, .sz = msgsz, .hand0 = hand0 };
 		int res;
 
 		if (!msq_valid(q, msqid))
@@ -1168,8 +1222,10 @@ static int msgsnd_fast(struct ns *ns, struct msg_queue *q, int msqid, long mtype
 		res = ring_send(ns, r, me, rd64(&q->qbytes), mtype, text, (uint32_t)msgsz,
 				cur_pid(), ipc_now());
 		uipc_crit_exit();
-		if (res == 0)
+		if (res == 0) {
+			ring_note_ran(&r->sran, ran_here(ns));
 			return 0;
+		}
 		if (res != RING_FULL)
 			return FAST_NO;
 		/* a receiver on another CPU makes room in a moment */
@@ -1395,7 +1451,7 @@ static long msgrcv_fast(struct ns *ns, struct msg_queue *q, int msqid, const str
 	if (!r || (rq->mode != SEARCH_ANY && rq->mode != SEARCH_EQUAL && !except))
 		return RCV_SLOW;
 	for (;;) {
-		struct spin_on on = { .q = q, .r = r, .hand0 = rq->hand0 };
+		struct spin_on on = { .ns = ns, .q = q, .r = r, .hand0 = rq->hand0 };
 		int res;
 
 		if (!msq_valid(q, msqid))
@@ -1407,8 +1463,10 @@ static long msgrcv_fast(struct ns *ns, struct msg_queue *q, int msqid, const str
 		res = ring_recv(r, rq->mode == SEARCH_ANY ? 0 : rq->msgtyp, except, maxsize, &m,
 				cur_pid(), ipc_now());
 		uipc_crit_exit();
-		if (res == 0) /* taken: gone from the queue even if the copy faults */
+		if (res == 0) { /* taken: gone from the queue even if the copy faults */
+			ring_note_ran(&r->rran, ran_here(ns));
 			return copy_msg_out(rq->buf, (long)m.mtype, m.text, m.size, rq->bufsz);
+		}
 		if (res == RING_2BIG)
 			return -E2BIG;
 		if (res != RING_EMPTY)

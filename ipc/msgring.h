@@ -35,13 +35,21 @@ struct rslot {
 	char text[RING_TEXT_MAX];
 };
 
+/*
+ * Where a side last ran: tid << 32 | cpu, a hint for a waiter deciding
+ * whether the other side shares its CPU (see msg.c's yield_to_peer).  Only
+ * a hint: wrong or zero (a file made before it existed) it costs a few
+ * sched_yield calls, never a wrong result.
+ */
 struct msgring {
 	uint64_t tail;             /* senders' line */
-	char pad0[56];
+	uint64_t sran;             /* the last fast sender: where it ran */
+	char pad0[48];
 	uint64_t head;             /* receivers' line */
 	uint64_t rstat;            /* the last fast receiver: head count << 32 | pid */
 	int64_t rtime;
-	char pad1[40];
+	uint64_t rran;             /* the last fast receiver: where it ran */
+	char pad1[32];
 	struct rslot slot[RING_SLOTS];
 };
 
@@ -78,6 +86,19 @@ static inline uint32_t ring_count(uint64_t tail, uint64_t head)
 static inline uint32_t ring_bytes(uint64_t tail, uint64_t head)
 {
 	return rw_bytes(tail) - rw_bytes(head);
+}
+
+/* a side's "where it ran" word for thread TID on CPU */
+static inline uint64_t ring_ran(int32_t tid, int cpu)
+{
+	return (uint64_t)(uint32_t)tid << 32 | (uint32_t)cpu;
+}
+
+/* note where this side runs (a store only when it moved: its own line) */
+static inline void ring_note_ran(uint64_t *word, uint64_t ran)
+{
+	if (__atomic_load_n(word, __ATOMIC_RELAXED) != ran)
+		__atomic_store_n(word, ran, __ATOMIC_RELAXED);
 }
 
 static inline uint64_t ring_load(const uint64_t *w)

@@ -28,24 +28,33 @@ if [ ! -x "$work/venv/bin/python" ] || [ ! -d "$work/src/tests" ]; then
 fi
 echo "ok 1 - sysv_ipc $version built from its source distribution"
 
-# the summary of a unittest run: "Ran N tests" and the final status line
-summary() { grep -E '^(Ran [0-9]+ tests|OK|FAILED)' | sed 's/ in [0-9.]*s$//'; }
+# what a verbose unittest run says: each test's outcome ("name ... ok",
+# "... skipped 'why'", "... FAIL"), sorted, then "Ran N tests" and the
+# final status line; so each test must end the same way on both sides
+summary() {
+	local all
+	all=$(cat)
+	echo "$all" | grep -E ' \.\.\. ' | sort
+	echo "$all" | grep -E '^(Ran [0-9]+ tests|OK|FAILED)' | sed 's/ in [0-9.]*s$//'
+}
 cd "$work/src" || exit 1
-kern=$(timeout 300 unshare --ipc -- "$work/venv/bin/python" -m unittest discover 2>&1 | summary)
+kern=$(timeout 300 unshare --ipc -- "$work/venv/bin/python" -m unittest discover -v 2>&1 | summary)
 dir=$(mktemp -d /dev/shm/uipc-sysv_ipc.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 out=$(timeout 300 env UIPC_DIR=$dir UIPC_NS=sysv_ipc LD_PRELOAD=$lib \
-	"$work/venv/bin/python" -m unittest discover 2>&1)
+	"$work/venv/bin/python" -m unittest discover -v 2>&1)
 uipc=$(echo "$out" | summary)
+last() { echo "$1" | grep -E '^(Ran|OK|FAILED)' | tr '\n' ' '; }
 if [[ "$kern" == *OK* ]]; then
-	echo "ok 2 - on the kernel: $(echo $kern)"
+	echo "ok 2 - on the kernel: $(last "$kern")"
 else
-	echo "not ok 2 - on the kernel: $(echo $kern)"
+	echo "not ok 2 - on the kernel: $(last "$kern")"
 fi
 if [ -n "$uipc" ] && [ "$uipc" = "$kern" ]; then
-	echo "ok 3 - under uipc, the same: $(echo $uipc)"
+	echo "ok 3 - under uipc, every test ends the same: $(last "$uipc")"
 else
-	echo "not ok 3 - under uipc: $(echo $uipc) (kernel: $(echo $kern))"
+	echo "not ok 3 - under uipc: $(last "$uipc") (kernel: $(last "$kern"))"
+	diff <(echo "$kern") <(echo "$uipc") | head -20 | sed 's/^/# /'
 	echo "$out" | grep -E '^(FAIL|ERROR)|Error' | head -20 | sed 's/^/# /'
 	exit 1
 fi

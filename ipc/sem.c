@@ -60,7 +60,7 @@ struct sem {
 	struct qlist pend_alter;
 	struct qlist pend_const;
 	_Atomic int32_t poster_cpu;  /* hint: CPU of the last slow-path post */
-	int32_t pad;
+	_Atomic int32_t poster_tid;  /* hint: its thread (0 in files made before) */
 };
 
 struct sem_array {
@@ -1317,17 +1317,29 @@ static int wait_word_or_death(_Atomic uint32_t *word, uint32_t cur, const struct
  * Wait until Q's wake word says SEQ (0), the deadline passes (-EAGAIN), a
  * signal handler runs (ran since the call began: HAND0) or the process is
  * stopped and continued (CONT0) (-EINTR), or a slice ends or a process in
- * DW died (1: the caller looks around and calls again).  A short spin first
- * when the waker is likely on another CPU: a wakeup then costs no system
- * call on either side.
+ * DW died (1: the caller looks around and calls again).  HOW: WAIT_SPIN
+ * spins a little first, for a waker that is likely on another CPU (a
+ * wakeup then costs no system call on either side); WAIT_YIELD gives the
+ * CPU to a waker that last ran on ours (it cannot post while we spin, and
+ * finding us not asleep it makes no system call to wake us).
  */
+enum { WAIT_SLEEP, WAIT_SPIN, WAIT_YIELD };
+#define WAKER_YIELDS 2
+
 static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *deadline,
-			 unsigned cont0, unsigned hand0, bool spin, int64_t slice,
+			 unsigned cont0, unsigned hand0, int how, int64_t slice,
 			 const struct death_words *dw)
 {
 	int64_t start = mono_ns(), now, left;
 
-	if (spin) {
+	for (int i = 0; how == WAIT_YIELD && i < WAKER_YIELDS; i++) {
+		sched_yield();
+		if (atomic_load_explicit(&q->wake, memory_order_acquire) == seq)
+			return 0;
+		if (uipc_handler_gen() != hand0)
+			return -EINTR;
+	}
+	if (how == WAIT_SPIN) {
 		for (int i = 0;; i++) {
 			if (atomic_load_explicit(&q->wake, memory_order_acquire) == seq)
 				return 0;
@@ -1500,15 +1512,21 @@ static void thread_waitq_done(struct semq *q)
 	q->busy = 0;
 }
 
-/* a hint for sleepers deciding whether to spin (not journaled) */
-static void note_posters(struct sem_array *sma, struct semop_args *a)
+/* a hint for sleepers deciding whether to spin or yield (not journaled) */
+static void note_posters(struct ns *ns, struct sem_array *sma, struct semop_args *a)
 {
+	struct uthread *t = cur_thread(ns);
 	int cpu = sched_getcpu();
 
-	for (int i = 0; i < a->nsops; i++)
-		if (a->sops[i].sem_op > 0)
-			atomic_store_explicit(&sma->sems[a->sops[i].sem_num].poster_cpu, cpu,
-					      memory_order_relaxed);
+	for (int i = 0; i < a->nsops; i++) {
+		if (a->sops[i].sem_op > 0) {
+			struct sem *s = &sma->sems[a->sops[i].sem_num];
+
+			atomic_store_explicit(&s->poster_cpu, cpu, memory_order_relaxed);
+			if (t && atomic_load_explicit(&s->poster_tid, memory_order_relaxed) != t->tid)
+				atomic_store_explicit(&s->poster_tid, t->tid, memory_order_relaxed);
+		}
+	}
 }
 
 static struct semq *enqueue(struct ns *ns, struct sem_array *sma, struct semop_args *a,
@@ -1574,7 +1592,7 @@ static int try_semop_locked(struct ns *ns, struct sem_array *sma, struct semop_a
 	else
 		set_semotime(ns, sma);
 	sem_unlock(ns, sma, locknum);
-	note_posters(sma, a);
+	note_posters(ns, sma, a);
 	wake_up_q(ns, &wq, sma);
 	return 0;
 }
@@ -1588,6 +1606,21 @@ static int ncpus(void)
 	return n;
 }
 
+/*
+ * How to wait for S: spin if who posts it last ran on another CPU, yield
+ * if another thread posted it last on ours, else sleep at once.
+ */
+static int wait_how(struct ns *ns, struct sem *s)
+{
+	struct uthread *t = cur_thread(ns);
+	int cpu = atomic_load_explicit(&s->poster_cpu, memory_order_relaxed);
+	int32_t tid = atomic_load_explicit(&s->poster_tid, memory_order_relaxed);
+
+	if (cpu != sched_getcpu())
+		return ncpus() > 1 ? WAIT_SPIN : WAIT_SLEEP;
+	return t && tid && tid != t->tid ? WAIT_YIELD : WAIT_SLEEP;
+}
+
 static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct timespec *deadline)
 {
 	struct sem_array *sma;
@@ -1596,7 +1629,7 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 	int err = 0, locknum, blocking = 0, r;
 	unsigned cont0, hand0 = a->hand0;
 	uint32_t seq;
-	bool spin;
+	int how;
 	int recheck = 0;
 
 	/* a stop and continue, or a handler that runs, during this call
@@ -1652,11 +1685,8 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 		sem_unlock(ns, sma, locknum);
 		return -ENOMEM;
 	}
-	/* spin first only if who posts this semaphore last ran elsewhere */
 	seq = q->seq;
-	spin = ncpus() > 1 &&
-	       atomic_load_explicit(&sma->sems[a->sops[blocking].sem_num].poster_cpu,
-				    memory_order_relaxed) != sched_getcpu();
+	how = wait_how(ns, &sma->sems[a->sops[blocking].sem_num]);
 	for (;;) {
 		struct death_words dw = { 0 };
 		bool undo_slice = sma->undo_list != 0;
@@ -1666,7 +1696,7 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 		sem_unlock(ns, sma, locknum);
 		/* after a holder's death woke us: it may take a moment to become
 		 * a zombie (exit tears its mappings down first); look often */
-		r = wait_for_wake(q, seq, deadline, cont0, hand0, spin,
+		r = wait_for_wake(q, seq, deadline, cont0, hand0, how,
 				  !undo_slice ? WAIT_SLICE_NS :
 				  recheck > 0 ? WAIT_SLICE_DEATH_NS : WAIT_SLICE_UNDO_NS, &dw);
 		if (recheck > 0)
@@ -1675,7 +1705,7 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 			recheck = 50;
 			r = 1;
 		}
-		spin = false;
+		how = WAIT_SLEEP;
 		if (r == 0) {
 			err = atomic_load(&q->status); /* committed before the wake */
 			thread_waitq_done(q);

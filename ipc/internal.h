@@ -275,6 +275,8 @@ static inline uoff_t ns_off(struct ns *ns, const void *p)
 
 /* ---- namespace.c ---- */
 UIPC_HIDDEN struct ns *ns_get(void);          /* the current ns; NULL + errno */
+UIPC_HIDDEN int ns_mlockall(int flags);      /* mlockall, the arena left out */
+UIPC_HIDDEN int ns_munlockall(void);
 UIPC_HIDDEN void ns_corrupt(struct ns *ns, const char *what);
 UIPC_HIDDEN int64_t ipc_now(void);
 

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,6 +39,17 @@ static bool g_pinned_inherited;
 static struct ns *g_ns;
 static int g_ns_err;
 static char g_sel_name[UIPC_NS_NAME_MAX + 1];
+
+/*
+ * The arena is a sparse file of gigabytes: locking it (mlockall) would
+ * allocate all of it.  The kernel's IPC state is not in the process either,
+ * so uipc keeps it out of the program's memory locks: g_future_locked is
+ * set while the program's mlockall(MCL_FUTURE) is in force, and a mapping
+ * of the arena made then is unlocked before it is made accessible.
+ * (Process-local; a fork child inherits the flag but not MCL_FUTURE, which
+ * only makes its next arena mapping take the careful way.)
+ */
+static bool g_future_locked;
 
 int64_t ipc_now(void)
 {
@@ -232,6 +244,103 @@ static int init_arena(char *base, uint64_t size, int extended, unsigned mode)
 	return 0;
 }
 
+/*
+ * mmap the arena of FD read-write, never locked: under MCL_FUTURE the
+ * mapping is made PROT_NONE (which locking does not populate), unlocked,
+ * then opened up.  uipc's own calls bypass the memory-map hooks.
+ */
+static void *map_arena(int fd, uint64_t size)
+{
+	void *m;
+	int e;
+
+	if (!__atomic_load_n(&g_future_locked, __ATOMIC_RELAXED))
+		return mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+	m = mmap(NULL, size, PROT_NONE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+	if (m == MAP_FAILED)
+		return m;
+	if (syscall(SYS_munlock, m, size) == 0 &&
+	    syscall(SYS_mprotect, m, size, PROT_READ | PROT_WRITE) == 0)
+		return m;
+	e = errno;
+	syscall(SYS_munmap, m, size);
+	errno = e;
+	return MAP_FAILED;
+}
+
+/* lock (mlock) every mapping of the process but [SKIP, SKIP + LEN), as
+ * MCL_CURRENT would have (errors ignored, as mlockall ignores them) */
+static void lock_mappings_but(const char *skip, uint64_t len)
+{
+	char buf[8192], *line;
+	size_t have = 0;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	for (;;) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+		char *nl;
+
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		buf[have] = 0;
+		line = buf;
+		while ((nl = strchr(line, '\n'))) {
+			unsigned long a, b;
+
+			*nl = 0;
+			if (sscanf(line, "%lx-%lx", &a, &b) == 2 &&
+			    (b <= (uintptr_t)skip || a >= (uintptr_t)skip + len))
+				syscall(SYS_mlock, a, b - a);
+			line = nl + 1;
+		}
+		have = (size_t)(buf + have - line);
+		memmove(buf, line, have);
+	}
+	syscall(SYS_close, fd);
+}
+
+/*
+ * The program's mlockall: the kernel's, except that the arena stays
+ * unlocked and unpopulated.  With MCL_CURRENT and an arena mapped, every
+ * mapping is locked on fault first (nothing populated), the arena is
+ * unlocked, and the others are locked (populated) one by one unless the
+ * program asked for MCL_ONFAULT; then MCL_FUTURE is set as asked.
+ */
+int ns_mlockall(int flags)
+{
+	struct ns *ns = __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
+	int r;
+
+	if (!(flags & MCL_CURRENT) || !ns) {
+		r = (int)syscall(SYS_mlockall, flags);
+	} else {
+		r = (int)syscall(SYS_mlockall, flags | MCL_ONFAULT);
+		if (r == 0) {
+			syscall(SYS_munlock, ns->base, ns->size);
+			if (!(flags & MCL_ONFAULT)) {
+				lock_mappings_but(ns->base, ns->size);
+				if (flags & MCL_FUTURE)
+					syscall(SYS_mlockall, MCL_FUTURE);
+			}
+		}
+	}
+	if (r == 0)
+		__atomic_store_n(&g_future_locked, (flags & MCL_FUTURE) != 0, __ATOMIC_RELAXED);
+	return r;
+}
+
+int ns_munlockall(void)
+{
+	int r = (int)syscall(SYS_munlockall);
+
+	if (r == 0)
+		__atomic_store_n(&g_future_locked, false, __ATOMIC_RELAXED);
+	return r;
+}
+
 /* ---- opening ---- */
 
 static int map_checked(int fd, const char *path, struct ns **out, bool owner_check)
@@ -285,8 +394,7 @@ static int map_checked(int fd, const char *path, struct ns **out, bool owner_che
 			return -EINVAL;
 		}
 	}
-	m = mmap(NULL, hdr.arena_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
-		 fd, 0);
+	m = map_arena(fd, hdr.arena_size);
 	if (m == MAP_FAILED)
 		return -errno;
 	ns = calloc(1, sizeof(*ns));
@@ -333,7 +441,7 @@ static int create_file(const char *path, const struct uipc_ns_opts *o)
 	if (fchmod(fd, mode) < 0 || ftruncate(fd, (off_t)size) < 0)
 		r = -errno;
 	if (!r) {
-		m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+		m = map_arena(fd, size);
 		if (m == MAP_FAILED) {
 			r = -errno;
 		} else {

@@ -1937,7 +1937,7 @@ int shm_hook_mlockall(int flags)
 	int r;
 
 	pthread_mutex_lock(&l_mutex);
-	r = (int)syscall(SYS_mlockall, flags);
+	r = ns_mlockall(flags);
 	if (r == 0) {
 		uint32_t f = VMF_LOCKED | (flags & MCL_ONFAULT ? VMF_ONFAULT : 0);
 
@@ -1955,7 +1955,7 @@ int shm_hook_munlockall(void)
 	int r;
 
 	pthread_mutex_lock(&l_mutex);
-	r = (int)syscall(SYS_munlockall);
+	r = ns_munlockall();
 	if (r == 0) {
 		for (int i = 0; i < l_n; i++)
 			l_att[i].vmf &= ~(VMF_LOCKED | VMF_ONFAULT);

@@ -1403,7 +1403,6 @@ int uipc_msgsnd(int msqid, const void *msgp, size_t msgsz, int msgflg)
 
 /* ---- msgrcv ---- */
 
-/* copy M out to the caller's buffer: mtype first, then min(bufsz, size) */
 /* copy a message out to the caller's buffer: mtype first, then
  * min(bufsz, size) bytes */
 static long copy_msg_out(void *buf, long mtype, const char *text, size_t size, size_t bufsz)
@@ -1420,6 +1419,67 @@ static long copy_msg_out(void *buf, long mtype, const char *text, size_t size, s
 static long msg_fill_user(void *buf, struct msgm *m, size_t bufsz)
 {
 	return copy_msg_out(buf, m->mtype, m->text, m->size, bufsz);
+}
+
+/*
+ * A message taken under the queue lock reaches the caller's buffer only
+ * after the section commits, as the kernel copies it out after unlinking
+ * it: a receiver killed before the commit leaves the message in the queue
+ * and must leave the buffer untouched too (a buffer in shared memory would
+ * otherwise show survivors a message that someone else receives again).
+ * Under the lock the text goes to this thread's bounce buffer; the
+ * program's handlers stay held off until it is copied out (a handler's own
+ * msgrcv would reuse the buffer).
+ */
+struct taken {
+	long mtype;
+	uint32_t size;
+	bool direct;               /* no bounce memory: copied out under the lock */
+	long ret;                  /* then: what that copy returned */
+};
+
+static __thread char *bounce;
+static __thread size_t bounce_cap;
+
+static bool bounce_reserve(size_t n)
+{
+	char *p;
+
+	if (n <= bounce_cap)
+		return true;
+	p = realloc(bounce, n);
+	if (!p)
+		return false;
+	bounce = p;
+	bounce_cap = n;
+	return true;
+}
+
+/* queue lock held, M taken by this section: keep what the caller gets */
+static void take_text(struct taken *t, struct msgm *m, void *buf, size_t bufsz)
+{
+	size_t n = m->size < bufsz ? m->size : bufsz;
+
+	t->mtype = m->mtype;
+	t->size = m->size;
+	t->direct = !bounce_reserve(n);
+	if (t->direct)
+		t->ret = msg_fill_user(buf, m, bufsz);   /* out of memory: as before */
+	else
+		memcpy(bounce, m->text, n);
+}
+
+/* release the queue lock (the take commits), then copy the message out */
+static long unlock_and_copy_out(struct ns *ns, struct msg_queue *q, const struct taken *t,
+				void *buf, size_t bufsz)
+{
+	long ret;
+
+	uipc_crit_enter();
+	msq_unlock(ns, q);
+	ret = t->direct ? t->ret : copy_msg_out(buf, t->mtype, bounce, t->size, bufsz);
+	uipc_crit_exit();
+	return ret;
 }
 
 /* what a receive asks for */
@@ -1484,6 +1544,7 @@ static long msgrcv_take(struct ns *ns, struct msg_queue *q, struct msgm *m, uoff
 {
 	struct wake_q wq = { 0 };
 	int64_t now = ipc_now();
+	struct taken t;
 	long ret;
 
 	if (rq->bufsz < m->size && !(rq->msgflg & MSG_NOERROR)) {
@@ -1506,9 +1567,9 @@ static long msgrcv_take(struct ns *ns, struct msg_queue *q, struct msgm *m, uoff
 	if (q->senders.first)
 		ss_wakeup(ns, q, &wq, false);
 	/* the message is gone from the queue even if the copy faults */
-	ret = msg_fill_user(rq->buf, m, rq->bufsz);
+	take_text(&t, m, rq->buf, rq->bufsz);
 	msg_put_block(ns, q, m);
-	msq_unlock(ns, q);
+	ret = unlock_and_copy_out(ns, q, &t, rq->buf, rq->bufsz);
 	wake_up_q(ns, &wq);
 	return ret;
 }
@@ -1521,7 +1582,6 @@ static long msgrcv_take(struct ns *ns, struct msg_queue *q, struct msgm *m, uoff
 static long msgrcv_sleep(struct ns *ns, struct msg_queue *q, int msqid, const struct rcv_req *rq)
 {
 	struct msgw *w = new_waiter(ns, q);
-	long ret;
 	int err, r, st;
 
 	if (!w) {
@@ -1559,15 +1619,20 @@ static long msgrcv_sleep(struct ns *ns, struct msg_queue *q, int msqid, const st
 	if (st == 0) {
 		/* handed over by a sender: ours, whatever happened since */
 		struct msgm *m = m_at(ns, w->msg);
+		struct taken t;
 
-		ret = m ? msg_fill_user(rq->buf, m, rq->bufsz) : -EIDRM;
-		if (m && msq_valid(q, msqid))
+		if (!m) {
+			put_waiter(ns, q, w, msq_valid(q, msqid));
+			msq_unlock(ns, q);
+			return -EIDRM;
+		}
+		take_text(&t, m, rq->buf, rq->bufsz);
+		if (msq_valid(q, msqid))
 			msg_put_block(ns, q, m);
-		else if (m)
+		else
 			arena_free(ns, ns_off(ns, m));
 		put_waiter(ns, q, w, msq_valid(q, msqid));
-		msq_unlock(ns, q);
-		return ret;
+		return unlock_and_copy_out(ns, q, &t, rq->buf, rq->bufsz);
 	}
 	put_waiter(ns, q, w, msq_valid(q, msqid));
 	msq_unlock(ns, q);

@@ -23,9 +23,9 @@
  *   intent 2 means the send certainly happened; 1 means the sender died
  *   during (or right around) msgsnd: sent or not.  A receiver killed while
  *   inflight either got nothing, or got a whole message into its buffer
- *   (it is then counted as delivered, unless it is found elsewhere: uipc
- *   copies under the queue lock, so a receiver killed before its section
- *   committed leaves a copy in its buffer and the message in the queue),
+ *   (it took it: uipc copies a message out only once its take committed,
+ *   as the kernel copies after unlinking; it is counted as delivered,
+ *   unless the receiver counted it itself and died before logging it),
  *   or took a message that was handed to it (pipelined send) and died
  *   before copying it out, as a process killed inside the kernel's msgrcv
  *   loses it: so each receiver that died inflight without a whole message

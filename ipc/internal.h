@@ -313,7 +313,17 @@ UIPC_HIDDEN int arena_populate(struct ns *ns, uoff_t off, uint64_t len);
 UIPC_HIDDEN void arena_init(struct uipc_hdr *h, uoff_t heap_start);
 
 /* ---- proc.c ---- */
-UIPC_HIDDEN struct uthread *cur_thread(struct ns *ns);
+UIPC_HIDDEN struct uthread *cur_thread_slow(struct ns *ns);
+UIPC_HIDDEN extern __thread struct uthread *uipc_tls_thread;
+
+/* this thread's slot, registered on first use: inline, since every lock
+ * acquire asks (a call into proc.c cost more than the answer) */
+static inline struct uthread *cur_thread(struct ns *ns)
+{
+	struct uthread *t = uipc_tls_thread;
+
+	return likely(t) ? t : cur_thread_slow(ns);
+}
 UIPC_HIDDEN struct uproc *cur_proc(struct ns *ns);
 UIPC_HIDDEN int cur_pid(void);
 UIPC_HIDDEN bool thread_alive(struct ns *ns, struct uthread *t);

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -293,9 +294,30 @@ UIPC_HIDDEN struct jframe *j_target(struct ns *ns, struct ulock *l);
 UIPC_HIDDEN void j_target_restore(struct jframe *prev);
 UIPC_HIDDEN void j_forget_held(void);
 
+UIPC_HIDDEN void j_store_1(struct ns *ns, void *p, uint8_t v);
+UIPC_HIDDEN void j_store_2(struct ns *ns, void *p, uint16_t v);
+UIPC_HIDDEN void j_store_4(struct ns *ns, void *p, uint32_t v);
+UIPC_HIDDEN void j_store_8(struct ns *ns, void *p, uint64_t v);
+
+/* J_SET's dispatch: SIZE is a constant, so only one call is left, with the
+ * value in a register */
+static inline __attribute__((always_inline)) void j_set(struct ns *ns, void *p, const void *val,
+							 unsigned size)
+{
+	union { uint8_t b; uint16_t h; uint32_t w; uint64_t q; } u;
+
+	switch (size) {
+	case 1: memcpy(&u.b, val, 1); j_store_1(ns, p, u.b); break;
+	case 2: memcpy(&u.h, val, 2); j_store_2(ns, p, u.h); break;
+	case 4: memcpy(&u.w, val, 4); j_store_4(ns, p, u.w); break;
+	case 8: memcpy(&u.q, val, 8); j_store_8(ns, p, u.q); break;
+	default: j_store(ns, p, val, size); break;
+	}
+}
+
 #define J_SET(ns, lv, v) do {                                    \
 		__typeof__(lv) _jv = (v);                         \
-		j_store((ns), &(lv), &_jv, sizeof(lv));           \
+		j_set((ns), &(lv), &_jv, sizeof(lv));             \
 	} while (0)
 
 /* ---- arena.c ---- */

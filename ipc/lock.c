@@ -84,7 +84,7 @@ static inline uint64_t load_bytes(const void *p, unsigned size)
 	}
 }
 
-static void store_bytes(void *p, const void *val, unsigned size)
+static inline void store_bytes(void *p, const void *val, unsigned size)
 {
 	switch (size) {
 	case 1: __atomic_store_n((uint8_t *)p, *(const uint8_t *)val, __ATOMIC_RELAXED); break;
@@ -95,56 +95,84 @@ static void store_bytes(void *p, const void *val, unsigned size)
 	}
 }
 
-/*
- * The frames a thread holds, most recent last (process-local: only this
- * thread uses it).  Stores go to the frame of the most recent lock unless
- * j_target() redirected them to the frame of another lock the thread holds:
- * every store is journaled in the frame of the lock that protects it.
- */
-static __thread int held[JDEPTH];
-static __thread int nheld;
-static __thread struct jframe *target;
-static __thread struct jframe *saved_target[JDEPTH];
-static __thread struct jframe *cur_frame;   /* what j_top() answers, cached */
-
-static __thread struct jframe *top_held_frame;
 
 /*
- * The frames of this thread's open sections that recorded a deferred free
- * (process-local: a commit needs to look for frees only in these; recovery
- * after a crash scans every entry anyway).
+ * The sections this thread is in, innermost last (process-local: only this
+ * thread uses it).  A section gets a journal frame (one of the JDEPTH
+ * frames of its thread slot) only at its first journaled change: a store,
+ * an allocation or a deferred free.  A section that only reads, or only
+ * makes plain stores into memory nobody can reach, costs its mutex and no
+ * shared store.  Until a frame is attached the lock's frame is 0, so a
+ * locker that finds the holder dead undoes nothing, which is right: the
+ * holder journaled nothing, so it changed nothing that needs undoing.
+ * Stores go to the frame of the innermost section unless j_target()
+ * redirected them to the frame of another section of this thread: every
+ * store is journaled in the frame of the lock that protects it.
  */
-static __thread struct jframe *freeing[JDEPTH];
-static __thread int nfreeing;
+struct section {
+	struct ulock *l;
+	struct jframe *f;            /* NULL until the first journaled change */
+	struct jframe *saved_target; /* the redirection when the section began */
+	uint8_t fbit;                /* f's bit in frames_busy */
+	bool frees;                  /* f recorded a deferred free */
+};
 
-static void note_freeing(struct jframe *f)
+/* one thread-local block: one address computation reaches all of it */
+static __thread struct {
+	int nsec;
+	unsigned frames_busy;      /* bit i: this thread's frames[i] is attached */
+	struct jframe *target;
+	struct jframe *cur_frame;  /* target, else the innermost section's frame */
+	struct section sec[JDEPTH];
+} js;
+
+static void set_cur_frame(void)
 {
-	for (int i = 0; i < nfreeing; i++)
-		if (freeing[i] == f)
-			return;
-	if (nfreeing < JDEPTH)
-		freeing[nfreeing++] = f;
+	js.cur_frame = js.target ? js.target : js.nsec ? js.sec[js.nsec - 1].f : NULL;
 }
 
-/* was F noted (and forget it): its commit must do its deferred frees */
-static bool take_freeing(struct jframe *f)
+/* this thread's section on L, or NULL (innermost first: the usual case) */
+static struct section *find_section(struct ulock *l)
 {
-	for (int i = 0; i < nfreeing; i++) {
-		if (freeing[i] == f) {
-			freeing[i] = freeing[--nfreeing];
-			return true;
-		}
+	for (int i = js.nsec - 1; i >= 0; i--)
+		if (js.sec[i].l == l)
+			return &js.sec[i];
+	return NULL;
+}
+
+/* Give section S a frame of this thread's slot, at its first journaled change. */
+static struct jframe *attach_frame(struct ns *ns, struct section *s)
+{
+	struct uthread *t = cur_thread(ns);
+	struct jframe *f;
+	int fi;
+
+	/* a section has at most one frame and js.nsec <= JDEPTH: never full */
+	if (!t || js.frames_busy == (1u << JDEPTH) - 1) {
+		ns_corrupt(ns, "no journal frame free");
+		return NULL;
 	}
-	return false;
+	fi = __builtin_ctz(~js.frames_busy);
+	f = &t->frames[fi];
+	/*
+	 * Release stores, here and in commit_section/ulock_release: the frame
+	 * is read only by this thread and by a locker that recovers it after
+	 * this thread died, so only their order matters (release keeps each
+	 * after the stores before it); a seq_cst store is an xchg on x86, a
+	 * full barrier (on arm64 both are stlr).  n and committed are already
+	 * 0 in an idle frame (a commit or a recovery clears them before the
+	 * frame's lock): cleared again so that a corrupt arena cannot make a
+	 * frame start with entries.
+	 */
+	atomic_store_explicit(&f->n, 0, memory_order_release);
+	atomic_store_explicit(&f->committed, 0, memory_order_release);
+	atomic_store_explicit(&f->lock, ns_off(ns, s->l), memory_order_release);
+	atomic_store_explicit(&s->l->frame, ns_off(ns, f), memory_order_release);
+	js.frames_busy |= 1u << fi;
+	s->fbit = (uint8_t)fi;
+	s->f = f;
+	return f;
 }
-
-
-static void update_cur_frame(struct uthread *t)
-{
-	top_held_frame = nheld && t ? &t->frames[held[nheld - 1]] : NULL;
-	cur_frame = target ? target : top_held_frame;
-}
-
 
 /*
  * UIPC_BENCH_NO_JOURNAL: a measurement-only build (bench/bench.mk builds it
@@ -156,37 +184,57 @@ static void update_cur_frame(struct uthread *t)
  * The robust mutexes and the signal hold-off stay.  SIGKILL inside a section
  * is not recovered.
  */
-struct jframe *j_top(struct ns *ns)
+static inline struct jframe *frame_now(struct ns *ns)
 {
-	(void)ns;
 #ifdef UIPC_BENCH_NO_JOURNAL
+	(void)ns;
 	return NULL;
 #endif
-	return cur_frame;
+	if (likely(js.cur_frame) || !js.nsec)
+		return js.cur_frame;
+	/* no redirection and the innermost section has no frame yet */
+	js.cur_frame = attach_frame(ns, &js.sec[js.nsec - 1]);
+	return js.cur_frame;
+}
+
+struct jframe *j_top(struct ns *ns)
+{
+	return frame_now(ns);
 }
 
 struct jframe *j_target(struct ns *ns, struct ulock *l)
 {
-	struct jframe *prev = target;
+	struct jframe *prev = js.target;
+	struct section *s;
 
-	target = l ? ns_ptr(ns, atomic_load(&l->frame), sizeof(struct jframe)) : NULL;
-	update_cur_frame(cur_thread(ns));
+#ifdef UIPC_BENCH_NO_JOURNAL
+	return prev;
+#endif
+	s = l ? find_section(l) : NULL;
+	js.target = s ? (s->f ? s->f : attach_frame(ns, s)) : NULL;
+	set_cur_frame();
 	return prev;
 }
 
 void j_target_restore(struct jframe *prev)
 {
-	target = prev;
-	cur_frame = prev ? prev : top_held_frame;
+	js.target = prev;
+	set_cur_frame();
 }
 
 void j_forget_held(void)
 {
-	nfreeing = 0;
-	nheld = 0;
-	target = NULL;
-	cur_frame = NULL;
-	top_held_frame = NULL;
+	js.nsec = 0;
+	js.frames_busy = 0;
+	js.target = NULL;
+	js.cur_frame = NULL;
+}
+
+static void note_freeing(struct jframe *f)
+{
+	for (int i = 0; i < js.nsec; i++)
+		if (js.sec[i].f == f)
+			js.sec[i].frees = true;
 }
 
 /* Fill entry E (the frame's next slot) and count it: complete before it counts. */
@@ -198,16 +246,6 @@ void j_push(struct jframe *f, struct jentry *e, uint64_t where, uint64_t old)
 	e->old = old;
 	atomic_store_explicit(&f->n, atomic_load_explicit(&f->n, memory_order_relaxed) + 1,
 			      memory_order_release);
-}
-
-static bool frame_append(struct ns *ns, struct jframe *f, uint64_t where, uint64_t old)
-{
-	struct jentry *e = j_slot(ns, f, atomic_load_explicit(&f->n, memory_order_relaxed), true);
-
-	if (!e)
-		return false;
-	j_push(f, e, where, old);
-	return true;
 }
 
 /*
@@ -241,10 +279,41 @@ static inline void failpoint(bool after)
 	}
 }
 
+
+/* F's next entry, beyond the inline ones (a chunk): out of line */
+static __attribute__((noinline)) struct jentry *j_slot_far(struct ns *ns, struct jframe *f,
+							  uint32_t n)
+{
+	struct jentry *e = j_slot(ns, f, n, true);
+
+	/* no room for the journal: the arena is exhausted.  The store still
+	 * happens; a crash here could not be undone. */
+	if (!e)
+		ns_corrupt(ns, "journal cannot grow (arena full)");
+	return e;
+}
+
+/* Journal a store of SIZE (1..8) bytes at P, old value OLD, into F. */
+static inline void j_record(struct ns *ns, struct jframe *f, void *p, unsigned size, uint64_t old)
+{
+	uint32_t n = atomic_load_explicit(&f->n, memory_order_relaxed);
+	struct jentry *e = likely(n < J_INLINE) ? &f->e[n] : j_slot_far(ns, f, n);
+
+	if (unlikely(!e))
+		return;
+	/* a STORE entry: j_push's check for deferred frees is not needed */
+	e->where = ns_off(ns, p) | ((uint64_t)size << 56) | (J_KIND_STORE << 60);
+	e->old = old;
+	atomic_store_explicit(&f->n, n + 1, memory_order_release);
+}
+
+/*
+ * Any store: wide ones, odd sizes, the first change of a section (a frame
+ * to attach), armed failpoints.  J_SET's usual case is j_store_N below.
+ */
 void j_store(struct ns *ns, void *p, const void *val, unsigned size)
 {
-	struct jframe *f = j_top(ns);
-	uint64_t old = 0;
+	struct jframe *f;
 
 	if (size > 8) {
 		/* wide stores are split so that each piece is journaled */
@@ -255,23 +324,90 @@ void j_store(struct ns *ns, void *p, const void *val, unsigned size)
 				size - done < 8 ? size - done : 8);
 		return;
 	}
+	f = frame_now(ns);
 	if (f) {
-		old = load_bytes(p, size);
+		uint64_t old = load_bytes(p, size);
+
 		/* storing what is there changes nothing: nothing to undo */
 		if (old == load_bytes(val, size))
 			return;
-		if (!frame_append(ns, f, ns_off(ns, p) | ((uint64_t)size << 56) |
-				  (J_KIND_STORE << 60), old)) {
-			/* no room for the journal: the arena is exhausted.  The
-			 * store still happens; a crash here could not be undone. */
-			ns_corrupt(ns, "journal cannot grow (arena full)");
-		}
+		j_record(ns, f, p, size, old);
 	}
 	failpoint(false);
 	store_bytes(p, val, size);
 	failpoint(true);
 }
 
+/* j_store_N's uncommon cases: a frame to attach, a chunk to journal into,
+ * failpoints armed (SIZE is 1, 2, 4 or 8) */
+static __attribute__((noinline)) void j_store_val(struct ns *ns, void *p, uint64_t v,
+						  unsigned size)
+{
+	struct jframe *f = frame_now(ns);
+
+	if (f) {
+		uint64_t old = load_bytes(p, size);
+
+		/* storing what is there changes nothing: nothing to undo */
+		if (old == v)
+			return;
+		j_record(ns, f, p, size, old);
+	}
+	failpoint(false);
+	switch (size) {
+	case 1: __atomic_store_n((uint8_t *)p, (uint8_t)v, __ATOMIC_RELAXED); break;
+	case 2: __atomic_store_n((uint16_t *)p, (uint16_t)v, __ATOMIC_RELAXED); break;
+	case 4: __atomic_store_n((uint32_t *)p, (uint32_t)v, __ATOMIC_RELAXED); break;
+	default: __atomic_store_n((uint64_t *)p, v, __ATOMIC_RELAXED); break;
+	}
+	failpoint(true);
+}
+
+#ifdef UIPC_BENCH_NO_JOURNAL
+#define JOURNAL_OFF 1
+#else
+#define JOURNAL_OFF 0
+#endif
+
+/*
+ * J_SET of 1, 2, 4 or 8 bytes, the value in a register.  It runs for every
+ * journaled store, so its usual case (a frame attached, an inline entry
+ * free, no failpoint armed) makes no call and needs no stack frame; every
+ * other case is a tail call to j_store_val.  Outside any section (and in
+ * the no-journal build) it is a plain store.
+ */
+#define J_STORE_N(bytes, type)							\
+void j_store_##bytes(struct ns *ns, void *p, type v)				\
+{										\
+	struct jframe *f = JOURNAL_OFF ? NULL : js.cur_frame;			\
+	struct jentry *e;							\
+	uint32_t n;								\
+	type old;								\
+										\
+	if (unlikely(failpoint_left > 0) || unlikely(!f && js.nsec))		\
+		return j_store_val(ns, p, v, bytes);				\
+	if (!f) {								\
+		__atomic_store_n((type *)p, v, __ATOMIC_RELAXED);		\
+		return;								\
+	}									\
+	old = __atomic_load_n((type *)p, __ATOMIC_RELAXED);			\
+	/* storing what is there changes nothing: nothing to undo */		\
+	if (old == v)								\
+		return;								\
+	n = atomic_load_explicit(&f->n, memory_order_relaxed);			\
+	if (unlikely(n >= J_INLINE))						\
+		return j_store_val(ns, p, v, bytes);				\
+	e = &f->e[n];								\
+	e->where = ns_off(ns, p) | ((uint64_t)(bytes) << 56) | (J_KIND_STORE << 60); \
+	e->old = old;								\
+	atomic_store_explicit(&f->n, n + 1, memory_order_release);		\
+	__atomic_store_n((type *)p, v, __ATOMIC_RELAXED);			\
+}
+
+J_STORE_N(1, uint8_t)
+J_STORE_N(2, uint16_t)
+J_STORE_N(4, uint32_t)
+J_STORE_N(8, uint64_t)
 
 static void undo_entry(struct ns *ns, struct jentry *e)
 {
@@ -391,6 +527,7 @@ static int lock_mutex(struct ns *ns, struct ulock *l)
 	}
 }
 
+
 static int ulock_acquire_crit(struct ns *ns, struct ulock *l);
 
 /* Signal handlers are held off while the lock is held (see signals.c). */
@@ -407,25 +544,19 @@ int ulock_acquire(struct ns *ns, struct ulock *l)
 
 static int ulock_acquire_crit(struct ns *ns, struct ulock *l)
 {
-	struct uthread *t = cur_thread(ns);
-	struct jframe *f;
-	int r, fi;
+	int r;
 
-	if (!t)
+	/* the thread slot (its frames) must exist before any change is made */
+	if (!cur_thread(ns))
 		return -ENOMEM;
 #ifdef UIPC_BENCH_NO_JOURNAL
-	/* no frame: lock (robust), make an owner-dead lock consistent, go */
-	(void)f;
-	(void)fi;
+	/* no section, no frame: lock (robust), make an owner-dead lock consistent, go */
 	r = lock_mutex(ns, l);
 	if (r == EOWNERDEAD)
 		r = pthread_mutex_consistent(&l->m);
 	return -r;
 #endif
-	for (fi = 0; fi < JDEPTH; fi++)
-		if (!atomic_load(&t->frames[fi].lock))
-			break;
-	if (fi == JDEPTH || nheld == JDEPTH) {
+	if (js.nsec == JDEPTH) {
 		ns_corrupt(ns, "lock nesting too deep");
 		return -EDEADLK;
 	}
@@ -440,45 +571,38 @@ static int ulock_acquire_crit(struct ns *ns, struct ulock *l)
 	} else if (r) {
 		return -r;
 	}
-	f = &t->frames[fi];
-	/*
-	 * Release stores, here and in commit_frame/ulock_release: the frame is
-	 * read only by this thread and by a locker that recovers it after this
-	 * thread died, so only their order matters (release keeps each after
-	 * the stores before it); a seq_cst store is an xchg on x86, a full
-	 * barrier, 8 per section for nothing (on arm64 both are stlr).
-	 */
-	atomic_store_explicit(&f->n, 0, memory_order_release);
-	atomic_store_explicit(&f->committed, 0, memory_order_release);
-	atomic_store_explicit(&f->lock, ns_off(ns, l), memory_order_release);
-	atomic_store_explicit(&l->frame, ns_off(ns, f), memory_order_release);
-	/* a new section journals into its own frame until told otherwise */
-	saved_target[nheld] = target;
-	target = NULL;
-	held[nheld++] = fi;
-	t->depth = (uint32_t)nheld;
-	update_cur_frame(t);
+	/* no frame yet (attach_frame, at the first change); a new section
+	 * journals into its own frame until told otherwise */
+	js.sec[js.nsec] = (struct section){ .l = l, .saved_target = js.target };
+	js.nsec++;
+	js.target = NULL;
+	js.cur_frame = NULL;
 	return 0;
 }
 
-/* the frame of L if the caller holds L, else NULL */
-static struct jframe *held_frame(struct ns *ns, struct ulock *l)
+/* Commit section S's changes (if it made any): the frame counts nothing. */
+static void commit_section(struct ns *ns, struct section *s)
 {
-	struct jframe *f = ns_ptr(ns, atomic_load(&l->frame), sizeof(*f));
+	struct jframe *f = s->f;
+	uint32_t n;
 
-	return f && atomic_load(&f->lock) == ns_off(ns, l) ? f : NULL;
-}
-
-static void commit_frame(struct ns *ns, struct jframe *f)
-{
-	uint32_t n = atomic_load(&f->n);
-
-	if (take_freeing(f) && n) {
-		atomic_store(&f->committed, 1);
-		redo_frees(ns, f, n);
+	if (!f)
+		return;
+	n = atomic_load_explicit(&f->n, memory_order_relaxed);
+	if (unlikely(s->frees)) {
+		/* roll forward from here: a locker that finds us dead redoes
+		 * the frees; each is done once (the block's generation) */
+		s->frees = false;
+		if (n) {
+			atomic_store(&f->committed, 1);
+			redo_frees(ns, f, n);
+		}
+		atomic_store_explicit(&f->n, 0, memory_order_release);	/* commit point */
+		atomic_store_explicit(&f->committed, 0, memory_order_release);
+		return;
 	}
-	atomic_store_explicit(&f->n, 0, memory_order_release);	/* commit point */
-	atomic_store_explicit(&f->committed, 0, memory_order_release);
+	if (n)
+		atomic_store_explicit(&f->n, 0, memory_order_release);	/* commit point */
 }
 
 /*
@@ -491,50 +615,90 @@ void ulock_commit(struct ns *ns, struct ulock *l)
 #ifdef UIPC_BENCH_NO_JOURNAL
 	return;
 #endif
-	struct jframe *f = held_frame(ns, l);
+	struct section *s = find_section(l);
 
-	if (f)
-		commit_frame(ns, f);
+	if (s)
+		commit_section(ns, s);
+}
+
+/* Section S ends: commit it, give its frame back, drop it from the stack. */
+static void end_section(struct ns *ns, struct section *s)
+{
+	struct jframe *f = s->f;
+	int i = (int)(s - js.sec);
+
+	if (f) {
+		commit_section(ns, s);
+		atomic_store_explicit(&s->l->frame, 0, memory_order_release);
+		atomic_store_explicit(&f->lock, 0, memory_order_release);
+		js.frames_busy &= ~(1u << s->fbit);
+	}
+	if (i == js.nsec - 1) {
+		js.target = s->saved_target;
+	} else {
+		/* out of order (semctl_down drops the ids lock first): no
+		 * later section may return to the frame given back */
+		for (int k = i + 1; k < js.nsec; k++)
+			if (f && js.sec[k].saved_target == f)
+				js.sec[k].saved_target = NULL;
+		for (; i < js.nsec - 1; i++)
+			js.sec[i] = js.sec[i + 1];
+	}
+	js.nsec--;
+	if (f && js.target == f)
+		js.target = NULL;
+	set_cur_frame();
+}
+
+/* ulock_release's general case: out of order, deferred frees, a frame not ours */
+static __attribute__((noinline)) void release_any(struct ns *ns, struct ulock *l)
+{
+	struct section *s = find_section(l);
+
+	if (unlikely(!s || (s->f && atomic_load_explicit(&s->f->lock, memory_order_relaxed) !=
+					ns_off(ns, l))))
+		ns_corrupt(ns, "release of a lock whose frame is not ours");
+	if (s)
+		end_section(ns, s);
+	pthread_mutex_unlock(&l->m);
+	uipc_crit_exit();
 }
 
 void ulock_release(struct ns *ns, struct ulock *l)
 {
+	struct section *s;
+	struct jframe *f;
+	int top;
+
 #ifdef UIPC_BENCH_NO_JOURNAL
 	pthread_mutex_unlock(&l->m);
 	uipc_crit_exit();
 	return;
 #endif
-	struct uthread *t = cur_thread(ns);
-	struct jframe *f = held_frame(ns, l);
-	int i;
-
-	if (!f) {
-		ns_corrupt(ns, "release of a lock whose frame is not ours");
-		pthread_mutex_unlock(&l->m);
-		uipc_crit_exit();
+	/* the usual case, kept short: the innermost section, no deferred free */
+	top = js.nsec - 1;
+	s = &js.sec[top < 0 ? 0 : top];
+	if (unlikely(top < 0 || s->l != l)) {
+		release_any(ns, l);
 		return;
 	}
-	commit_frame(ns, f);
-	atomic_store_explicit(&l->frame, 0, memory_order_release);
-	atomic_store_explicit(&f->lock, 0, memory_order_release);
-	for (i = nheld - 1; i >= 0; i--) {
-		if (&t->frames[held[i]] == f) {
-			struct jframe *st = saved_target[i];
-
-			if (i == nheld - 1)
-				target = st;
-			for (; i < nheld - 1; i++) {
-				held[i] = held[i + 1];
-				saved_target[i] = saved_target[i + 1];
-			}
-			nheld--;
-			break;
+	f = s->f;
+	if (f) {
+		if (unlikely(s->frees) ||
+		    unlikely(atomic_load_explicit(&f->lock, memory_order_relaxed) != ns_off(ns, l))) {
+			release_any(ns, l);
+			return;
 		}
+		if (atomic_load_explicit(&f->n, memory_order_relaxed))
+			atomic_store_explicit(&f->n, 0, memory_order_release);	/* commit point */
+		atomic_store_explicit(&l->frame, 0, memory_order_release);
+		atomic_store_explicit(&f->lock, 0, memory_order_release);
+		js.frames_busy &= ~(1u << s->fbit);
 	}
-	t->depth = (uint32_t)nheld;
-	if (target == f)
-		target = NULL;
-	update_cur_frame(t);
+	/* (the frame of an outer section, still attached: never F) */
+	js.target = s->saved_target;
+	js.nsec = top;
+	js.cur_frame = js.target ? js.target : top ? js.sec[top - 1].f : NULL;
 	pthread_mutex_unlock(&l->m);
 	uipc_crit_exit();
 }
@@ -542,8 +706,12 @@ void ulock_release(struct ns *ns, struct ulock *l)
 /* Roll back everything the current section stored, keeping the lock. */
 void j_abort(struct ns *ns)
 {
-	struct jframe *f = j_top(ns);
+	struct jframe *f = js.cur_frame;   /* no frame attached: nothing stored */
 
-	if (f)
+	if (f) {
 		lock_recover_frame(ns, f);
+		for (int i = 0; i < js.nsec; i++)
+			if (js.sec[i].f == f)
+				js.sec[i].frees = false;
+	}
 }

@@ -237,7 +237,7 @@ static void unlink_queue(struct ns *ns, struct sem_array *sma, struct semq *q)
 
 static void set_word(struct ns *ns, struct sem *s, uint64_t w)
 {
-	j_store(ns, (void *)&s->word, &w, 8);
+	j_store_8(ns, (void *)&s->word, w);
 }
 
 static void word_or_slow(struct ns *ns, struct sem *s)

@@ -408,6 +408,45 @@ static int sem_lock_all(struct ns *ns, struct sem_array *sma)
 	return sem_lock(ns, sma, NULL, -1);
 }
 
+/*
+ * Lock semaphore SEMNUM only to read its word (GETVAL, GETPID): the lock a
+ * simple semop takes, which shuts out every locked writer of it (a complex
+ * operation makes it fall back to the array lock), without the SLOW bit:
+ * a lock-free semop's change is committed the moment it is made, so it
+ * need not be held off.  The kernel takes the array lock here, which
+ * gives the same answer; this section makes no change at all, so it needs
+ * no journal frame (see attach_frame in lock.c).
+ */
+static int sem_lock_read(struct ns *ns, struct sem_array *sma, int semnum)
+{
+	struct sem *s = &sma->sems[semnum];
+	int r;
+
+	for (;;) {
+		if (!atomic_load_explicit(&sma->use_global_lock, memory_order_relaxed)) {
+			r = ulock_acquire(ns, &s->lock);
+			if (r)
+				return lock_err(r);
+			if (!atomic_load_explicit(&sma->use_global_lock, memory_order_acquire))
+				return semnum;
+			ulock_release(ns, &s->lock);
+		}
+		r = ulock_acquire(ns, &sma->glock);
+		if (r)
+			return lock_err(r);
+		if (atomic_load(&sma->use_global_lock))
+			return SEM_GLOBAL_LOCK;
+		ulock_release(ns, &sma->glock);
+	}
+}
+
+/* after sem_lock_read: nothing changed, nothing to hand back (queues,
+ * hysteresis, SLOW bits are a writer's business) */
+static void sem_unlock_read(struct ns *ns, struct sem_array *sma, int locknum)
+{
+	ulock_release(ns, locknum == SEM_GLOBAL_LOCK ? &sma->glock : &sma->sems[locknum].lock);
+}
+
 /* ---- wake queue: futex wakes issued after the locks are dropped ---- */
 
 /*
@@ -1933,6 +1972,7 @@ static int semctl_main(struct ns *ns, int semid, int semnum, int cmd, void *p)
 	struct wake_q wq = { 0 };
 	unsigned short *io = NULL;
 	int err = 0, locknum, nsems, i;
+	bool reading;
 
 	sma = sem_obtain_check(ns, semid, &err);
 	if (!sma)
@@ -1961,13 +2001,17 @@ static int semctl_main(struct ns *ns, int semid, int semnum, int cmd, void *p)
 		err = -EINVAL;
 		goto out;
 	}
-	locknum = sem_lock_all(ns, sma);
+	reading = cmd == GETVAL || cmd == GETPID;
+	locknum = reading ? sem_lock_read(ns, sma, semnum) : sem_lock_all(ns, sma);
 	if (locknum < SEM_GLOBAL_LOCK) {
 		err = locknum;
 		goto out;
 	}
 	if (!sma_valid(sma, semid)) {
-		sem_unlock(ns, sma, locknum);
+		if (reading)
+			sem_unlock_read(ns, sma, locknum);
+		else
+			sem_unlock(ns, sma, locknum);
 		err = -EIDRM;
 		goto out;
 	}
@@ -1999,6 +2043,10 @@ static int semctl_main(struct ns *ns, int semid, int semnum, int cmd, void *p)
 	case GETZCNT:
 		err = count_semcnt(ns, sma, semnum, true);
 		break;
+	}
+	if (reading) {
+		sem_unlock_read(ns, sma, locknum);
+		return err;
 	}
 	sem_unlock(ns, sma, locknum);
 	wake_up_q(ns, &wq, sma);

@@ -311,7 +311,17 @@ static inline __attribute__((always_inline)) void j_set(struct ns *ns, void *p, 
 	case 2: memcpy(&u.h, val, 2); j_store_2(ns, p, u.h); break;
 	case 4: memcpy(&u.w, val, 4); j_store_4(ns, p, u.w); break;
 	case 8: memcpy(&u.q, val, 8); j_store_8(ns, p, u.q); break;
-	default: j_store(ns, p, val, size); break;
+	default:
+		if (size % 8 == 0) {
+			/* a wide store is journaled in 8-byte pieces */
+			for (unsigned i = 0; i < size; i += 8) {
+				memcpy(&u.q, (const char *)val + i, 8);
+				j_store_8(ns, (char *)p + i, u.q);
+			}
+		} else {
+			j_store(ns, p, val, size);
+		}
+		break;
 	}
 }
 

@@ -114,7 +114,8 @@ struct section {
 	struct jframe *f;            /* NULL until the first journaled change */
 	struct jframe *saved_target; /* the redirection when the section began */
 	uint8_t fbit;                /* f's bit in frames_busy */
-	bool frees;                  /* f recorded a deferred free */
+	bool frees;                  /* f recorded a deferred free, */
+	uint32_t free_from;          /* the first at this entry */
 };
 
 /* one thread-local block: one address computation reaches all of it */
@@ -141,17 +142,17 @@ static struct section *find_section(struct ulock *l)
 }
 
 /* Give section S a frame of this thread's slot, at its first journaled change. */
-static struct jframe *attach_frame(struct ns *ns, struct section *s)
+static inline __attribute__((always_inline)) struct jframe *attach_frame(struct ns *ns, struct section *s)
 {
-	struct uthread *t = cur_thread(ns);
+	/* registered: ulock_acquire made sure of it */
+	struct uthread *t = uipc_tls_thread;
 	struct jframe *f;
 	int fi;
 
-	/* a section has at most one frame and js.nsec <= JDEPTH: never full */
-	if (!t || js.frames_busy == (1u << JDEPTH) - 1) {
-		ns_corrupt(ns, "no journal frame free");
+	/* a section has at most one frame and js.nsec <= JDEPTH: never full;
+	 * no call here (the callers report it), so that callers stay leaves */
+	if (unlikely(!t || js.frames_busy == (1u << JDEPTH) - 1))
 		return NULL;
-	}
 	fi = __builtin_ctz(~js.frames_busy);
 	f = &t->frames[fi];
 	/*
@@ -194,6 +195,8 @@ static inline struct jframe *frame_now(struct ns *ns)
 		return js.cur_frame;
 	/* no redirection and the innermost section has no frame yet */
 	js.cur_frame = attach_frame(ns, &js.sec[js.nsec - 1]);
+	if (unlikely(!js.cur_frame))
+		ns_corrupt(ns, "no journal frame free");
 	return js.cur_frame;
 }
 
@@ -212,6 +215,8 @@ struct jframe *j_target(struct ns *ns, struct ulock *l)
 #endif
 	s = l ? find_section(l) : NULL;
 	js.target = s ? (s->f ? s->f : attach_frame(ns, s)) : NULL;
+	if (unlikely(s && !js.target))
+		ns_corrupt(ns, "no journal frame free");
 	set_cur_frame();
 	return prev;
 }
@@ -230,18 +235,22 @@ void j_forget_held(void)
 	js.cur_frame = NULL;
 }
 
-static void note_freeing(struct jframe *f)
+/* entry IDX of F is a deferred free: its commit must do it */
+static void note_freeing(struct jframe *f, uint32_t idx)
 {
-	for (int i = 0; i < js.nsec; i++)
-		if (js.sec[i].f == f)
+	for (int i = 0; i < js.nsec; i++) {
+		if (js.sec[i].f == f && !js.sec[i].frees) {
 			js.sec[i].frees = true;
+			js.sec[i].free_from = idx;
+		}
+	}
 }
 
 /* Fill entry E (the frame's next slot) and count it: complete before it counts. */
 void j_push(struct jframe *f, struct jentry *e, uint64_t where, uint64_t old)
 {
 	if ((where >> 60) == J_KIND_FREE)
-		note_freeing(f);
+		note_freeing(f, atomic_load_explicit(&f->n, memory_order_relaxed));
 	e->where = where;
 	e->old = old;
 	atomic_store_explicit(&f->n, atomic_load_explicit(&f->n, memory_order_relaxed) + 1,
@@ -319,9 +328,14 @@ void j_store(struct ns *ns, void *p, const void *val, unsigned size)
 		/* wide stores are split so that each piece is journaled */
 		unsigned done;
 
-		for (done = 0; done < size; done += 8)
-			j_store(ns, (char *)p + done, (const char *)val + done,
-				size - done < 8 ? size - done : 8);
+		for (done = 0; done + 8 <= size; done += 8) {
+			uint64_t v;
+
+			memcpy(&v, (const char *)val + done, 8);
+			j_store_8(ns, (char *)p + done, v);
+		}
+		if (done < size)
+			j_store(ns, (char *)p + done, (const char *)val + done, size - done);
 		return;
 	}
 	f = frame_now(ns);
@@ -338,9 +352,9 @@ void j_store(struct ns *ns, void *p, const void *val, unsigned size)
 	failpoint(true);
 }
 
-/* j_store_N's uncommon cases: a frame to attach, a chunk to journal into,
- * failpoints armed (SIZE is 1, 2, 4 or 8) */
-static __attribute__((noinline)) void j_store_val(struct ns *ns, void *p, uint64_t v,
+/* j_store_val's general case: a chunk to journal into, failpoints armed,
+ * no frame to be had (SIZE is 1, 2, 4 or 8) */
+static __attribute__((noinline)) void j_store_any(struct ns *ns, void *p, uint64_t v,
 						  unsigned size)
 {
 	struct jframe *f = frame_now(ns);
@@ -361,6 +375,51 @@ static __attribute__((noinline)) void j_store_val(struct ns *ns, void *p, uint64
 	default: __atomic_store_n((uint64_t *)p, v, __ATOMIC_RELAXED); break;
 	}
 	failpoint(true);
+}
+
+static inline void store_val(void *p, uint64_t v, unsigned size)
+{
+	switch (size) {
+	case 1: __atomic_store_n((uint8_t *)p, (uint8_t)v, __ATOMIC_RELAXED); break;
+	case 2: __atomic_store_n((uint16_t *)p, (uint16_t)v, __ATOMIC_RELAXED); break;
+	case 4: __atomic_store_n((uint32_t *)p, (uint32_t)v, __ATOMIC_RELAXED); break;
+	default: __atomic_store_n((uint64_t *)p, v, __ATOMIC_RELAXED); break;
+	}
+}
+
+/*
+ * j_store_N's uncommon cases: the first change of a section (its frame is
+ * attached here) and everything j_store_any does.  Once per section, so it
+ * too makes only tail calls (no stack frame).
+ */
+static __attribute__((noinline)) void j_store_val(struct ns *ns, void *p, uint64_t v,
+						  unsigned size)
+{
+	struct jframe *f = js.cur_frame;
+	uint64_t old;
+	uint32_t n;
+
+	if (unlikely(failpoint_left > 0))
+		return j_store_any(ns, p, v, size);
+	if (!f && js.nsec) {
+		f = attach_frame(ns, &js.sec[js.nsec - 1]);
+		if (unlikely(!f))
+			return j_store_any(ns, p, v, size);
+		js.cur_frame = f;
+	}
+	if (f) {
+		old = load_bytes(p, size);
+		/* storing what is there changes nothing: nothing to undo */
+		if (old == v)
+			return;
+		n = atomic_load_explicit(&f->n, memory_order_relaxed);
+		if (unlikely(n >= J_INLINE))
+			return j_store_any(ns, p, v, size);
+		f->e[n].where = ns_off(ns, p) | ((uint64_t)size << 56) | (J_KIND_STORE << 60);
+		f->e[n].old = old;
+		atomic_store_explicit(&f->n, n + 1, memory_order_release);
+	}
+	store_val(p, v, size);
 }
 
 #ifdef UIPC_BENCH_NO_JOURNAL
@@ -425,11 +484,12 @@ static void undo_entry(struct ns *ns, struct jentry *e)
 	}
 }
 
-static void redo_frees(struct ns *ns, struct jframe *f, uint32_t n)
+/* do the deferred frees among entries FROM..N-1 of F (FROM: 0 after a crash) */
+static void redo_frees(struct ns *ns, struct jframe *f, uint32_t from, uint32_t n)
 {
 	uint32_t i;
 
-	for (i = 0; i < n; i++) {
+	for (i = from; i < n; i++) {
 		struct jentry *e = j_slot(ns, f, i, false);
 
 		if (e && (e->where >> 60) == J_KIND_FREE)
@@ -446,7 +506,7 @@ void lock_recover_frame(struct ns *ns, struct jframe *f)
 		n = 0; /* corrupt count: nothing trustworthy to undo */
 
 	if (atomic_load(&f->committed)) {
-		redo_frees(ns, f, n);
+		redo_frees(ns, f, 0, n);
 	} else {
 		while (n > 0) {
 			struct jentry *e = j_slot(ns, f, n - 1, false);
@@ -544,6 +604,7 @@ int ulock_acquire(struct ns *ns, struct ulock *l)
 
 static int ulock_acquire_crit(struct ns *ns, struct ulock *l)
 {
+	struct section *s;
 	int r;
 
 	/* the thread slot (its frames) must exist before any change is made */
@@ -573,15 +634,18 @@ static int ulock_acquire_crit(struct ns *ns, struct ulock *l)
 	}
 	/* no frame yet (attach_frame, at the first change); a new section
 	 * journals into its own frame until told otherwise */
-	js.sec[js.nsec] = (struct section){ .l = l, .saved_target = js.target };
-	js.nsec++;
+	s = &js.sec[js.nsec++];
+	s->l = l;
+	s->f = NULL;
+	s->saved_target = js.target;
+	s->frees = false;
 	js.target = NULL;
 	js.cur_frame = NULL;
 	return 0;
 }
 
 /* Commit section S's changes (if it made any): the frame counts nothing. */
-static void commit_section(struct ns *ns, struct section *s)
+static inline void commit_section(struct ns *ns, struct section *s)
 {
 	struct jframe *f = s->f;
 	uint32_t n;
@@ -594,8 +658,13 @@ static void commit_section(struct ns *ns, struct section *s)
 		 * the frees; each is done once (the block's generation) */
 		s->frees = false;
 		if (n) {
-			atomic_store(&f->committed, 1);
-			redo_frees(ns, f, n);
+			/* a release store, and no compiler reordering of the frees
+			 * before it: after a SIGKILL every store made before the
+			 * killed instruction is seen, so only program order counts
+			 * (a seq_cst store is an xchg on x86) */
+			atomic_store_explicit(&f->committed, 1, memory_order_release);
+			atomic_signal_fence(memory_order_seq_cst);
+			redo_frees(ns, f, s->free_from, n);
 		}
 		atomic_store_explicit(&f->n, 0, memory_order_release);	/* commit point */
 		atomic_store_explicit(&f->committed, 0, memory_order_release);
@@ -625,7 +694,7 @@ void ulock_commit(struct ns *ns, struct ulock *l)
 static void end_section(struct ns *ns, struct section *s)
 {
 	struct jframe *f = s->f;
-	int i = (int)(s - js.sec);
+	struct section *last = &js.sec[js.nsec - 1];
 
 	if (f) {
 		commit_section(ns, s);
@@ -633,16 +702,15 @@ static void end_section(struct ns *ns, struct section *s)
 		atomic_store_explicit(&f->lock, 0, memory_order_release);
 		js.frames_busy &= ~(1u << s->fbit);
 	}
-	if (i == js.nsec - 1) {
+	if (s == last) {
 		js.target = s->saved_target;
 	} else {
-		/* out of order (semctl_down drops the ids lock first): no
-		 * later section may return to the frame given back */
-		for (int k = i + 1; k < js.nsec; k++)
-			if (f && js.sec[k].saved_target == f)
-				js.sec[k].saved_target = NULL;
-		for (; i < js.nsec - 1; i++)
-			js.sec[i] = js.sec[i + 1];
+		/* out of order (semctl_down, msgctl_down drop the ids lock
+		 * first): no later section may return to the frame given back */
+		for (struct section *k = s + 1; k <= last; k++)
+			if (f && k->saved_target == f)
+				k->saved_target = NULL;
+		memmove(s, s + 1, (size_t)(last - s) * sizeof(*s));
 	}
 	js.nsec--;
 	if (f && js.target == f)

@@ -352,8 +352,8 @@ void j_store(struct ns *ns, void *p, const void *val, unsigned size)
 	failpoint(true);
 }
 
-/* j_store_val's general case: a chunk to journal into, failpoints armed,
- * no frame to be had (SIZE is 1, 2, 4 or 8) */
+/* j_store_N's general case: a chunk to journal into, failpoints armed, no
+ * frame to be had (SIZE is 1, 2, 4 or 8) */
 static __attribute__((noinline)) void j_store_any(struct ns *ns, void *p, uint64_t v,
 						  unsigned size)
 {
@@ -387,41 +387,6 @@ static inline void store_val(void *p, uint64_t v, unsigned size)
 	}
 }
 
-/*
- * j_store_N's uncommon cases: the first change of a section (its frame is
- * attached here) and everything j_store_any does.  Once per section, so it
- * too makes only tail calls (no stack frame).
- */
-static __attribute__((noinline)) void j_store_val(struct ns *ns, void *p, uint64_t v,
-						  unsigned size)
-{
-	struct jframe *f = js.cur_frame;
-	uint64_t old;
-	uint32_t n;
-
-	if (unlikely(failpoint_left > 0))
-		return j_store_any(ns, p, v, size);
-	if (!f && js.nsec) {
-		f = attach_frame(ns, &js.sec[js.nsec - 1]);
-		if (unlikely(!f))
-			return j_store_any(ns, p, v, size);
-		js.cur_frame = f;
-	}
-	if (f) {
-		old = load_bytes(p, size);
-		/* storing what is there changes nothing: nothing to undo */
-		if (old == v)
-			return;
-		n = atomic_load_explicit(&f->n, memory_order_relaxed);
-		if (unlikely(n >= J_INLINE))
-			return j_store_any(ns, p, v, size);
-		f->e[n].where = ns_off(ns, p) | ((uint64_t)size << 56) | (J_KIND_STORE << 60);
-		f->e[n].old = old;
-		atomic_store_explicit(&f->n, n + 1, memory_order_release);
-	}
-	store_val(p, v, size);
-}
-
 #ifdef UIPC_BENCH_NO_JOURNAL
 #define JOURNAL_OFF 1
 #else
@@ -431,35 +396,52 @@ static __attribute__((noinline)) void j_store_val(struct ns *ns, void *p, uint64
 /*
  * J_SET of 1, 2, 4 or 8 bytes, the value in a register.  It runs for every
  * journaled store, so its usual case (a frame attached, an inline entry
- * free, no failpoint armed) makes no call and needs no stack frame; every
- * other case is a tail call to j_store_val.  Outside any section (and in
+ * free, no failpoint armed) makes no call and needs no stack frame.  The
+ * first change of a section goes to j_store_first_N (attach the frame,
+ * then the same), once per section, also without a stack frame; every
+ * other case is a tail call to j_store_any.  Outside any section (and in
  * the no-journal build) it is a plain store.
  */
 #define J_STORE_N(bytes, type)							\
-void j_store_##bytes(struct ns *ns, void *p, type v)				\
+static inline __attribute__((always_inline)) void				\
+j_record_store_##bytes(struct ns *ns, struct jframe *f, void *p, type v)	\
 {										\
-	struct jframe *f = JOURNAL_OFF ? NULL : js.cur_frame;			\
-	struct jentry *e;							\
+	type old = __atomic_load_n((type *)p, __ATOMIC_RELAXED);		\
 	uint32_t n;								\
-	type old;								\
 										\
-	if (unlikely(failpoint_left > 0) || unlikely(!f && js.nsec))		\
-		return j_store_val(ns, p, v, bytes);				\
-	if (!f) {								\
-		__atomic_store_n((type *)p, v, __ATOMIC_RELAXED);		\
-		return;								\
-	}									\
-	old = __atomic_load_n((type *)p, __ATOMIC_RELAXED);			\
 	/* storing what is there changes nothing: nothing to undo */		\
 	if (old == v)								\
 		return;								\
 	n = atomic_load_explicit(&f->n, memory_order_relaxed);			\
 	if (unlikely(n >= J_INLINE))						\
-		return j_store_val(ns, p, v, bytes);				\
-	e = &f->e[n];								\
-	e->where = ns_off(ns, p) | ((uint64_t)(bytes) << 56) | (J_KIND_STORE << 60); \
-	e->old = old;								\
+		return j_store_any(ns, p, v, bytes);				\
+	f->e[n].where = ns_off(ns, p) | ((uint64_t)(bytes) << 56) | (J_KIND_STORE << 60); \
+	f->e[n].old = old;							\
 	atomic_store_explicit(&f->n, n + 1, memory_order_release);		\
+	__atomic_store_n((type *)p, v, __ATOMIC_RELAXED);			\
+}										\
+										\
+static __attribute__((noinline)) void						\
+j_store_first_##bytes(struct ns *ns, void *p, type v)				\
+{										\
+	struct jframe *f = attach_frame(ns, &js.sec[js.nsec - 1]);		\
+										\
+	if (unlikely(!f))							\
+		return j_store_any(ns, p, v, bytes);				\
+	js.cur_frame = f;							\
+	j_record_store_##bytes(ns, f, p, v);					\
+}										\
+										\
+void j_store_##bytes(struct ns *ns, void *p, type v)				\
+{										\
+	struct jframe *f = JOURNAL_OFF ? NULL : js.cur_frame;			\
+										\
+	if (unlikely(failpoint_left > 0))					\
+		return j_store_any(ns, p, v, bytes);				\
+	if (likely(f))								\
+		return j_record_store_##bytes(ns, f, p, v);			\
+	if (js.nsec)								\
+		return j_store_first_##bytes(ns, p, v);				\
 	__atomic_store_n((type *)p, v, __ATOMIC_RELAXED);			\
 }
 
@@ -707,10 +689,11 @@ static void end_section(struct ns *ns, struct section *s)
 	} else {
 		/* out of order (semctl_down, msgctl_down drop the ids lock
 		 * first): no later section may return to the frame given back */
-		for (struct section *k = s + 1; k <= last; k++)
+		for (struct section *k = s; k < last; k++) {
+			*k = k[1];
 			if (f && k->saved_target == f)
 				k->saved_target = NULL;
-		memmove(s, s + 1, (size_t)(last - s) * sizeof(*s));
+		}
 	}
 	js.nsec--;
 	if (f && js.target == f)
@@ -752,8 +735,7 @@ void ulock_release(struct ns *ns, struct ulock *l)
 	}
 	f = s->f;
 	if (f) {
-		if (unlikely(s->frees) ||
-		    unlikely(atomic_load_explicit(&f->lock, memory_order_relaxed) != ns_off(ns, l))) {
+		if (unlikely(s->frees)) {
 			release_any(ns, l);
 			return;
 		}

@@ -2146,8 +2146,12 @@ static int semctl_down(struct ns *ns, int semid, int cmd, struct semid_ds *in)
 		J_SET(ns, ns->hdr->used_sems, ns->hdr->used_sems - sma->nsems);
 		arena_free(ns, ns_off(ns, sma));
 		j_target_restore(prev);
-		ids_unlock(ns, IPC_SEM_IDS);
+		/* commit the ids section first (and free the array), then
+		 * release in order: the kernel's order, and no out-of-order
+		 * release for the journal to sort out */
+		ulock_commit(ns, &ids->lock);
 		sem_unlock(ns, sma, locknum);
+		ids_unlock(ns, IPC_SEM_IDS);
 		wake_up_q(ns, &wq, NULL);
 		return 0;
 	} else {

@@ -136,7 +136,8 @@ static uoff_t alloc_block(struct ns *ns, uint64_t size, int pool,
 	J_SET(ns, a->gen, gen);
 	J_SET(ns, b->allocated, (uint8_t)1);
 	J_SET(ns, b->gen, gen);
-	J_SET(ns, b->next_free, (uoff_t)0);
+	/* b->next_free is left as it is: only a free block's is read (the
+	 * free lists, arena_check), and free_block sets it */
 	J_SET(ns, a->used, a->used + (1ULL << cls));
 	if (outer_slot)
 		j_push(outer, outer_slot, (off + BLK_HDR) | (J_KIND_ALLOC << 60), gen);

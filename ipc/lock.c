@@ -113,13 +113,13 @@ struct section {
 	struct ulock *l;
 	struct jframe *f;            /* NULL until the first journaled change */
 	struct jframe *saved_target; /* the redirection when the section began */
-	uint8_t fbit;                /* f's bit in frames_busy */
+	uint8_t fmask;               /* f's bit in frames_busy */
 	bool frees;                  /* f recorded a deferred free, */
 	uint32_t free_from;          /* the first at this entry */
 };
 
 /* one thread-local block: one address computation reaches all of it */
-static __thread struct {
+static __thread struct jstate {
 	int nsec;
 	unsigned frames_busy;      /* bit i: this thread's frames[i] is attached */
 	struct jframe *target;
@@ -170,7 +170,7 @@ static inline __attribute__((always_inline)) struct jframe *attach_frame(struct 
 	atomic_store_explicit(&f->lock, ns_off(ns, s->l), memory_order_release);
 	atomic_store_explicit(&s->l->frame, ns_off(ns, f), memory_order_release);
 	js.frames_busy |= 1u << fi;
-	s->fbit = (uint8_t)fi;
+	s->fmask = (uint8_t)(1u << fi);
 	s->f = f;
 	return f;
 }
@@ -682,7 +682,7 @@ static void end_section(struct ns *ns, struct section *s)
 		commit_section(ns, s);
 		atomic_store_explicit(&s->l->frame, 0, memory_order_release);
 		atomic_store_explicit(&f->lock, 0, memory_order_release);
-		js.frames_busy &= ~(1u << s->fbit);
+		js.frames_busy &= ~(unsigned)s->fmask;
 	}
 	if (s == last) {
 		js.target = s->saved_target;
@@ -717,8 +717,9 @@ static __attribute__((noinline)) void release_any(struct ns *ns, struct ulock *l
 
 void ulock_release(struct ns *ns, struct ulock *l)
 {
+	struct jstate *J = &js;
 	struct section *s;
-	struct jframe *f;
+	struct jframe *f, *t;
 	int top;
 
 #ifdef UIPC_BENCH_NO_JOURNAL
@@ -727,12 +728,12 @@ void ulock_release(struct ns *ns, struct ulock *l)
 	return;
 #endif
 	/* the usual case, kept short: the innermost section, no deferred free */
-	top = js.nsec - 1;
-	s = &js.sec[top < 0 ? 0 : top];
-	if (unlikely(top < 0 || s->l != l)) {
+	top = J->nsec - 1;
+	if (unlikely(top < 0) || unlikely(J->sec[top].l != l)) {
 		release_any(ns, l);
 		return;
 	}
+	s = &J->sec[top];
 	f = s->f;
 	if (f) {
 		if (unlikely(s->frees)) {
@@ -743,12 +744,13 @@ void ulock_release(struct ns *ns, struct ulock *l)
 			atomic_store_explicit(&f->n, 0, memory_order_release);	/* commit point */
 		atomic_store_explicit(&l->frame, 0, memory_order_release);
 		atomic_store_explicit(&f->lock, 0, memory_order_release);
-		js.frames_busy &= ~(1u << s->fbit);
+		J->frames_busy &= ~(unsigned)s->fmask;
 	}
 	/* (the frame of an outer section, still attached: never F) */
-	js.target = s->saved_target;
-	js.nsec = top;
-	js.cur_frame = js.target ? js.target : top ? js.sec[top - 1].f : NULL;
+	t = s->saved_target;
+	J->target = t;
+	J->nsec = top;
+	J->cur_frame = t ? t : top ? s[-1].f : NULL;
 	pthread_mutex_unlock(&l->m);
 	uipc_crit_exit();
 }

@@ -118,6 +118,12 @@ struct section {
 	uint32_t free_from;          /* the first at this entry */
 };
 
+/* ns_off of a pointer known not to be NULL (no test) */
+static inline uoff_t off_of(struct ns *ns, const void *p)
+{
+	return (uoff_t)((const char *)p - ns->base);
+}
+
 /* one thread-local block: one address computation reaches all of it */
 static __thread struct jstate {
 	int nsec;
@@ -167,8 +173,8 @@ static inline __attribute__((always_inline)) struct jframe *attach_frame(struct 
 	 */
 	atomic_store_explicit(&f->n, 0, memory_order_release);
 	atomic_store_explicit(&f->committed, 0, memory_order_release);
-	atomic_store_explicit(&f->lock, ns_off(ns, s->l), memory_order_release);
-	atomic_store_explicit(&s->l->frame, ns_off(ns, f), memory_order_release);
+	atomic_store_explicit(&f->lock, off_of(ns, s->l), memory_order_release);
+	atomic_store_explicit(&s->l->frame, off_of(ns, f), memory_order_release);
 	js.frames_busy |= 1u << fi;
 	s->fmask = (uint8_t)(1u << fi);
 	s->f = f;
@@ -415,7 +421,7 @@ j_record_store_##bytes(struct ns *ns, struct jframe *f, void *p, type v)	\
 	n = atomic_load_explicit(&f->n, memory_order_relaxed);			\
 	if (unlikely(n >= J_INLINE))						\
 		return j_store_any(ns, p, v, bytes);				\
-	f->e[n].where = ns_off(ns, p) | ((uint64_t)(bytes) << 56) | (J_KIND_STORE << 60); \
+	f->e[n].where = off_of(ns, p) | ((uint64_t)(bytes) << 56) | (J_KIND_STORE << 60); \
 	f->e[n].old = old;							\
 	atomic_store_explicit(&f->n, n + 1, memory_order_release);		\
 	__atomic_store_n((type *)p, v, __ATOMIC_RELAXED);			\

@@ -126,7 +126,7 @@ static inline uoff_t off_of(struct ns *ns, const void *p)
 
 /* one thread-local block: one address computation reaches all of it */
 static __thread struct jstate {
-	int nsec;
+	struct section *top;       /* the innermost section, NULL outside any */
 	unsigned frames_busy;      /* bit i: this thread's frames[i] is attached */
 	struct jframe *target;
 	struct jframe *cur_frame;  /* target, else the innermost section's frame */
@@ -135,15 +135,15 @@ static __thread struct jstate {
 
 static void set_cur_frame(void)
 {
-	js.cur_frame = js.target ? js.target : js.nsec ? js.sec[js.nsec - 1].f : NULL;
+	js.cur_frame = js.target ? js.target : js.top ? js.top->f : NULL;
 }
 
 /* this thread's section on L, or NULL (innermost first: the usual case) */
 static struct section *find_section(struct ulock *l)
 {
-	for (int i = js.nsec - 1; i >= 0; i--)
-		if (js.sec[i].l == l)
-			return &js.sec[i];
+	for (struct section *s = js.top; s; s = s == js.sec ? NULL : s - 1)
+		if (s->l == l)
+			return s;
 	return NULL;
 }
 
@@ -155,7 +155,7 @@ static inline __attribute__((always_inline)) struct jframe *attach_frame(struct 
 	struct jframe *f;
 	int fi;
 
-	/* a section has at most one frame and js.nsec <= JDEPTH: never full;
+	/* a section has at most one frame and there are at most JDEPTH: never full;
 	 * no call here (the callers report it), so that callers stay leaves */
 	if (unlikely(!t || js.frames_busy == (1u << JDEPTH) - 1))
 		return NULL;
@@ -197,10 +197,10 @@ static inline struct jframe *frame_now(struct ns *ns)
 	(void)ns;
 	return NULL;
 #endif
-	if (likely(js.cur_frame) || !js.nsec)
+	if (likely(js.cur_frame) || !js.top)
 		return js.cur_frame;
 	/* no redirection and the innermost section has no frame yet */
-	js.cur_frame = attach_frame(ns, &js.sec[js.nsec - 1]);
+	js.cur_frame = attach_frame(ns, js.top);
 	if (unlikely(!js.cur_frame))
 		ns_corrupt(ns, "no journal frame free");
 	return js.cur_frame;
@@ -235,7 +235,9 @@ void j_target_restore(struct jframe *prev)
 
 void j_forget_held(void)
 {
-	js.nsec = 0;
+	for (int i = 0; i < JDEPTH; i++)
+		js.sec[i].frees = false;
+	js.top = NULL;
 	js.frames_busy = 0;
 	js.target = NULL;
 	js.cur_frame = NULL;
@@ -244,10 +246,10 @@ void j_forget_held(void)
 /* entry IDX of F is a deferred free: its commit must do it */
 static void note_freeing(struct jframe *f, uint32_t idx)
 {
-	for (int i = 0; i < js.nsec; i++) {
-		if (js.sec[i].f == f && !js.sec[i].frees) {
-			js.sec[i].frees = true;
-			js.sec[i].free_from = idx;
+	for (struct section *s = js.sec; js.top && s <= js.top; s++) {
+		if (s->f == f && !s->frees) {
+			s->frees = true;
+			s->free_from = idx;
 		}
 	}
 }
@@ -430,7 +432,7 @@ j_record_store_##bytes(struct ns *ns, struct jframe *f, void *p, type v)	\
 static __attribute__((noinline)) void						\
 j_store_first_##bytes(struct ns *ns, void *p, type v)				\
 {										\
-	struct jframe *f = attach_frame(ns, &js.sec[js.nsec - 1]);		\
+	struct jframe *f = attach_frame(ns, js.top);				\
 										\
 	if (unlikely(!f))							\
 		return j_store_any(ns, p, v, bytes);				\
@@ -446,7 +448,7 @@ void j_store_##bytes(struct ns *ns, void *p, type v)				\
 		return j_store_any(ns, p, v, bytes);				\
 	if (likely(f))								\
 		return j_record_store_##bytes(ns, f, p, v);			\
-	if (js.nsec)								\
+	if (js.top)								\
 		return j_store_first_##bytes(ns, p, v);				\
 	__atomic_store_n((type *)p, v, __ATOMIC_RELAXED);			\
 }
@@ -605,7 +607,7 @@ static int ulock_acquire_crit(struct ns *ns, struct ulock *l)
 		r = pthread_mutex_consistent(&l->m);
 	return -r;
 #endif
-	if (js.nsec == JDEPTH) {
+	if (js.top == &js.sec[JDEPTH - 1]) {
 		ns_corrupt(ns, "lock nesting too deep");
 		return -EDEADLK;
 	}
@@ -622,7 +624,8 @@ static int ulock_acquire_crit(struct ns *ns, struct ulock *l)
 	}
 	/* no frame yet (attach_frame, at the first change); a new section
 	 * journals into its own frame until told otherwise */
-	s = &js.sec[js.nsec++];
+	s = js.top ? js.top + 1 : js.sec;
+	js.top = s;
 	s->l = l;
 	s->f = NULL;
 	s->saved_target = js.target;
@@ -682,7 +685,7 @@ void ulock_commit(struct ns *ns, struct ulock *l)
 static void end_section(struct ns *ns, struct section *s)
 {
 	struct jframe *f = s->f;
-	struct section *last = &js.sec[js.nsec - 1];
+	struct section *last = js.top;
 
 	if (f) {
 		commit_section(ns, s);
@@ -701,7 +704,7 @@ static void end_section(struct ns *ns, struct section *s)
 				k->saved_target = NULL;
 		}
 	}
-	js.nsec--;
+	js.top = last == js.sec ? NULL : last - 1;
 	if (f && js.target == f)
 		js.target = NULL;
 	set_cur_frame();
@@ -726,7 +729,6 @@ void ulock_release(struct ns *ns, struct ulock *l)
 	struct jstate *J = &js;
 	struct section *s;
 	struct jframe *f, *t;
-	int top;
 
 #ifdef UIPC_BENCH_NO_JOURNAL
 	pthread_mutex_unlock(&l->m);
@@ -734,12 +736,11 @@ void ulock_release(struct ns *ns, struct ulock *l)
 	return;
 #endif
 	/* the usual case, kept short: the innermost section, no deferred free */
-	top = J->nsec - 1;
-	if (unlikely(top < 0) || unlikely(J->sec[top].l != l)) {
+	s = J->top;
+	if (unlikely(!s) || unlikely(s->l != l)) {
 		release_any(ns, l);
 		return;
 	}
-	s = &J->sec[top];
 	f = s->f;
 	if (f) {
 		if (unlikely(s->frees)) {
@@ -755,8 +756,9 @@ void ulock_release(struct ns *ns, struct ulock *l)
 	/* (the frame of an outer section, still attached: never F) */
 	t = s->saved_target;
 	J->target = t;
-	J->nsec = top;
-	J->cur_frame = t ? t : top ? s[-1].f : NULL;
+	s = s == J->sec ? NULL : s - 1;
+	J->top = s;
+	J->cur_frame = t ? t : s ? s->f : NULL;
 	pthread_mutex_unlock(&l->m);
 	uipc_crit_exit();
 }
@@ -768,8 +770,8 @@ void j_abort(struct ns *ns)
 
 	if (f) {
 		lock_recover_frame(ns, f);
-		for (int i = 0; i < js.nsec; i++)
-			if (js.sec[i].f == f)
-				js.sec[i].frees = false;
+		for (struct section *s = js.sec; js.top && s <= js.top; s++)
+			if (s->f == f)
+				s->frees = false;
 	}
 }

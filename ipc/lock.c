@@ -607,29 +607,31 @@ static int ulock_acquire_crit(struct ns *ns, struct ulock *l)
 		r = pthread_mutex_consistent(&l->m);
 	return -r;
 #endif
-	if (js.top == &js.sec[JDEPTH - 1]) {
+	s = js.top ? js.top + 1 : js.sec;
+	if (unlikely(s == &js.sec[JDEPTH])) {
 		ns_corrupt(ns, "lock nesting too deep");
 		return -EDEADLK;
 	}
 	r = lock_mutex(ns, l);
-	if (r == EOWNERDEAD) {
-		recover_lock(ns, l);
-		pthread_mutex_consistent(&l->m);
-	} else if (r == ENOTRECOVERABLE) {
-		/* only reachable through a corrupt arena */
-		ns_corrupt(ns, "lock not recoverable");
-		return -EIDRM;
-	} else if (r) {
-		return -r;
+	if (unlikely(r)) {
+		if (r == EOWNERDEAD) {
+			recover_lock(ns, l);
+			pthread_mutex_consistent(&l->m);
+		} else if (r == ENOTRECOVERABLE) {
+			/* only reachable through a corrupt arena */
+			ns_corrupt(ns, "lock not recoverable");
+			return -EIDRM;
+		} else {
+			return -r;
+		}
 	}
 	/* no frame yet (attach_frame, at the first change); a new section
 	 * journals into its own frame until told otherwise */
-	s = js.top ? js.top + 1 : js.sec;
-	js.top = s;
 	s->l = l;
 	s->f = NULL;
 	s->saved_target = js.target;
 	s->frees = false;
+	js.top = s;
 	js.target = NULL;
 	js.cur_frame = NULL;
 	return 0;

@@ -385,16 +385,6 @@ static __attribute__((noinline)) void j_store_any(struct ns *ns, void *p, uint64
 	failpoint(true);
 }
 
-static inline void store_val(void *p, uint64_t v, unsigned size)
-{
-	switch (size) {
-	case 1: __atomic_store_n((uint8_t *)p, (uint8_t)v, __ATOMIC_RELAXED); break;
-	case 2: __atomic_store_n((uint16_t *)p, (uint16_t)v, __ATOMIC_RELAXED); break;
-	case 4: __atomic_store_n((uint32_t *)p, (uint32_t)v, __ATOMIC_RELAXED); break;
-	default: __atomic_store_n((uint64_t *)p, v, __ATOMIC_RELAXED); break;
-	}
-}
-
 #ifdef UIPC_BENCH_NO_JOURNAL
 #define JOURNAL_OFF 1
 #else

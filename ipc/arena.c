@@ -155,7 +155,9 @@ uoff_t arena_alloc(struct ns *ns, uint64_t size, int pool)
 	struct jentry *slot = NULL;
 
 	if (outer) {
-		slot = j_slot(ns, outer, atomic_load(&outer->n), true);
+		uint32_t n = atomic_load_explicit(&outer->n, memory_order_relaxed);
+
+		slot = n < J_INLINE ? &outer->e[n] : j_slot(ns, outer, n, true);
 		if (!slot)
 			return 0;
 	}
@@ -215,7 +217,13 @@ void arena_free(struct ns *ns, uoff_t off)
 
 	if (!off)
 		return;
-	slot = f ? j_slot(ns, f, atomic_load(&f->n), true) : NULL;
+	if (f) {
+		uint32_t n = atomic_load_explicit(&f->n, memory_order_relaxed);
+
+		slot = n < J_INLINE ? &f->e[n] : j_slot(ns, f, n, true);
+	} else {
+		slot = NULL;
+	}
 	if (!slot) {
 		free_block(ns, off, false, 0);
 		return;

@@ -470,7 +470,7 @@ static void redo_frees(struct ns *ns, struct jframe *f, uint32_t from, uint32_t 
 	uint32_t i;
 
 	for (i = from; i < n; i++) {
-		struct jentry *e = j_slot(ns, f, i, false);
+		struct jentry *e = i < J_INLINE ? &f->e[i] : j_slot(ns, f, i, false);
 
 		if (e && (e->where >> 60) == J_KIND_FREE)
 			arena_free_now(ns, e->where & ((1ULL << 56) - 1), e);

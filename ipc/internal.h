@@ -125,7 +125,7 @@ struct uthread {
 	pthread_mutex_t alive;     /* held by the thread for its whole life */
 	int32_t tid, pid;
 	uint32_t proc;             /* index of the process slot */
-	uint32_t depth;            /* frames in use */
+	uint32_t depth;            /* unused (lock.c tracks its sections locally) */
 	struct jframe frames[JDEPTH];
 	uoff_t waitq;              /* this thread's semaphore wait entries */
 	uint32_t waitq_seq;        /* waits so far: tells a late wakeup apart */

@@ -155,6 +155,9 @@ static inline __attribute__((always_inline)) struct jframe *attach_frame(struct 
 	struct jframe *f;
 	int fi;
 
+	/* never a second frame for one section: its lock names only one */
+	if (unlikely(s->f))
+		return s->f;
 	/* a section has at most one frame and there are at most JDEPTH: never full;
 	 * no call here (the callers report it), so that callers stay leaves */
 	if (unlikely(!t || js.frames_busy == (1u << JDEPTH) - 1))

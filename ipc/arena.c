@@ -136,7 +136,8 @@ static uoff_t alloc_block(struct ns *ns, uint64_t size, int pool,
 	J_SET(ns, a->gen, gen);
 	J_SET(ns, b->allocated, (uint8_t)1);
 	J_SET(ns, b->gen, gen);
-	J_SET(ns, b->next_free, (uoff_t)0);
+	/* b->next_free is left as it is: only a free block's is read (the
+	 * free lists, arena_check), and free_block sets it */
 	J_SET(ns, a->used, a->used + (1ULL << cls));
 	if (outer_slot)
 		j_push(outer, outer_slot, (off + BLK_HDR) | (J_KIND_ALLOC << 60), gen);
@@ -154,7 +155,9 @@ uoff_t arena_alloc(struct ns *ns, uint64_t size, int pool)
 	struct jentry *slot = NULL;
 
 	if (outer) {
-		slot = j_slot(ns, outer, atomic_load(&outer->n), true);
+		uint32_t n = atomic_load_explicit(&outer->n, memory_order_relaxed);
+
+		slot = n < J_INLINE ? &outer->e[n] : j_slot(ns, outer, n, true);
 		if (!slot)
 			return 0;
 	}
@@ -214,7 +217,13 @@ void arena_free(struct ns *ns, uoff_t off)
 
 	if (!off)
 		return;
-	slot = f ? j_slot(ns, f, atomic_load(&f->n), true) : NULL;
+	if (f) {
+		uint32_t n = atomic_load_explicit(&f->n, memory_order_relaxed);
+
+		slot = n < J_INLINE ? &f->e[n] : j_slot(ns, f, n, true);
+	} else {
+		slot = NULL;
+	}
 	if (!slot) {
 		free_block(ns, off, false, 0);
 		return;

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -124,7 +125,7 @@ struct uthread {
 	pthread_mutex_t alive;     /* held by the thread for its whole life */
 	int32_t tid, pid;
 	uint32_t proc;             /* index of the process slot */
-	uint32_t depth;            /* frames in use */
+	uint32_t depth;            /* unused (lock.c tracks its sections locally) */
 	struct jframe frames[JDEPTH];
 	uoff_t waitq;              /* this thread's semaphore wait entries */
 	uint32_t waitq_seq;        /* waits so far: tells a late wakeup apart */
@@ -295,9 +296,40 @@ UIPC_HIDDEN struct jframe *j_target(struct ns *ns, struct ulock *l);
 UIPC_HIDDEN void j_target_restore(struct jframe *prev);
 UIPC_HIDDEN void j_forget_held(void);
 
+UIPC_HIDDEN void j_store_1(struct ns *ns, void *p, uint8_t v);
+UIPC_HIDDEN void j_store_2(struct ns *ns, void *p, uint16_t v);
+UIPC_HIDDEN void j_store_4(struct ns *ns, void *p, uint32_t v);
+UIPC_HIDDEN void j_store_8(struct ns *ns, void *p, uint64_t v);
+
+/* J_SET's dispatch: SIZE is a constant, so only one call is left, with the
+ * value in a register */
+static inline __attribute__((always_inline)) void j_set(struct ns *ns, void *p, const void *val,
+							 unsigned size)
+{
+	union { uint8_t b; uint16_t h; uint32_t w; uint64_t q; } u;
+
+	switch (size) {
+	case 1: memcpy(&u.b, val, 1); j_store_1(ns, p, u.b); break;
+	case 2: memcpy(&u.h, val, 2); j_store_2(ns, p, u.h); break;
+	case 4: memcpy(&u.w, val, 4); j_store_4(ns, p, u.w); break;
+	case 8: memcpy(&u.q, val, 8); j_store_8(ns, p, u.q); break;
+	default:
+		if (size % 8 == 0) {
+			/* a wide store is journaled in 8-byte pieces */
+			for (unsigned i = 0; i < size; i += 8) {
+				memcpy(&u.q, (const char *)val + i, 8);
+				j_store_8(ns, (char *)p + i, u.q);
+			}
+		} else {
+			j_store(ns, p, val, size);
+		}
+		break;
+	}
+}
+
 #define J_SET(ns, lv, v) do {                                    \
 		__typeof__(lv) _jv = (v);                         \
-		j_store((ns), &(lv), &_jv, sizeof(lv));           \
+		j_set((ns), &(lv), &_jv, sizeof(lv));             \
 	} while (0)
 
 /* ---- arena.c ---- */
@@ -315,7 +347,17 @@ UIPC_HIDDEN int arena_populate(struct ns *ns, uoff_t off, uint64_t len);
 UIPC_HIDDEN void arena_init(struct uipc_hdr *h, uoff_t heap_start);
 
 /* ---- proc.c ---- */
-UIPC_HIDDEN struct uthread *cur_thread(struct ns *ns);
+UIPC_HIDDEN struct uthread *cur_thread_slow(struct ns *ns);
+UIPC_HIDDEN extern __thread struct uthread *uipc_tls_thread;
+
+/* this thread's slot, registered on first use: inline, since every lock
+ * acquire asks (a call into proc.c cost more than the answer) */
+static inline struct uthread *cur_thread(struct ns *ns)
+{
+	struct uthread *t = uipc_tls_thread;
+
+	return likely(t) ? t : cur_thread_slow(ns);
+}
 UIPC_HIDDEN struct uproc *cur_proc(struct ns *ns);
 UIPC_HIDDEN int cur_pid(void);
 UIPC_HIDDEN bool thread_alive(struct ns *ns, struct uthread *t);

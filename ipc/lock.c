@@ -84,7 +84,7 @@ static inline uint64_t load_bytes(const void *p, unsigned size)
 	}
 }
 
-static void store_bytes(void *p, const void *val, unsigned size)
+static inline void store_bytes(void *p, const void *val, unsigned size)
 {
 	switch (size) {
 	case 1: __atomic_store_n((uint8_t *)p, *(const uint8_t *)val, __ATOMIC_RELAXED); break;
@@ -95,56 +95,94 @@ static void store_bytes(void *p, const void *val, unsigned size)
 	}
 }
 
-/*
- * The frames a thread holds, most recent last (process-local: only this
- * thread uses it).  Stores go to the frame of the most recent lock unless
- * j_target() redirected them to the frame of another lock the thread holds:
- * every store is journaled in the frame of the lock that protects it.
- */
-static __thread int held[JDEPTH];
-static __thread int nheld;
-static __thread struct jframe *target;
-static __thread struct jframe *saved_target[JDEPTH];
-static __thread struct jframe *cur_frame;   /* what j_top() answers, cached */
-
-static __thread struct jframe *top_held_frame;
 
 /*
- * The frames of this thread's open sections that recorded a deferred free
- * (process-local: a commit needs to look for frees only in these; recovery
- * after a crash scans every entry anyway).
+ * The sections this thread is in, innermost last (process-local: only this
+ * thread uses it).  A section gets a journal frame (one of the JDEPTH
+ * frames of its thread slot) only at its first journaled change: a store,
+ * an allocation or a deferred free.  A section that only reads, or only
+ * makes plain stores into memory nobody can reach, costs its mutex and no
+ * shared store.  Until a frame is attached the lock's frame is 0, so a
+ * locker that finds the holder dead undoes nothing, which is right: the
+ * holder journaled nothing, so it changed nothing that needs undoing.
+ * Stores go to the frame of the innermost section unless j_target()
+ * redirected them to the frame of another section of this thread: every
+ * store is journaled in the frame of the lock that protects it.
  */
-static __thread struct jframe *freeing[JDEPTH];
-static __thread int nfreeing;
+struct section {
+	struct ulock *l;
+	struct jframe *f;            /* NULL until the first journaled change */
+	struct jframe *saved_target; /* the redirection when the section began */
+	uint8_t fmask;               /* f's bit in frames_busy */
+	bool frees;                  /* f recorded a deferred free, */
+	uint32_t free_from;          /* the first at this entry */
+};
 
-static void note_freeing(struct jframe *f)
+/* ns_off of a pointer known not to be NULL (no test) */
+static inline uoff_t off_of(struct ns *ns, const void *p)
 {
-	for (int i = 0; i < nfreeing; i++)
-		if (freeing[i] == f)
-			return;
-	if (nfreeing < JDEPTH)
-		freeing[nfreeing++] = f;
+	return (uoff_t)((const char *)p - ns->base);
 }
 
-/* was F noted (and forget it): its commit must do its deferred frees */
-static bool take_freeing(struct jframe *f)
+/* one thread-local block: one address computation reaches all of it */
+static __thread struct jstate {
+	struct section *top;       /* the innermost section, NULL outside any */
+	unsigned frames_busy;      /* bit i: this thread's frames[i] is attached */
+	struct jframe *target;
+	struct jframe *cur_frame;  /* target, else the innermost section's frame */
+	struct section sec[JDEPTH];
+} js;
+
+static void set_cur_frame(void)
 {
-	for (int i = 0; i < nfreeing; i++) {
-		if (freeing[i] == f) {
-			freeing[i] = freeing[--nfreeing];
-			return true;
-		}
-	}
-	return false;
+	js.cur_frame = js.target ? js.target : js.top ? js.top->f : NULL;
 }
 
-
-static void update_cur_frame(struct uthread *t)
+/* this thread's section on L, or NULL (innermost first: the usual case) */
+static struct section *find_section(struct ulock *l)
 {
-	top_held_frame = nheld && t ? &t->frames[held[nheld - 1]] : NULL;
-	cur_frame = target ? target : top_held_frame;
+	for (struct section *s = js.top; s; s = s == js.sec ? NULL : s - 1)
+		if (s->l == l)
+			return s;
+	return NULL;
 }
 
+/* Give section S a frame of this thread's slot, at its first journaled change. */
+static inline __attribute__((always_inline)) struct jframe *attach_frame(struct ns *ns, struct section *s)
+{
+	/* registered: ulock_acquire made sure of it */
+	struct uthread *t = uipc_tls_thread;
+	struct jframe *f;
+	int fi;
+
+	/* never a second frame for one section: its lock names only one */
+	if (unlikely(s->f))
+		return s->f;
+	/* a section has at most one frame and there are at most JDEPTH: never full;
+	 * no call here (the callers report it), so that callers stay leaves */
+	if (unlikely(!t || js.frames_busy == (1u << JDEPTH) - 1))
+		return NULL;
+	fi = __builtin_ctz(~js.frames_busy);
+	f = &t->frames[fi];
+	/*
+	 * Release stores, here and in commit_section/ulock_release: the frame
+	 * is read only by this thread and by a locker that recovers it after
+	 * this thread died, so only their order matters (release keeps each
+	 * after the stores before it); a seq_cst store is an xchg on x86, a
+	 * full barrier (on arm64 both are stlr).  n and committed are already
+	 * 0 in an idle frame (a commit or a recovery clears them before the
+	 * frame's lock): cleared again so that a corrupt arena cannot make a
+	 * frame start with entries.
+	 */
+	atomic_store_explicit(&f->n, 0, memory_order_release);
+	atomic_store_explicit(&f->committed, 0, memory_order_release);
+	atomic_store_explicit(&f->lock, off_of(ns, s->l), memory_order_release);
+	atomic_store_explicit(&s->l->frame, off_of(ns, f), memory_order_release);
+	js.frames_busy |= 1u << fi;
+	s->fmask = (uint8_t)(1u << fi);
+	s->f = f;
+	return f;
+}
 
 /*
  * UIPC_BENCH_NO_JOURNAL: a measurement-only build (bench/bench.mk builds it
@@ -156,58 +194,78 @@ static void update_cur_frame(struct uthread *t)
  * The robust mutexes and the signal hold-off stay.  SIGKILL inside a section
  * is not recovered.
  */
-struct jframe *j_top(struct ns *ns)
+static inline struct jframe *frame_now(struct ns *ns)
 {
-	(void)ns;
 #ifdef UIPC_BENCH_NO_JOURNAL
+	(void)ns;
 	return NULL;
 #endif
-	return cur_frame;
+	if (likely(js.cur_frame) || !js.top)
+		return js.cur_frame;
+	/* no redirection and the innermost section has no frame yet */
+	js.cur_frame = attach_frame(ns, js.top);
+	if (unlikely(!js.cur_frame))
+		ns_corrupt(ns, "no journal frame free");
+	return js.cur_frame;
+}
+
+struct jframe *j_top(struct ns *ns)
+{
+	return frame_now(ns);
 }
 
 struct jframe *j_target(struct ns *ns, struct ulock *l)
 {
-	struct jframe *prev = target;
+	struct jframe *prev = js.target;
+	struct section *s;
 
-	target = l ? ns_ptr(ns, atomic_load(&l->frame), sizeof(struct jframe)) : NULL;
-	update_cur_frame(cur_thread(ns));
+#ifdef UIPC_BENCH_NO_JOURNAL
+	return prev;
+#endif
+	s = l ? find_section(l) : NULL;
+	js.target = s ? (s->f ? s->f : attach_frame(ns, s)) : NULL;
+	if (unlikely(s && !js.target))
+		ns_corrupt(ns, "no journal frame free");
+	set_cur_frame();
 	return prev;
 }
 
 void j_target_restore(struct jframe *prev)
 {
-	target = prev;
-	cur_frame = prev ? prev : top_held_frame;
+	js.target = prev;
+	set_cur_frame();
 }
 
 void j_forget_held(void)
 {
-	nfreeing = 0;
-	nheld = 0;
-	target = NULL;
-	cur_frame = NULL;
-	top_held_frame = NULL;
+	for (int i = 0; i < JDEPTH; i++)
+		js.sec[i].frees = false;
+	js.top = NULL;
+	js.frames_busy = 0;
+	js.target = NULL;
+	js.cur_frame = NULL;
+}
+
+/* entry IDX of F is a deferred free: its commit must do it */
+static void note_freeing(struct jframe *f, uint32_t idx)
+{
+	for (struct section *s = js.sec; js.top && s <= js.top; s++) {
+		if (s->f == f && !s->frees) {
+			s->frees = true;
+			s->free_from = idx;
+		}
+	}
 }
 
 /* Fill entry E (the frame's next slot) and count it: complete before it counts. */
 void j_push(struct jframe *f, struct jentry *e, uint64_t where, uint64_t old)
 {
 	if ((where >> 60) == J_KIND_FREE)
-		note_freeing(f);
+		note_freeing(f, atomic_load_explicit(&f->n, memory_order_relaxed));
 	e->where = where;
 	e->old = old;
 	atomic_store_explicit(&f->n, atomic_load_explicit(&f->n, memory_order_relaxed) + 1,
 			      memory_order_release);
-}
-
-static bool frame_append(struct ns *ns, struct jframe *f, uint64_t where, uint64_t old)
-{
-	struct jentry *e = j_slot(ns, f, atomic_load_explicit(&f->n, memory_order_relaxed), true);
-
-	if (!e)
-		return false;
-	j_push(f, e, where, old);
-	return true;
 }
 
 /*
@@ -241,37 +299,157 @@ static inline void failpoint(bool after)
 	}
 }
 
+
+/* F's next entry, beyond the inline ones (a chunk): out of line */
+static __attribute__((noinline)) struct jentry *j_slot_far(struct ns *ns, struct jframe *f,
+							  uint32_t n)
+{
+	struct jentry *e = j_slot(ns, f, n, true);
+
+	/* no room for the journal: the arena is exhausted.  The store still
+	 * happens; a crash here could not be undone. */
+	if (!e)
+		ns_corrupt(ns, "journal cannot grow (arena full)");
+	return e;
+}
+
+/* Journal a store of SIZE (1..8) bytes at P, old value OLD, into F. */
+static inline void j_record(struct ns *ns, struct jframe *f, void *p, unsigned size, uint64_t old)
+{
+	uint32_t n = atomic_load_explicit(&f->n, memory_order_relaxed);
+	struct jentry *e = likely(n < J_INLINE) ? &f->e[n] : j_slot_far(ns, f, n);
+
+	if (unlikely(!e))
+		return;
+	/* a STORE entry: j_push's check for deferred frees is not needed */
+	e->where = ns_off(ns, p) | ((uint64_t)size << 56) | (J_KIND_STORE << 60);
+	e->old = old;
+	atomic_store_explicit(&f->n, n + 1, memory_order_release);
+}
+
+/*
+ * Any store: wide ones, odd sizes, the first change of a section (a frame
+ * to attach), armed failpoints.  J_SET's usual case is j_store_N below.
+ */
 void j_store(struct ns *ns, void *p, const void *val, unsigned size)
 {
-	struct jframe *f = j_top(ns);
-	uint64_t old = 0;
+	struct jframe *f;
 
 	if (size > 8) {
 		/* wide stores are split so that each piece is journaled */
 		unsigned done;
 
-		for (done = 0; done < size; done += 8)
-			j_store(ns, (char *)p + done, (const char *)val + done,
-				size - done < 8 ? size - done : 8);
+		for (done = 0; done + 8 <= size; done += 8) {
+			uint64_t v;
+
+			memcpy(&v, (const char *)val + done, 8);
+			j_store_8(ns, (char *)p + done, v);
+		}
+		if (done < size)
+			j_store(ns, (char *)p + done, (const char *)val + done, size - done);
 		return;
 	}
+	f = frame_now(ns);
 	if (f) {
-		old = load_bytes(p, size);
+		uint64_t old = load_bytes(p, size);
+
 		/* storing what is there changes nothing: nothing to undo */
 		if (old == load_bytes(val, size))
 			return;
-		if (!frame_append(ns, f, ns_off(ns, p) | ((uint64_t)size << 56) |
-				  (J_KIND_STORE << 60), old)) {
-			/* no room for the journal: the arena is exhausted.  The
-			 * store still happens; a crash here could not be undone. */
-			ns_corrupt(ns, "journal cannot grow (arena full)");
-		}
+		j_record(ns, f, p, size, old);
 	}
 	failpoint(false);
 	store_bytes(p, val, size);
 	failpoint(true);
 }
 
+/* j_store_N's general case: a chunk to journal into, failpoints armed, no
+ * frame to be had (SIZE is 1, 2, 4 or 8) */
+static __attribute__((noinline)) void j_store_any(struct ns *ns, void *p, uint64_t v,
+						  unsigned size)
+{
+	struct jframe *f = frame_now(ns);
+
+	if (f) {
+		uint64_t old = load_bytes(p, size);
+
+		/* storing what is there changes nothing: nothing to undo */
+		if (old == v)
+			return;
+		j_record(ns, f, p, size, old);
+	}
+	failpoint(false);
+	switch (size) {
+	case 1: __atomic_store_n((uint8_t *)p, (uint8_t)v, __ATOMIC_RELAXED); break;
+	case 2: __atomic_store_n((uint16_t *)p, (uint16_t)v, __ATOMIC_RELAXED); break;
+	case 4: __atomic_store_n((uint32_t *)p, (uint32_t)v, __ATOMIC_RELAXED); break;
+	default: __atomic_store_n((uint64_t *)p, v, __ATOMIC_RELAXED); break;
+	}
+	failpoint(true);
+}
+
+#ifdef UIPC_BENCH_NO_JOURNAL
+#define JOURNAL_OFF 1
+#else
+#define JOURNAL_OFF 0
+#endif
+
+/*
+ * J_SET of 1, 2, 4 or 8 bytes, the value in a register.  It runs for every
+ * journaled store, so its usual case (a frame attached, an inline entry
+ * free, no failpoint armed) makes no call and needs no stack frame.  The
+ * first change of a section goes to j_store_first_N (attach the frame,
+ * then the same), once per section, also without a stack frame; every
+ * other case is a tail call to j_store_any.  Outside any section (and in
+ * the no-journal build) it is a plain store.
+ */
+#define J_STORE_N(bytes, type)							\
+static inline __attribute__((always_inline)) void				\
+j_record_store_##bytes(struct ns *ns, struct jframe *f, void *p, type v)	\
+{										\
+	type old = __atomic_load_n((type *)p, __ATOMIC_RELAXED);		\
+	uint32_t n;								\
+										\
+	/* storing what is there changes nothing: nothing to undo */		\
+	if (old == v)								\
+		return;								\
+	n = atomic_load_explicit(&f->n, memory_order_relaxed);			\
+	if (unlikely(n >= J_INLINE))						\
+		return j_store_any(ns, p, v, bytes);				\
+	f->e[n].where = off_of(ns, p) | ((uint64_t)(bytes) << 56) | (J_KIND_STORE << 60); \
+	f->e[n].old = old;							\
+	atomic_store_explicit(&f->n, n + 1, memory_order_release);		\
+	__atomic_store_n((type *)p, v, __ATOMIC_RELAXED);			\
+}										\
+										\
+static __attribute__((noinline)) void						\
+j_store_first_##bytes(struct ns *ns, void *p, type v)				\
+{										\
+	struct jframe *f = attach_frame(ns, js.top);				\
+										\
+	if (unlikely(!f))							\
+		return j_store_any(ns, p, v, bytes);				\
+	js.cur_frame = f;							\
+	j_record_store_##bytes(ns, f, p, v);					\
+}										\
+										\
+void j_store_##bytes(struct ns *ns, void *p, type v)				\
+{										\
+	struct jframe *f = JOURNAL_OFF ? NULL : js.cur_frame;			\
+										\
+	if (unlikely(failpoint_left > 0))					\
+		return j_store_any(ns, p, v, bytes);				\
+	if (likely(f))								\
+		return j_record_store_##bytes(ns, f, p, v);			\
+	if (js.top)								\
+		return j_store_first_##bytes(ns, p, v);				\
+	__atomic_store_n((type *)p, v, __ATOMIC_RELAXED);			\
+}
+
+J_STORE_N(1, uint8_t)
+J_STORE_N(2, uint16_t)
+J_STORE_N(4, uint32_t)
+J_STORE_N(8, uint64_t)
 
 static void undo_entry(struct ns *ns, struct jentry *e)
 {
@@ -289,12 +467,13 @@ static void undo_entry(struct ns *ns, struct jentry *e)
 	}
 }
 
-static void redo_frees(struct ns *ns, struct jframe *f, uint32_t n)
+/* do the deferred frees among entries FROM..N-1 of F (FROM: 0 after a crash) */
+static void redo_frees(struct ns *ns, struct jframe *f, uint32_t from, uint32_t n)
 {
 	uint32_t i;
 
-	for (i = 0; i < n; i++) {
-		struct jentry *e = j_slot(ns, f, i, false);
+	for (i = from; i < n; i++) {
+		struct jentry *e = i < J_INLINE ? &f->e[i] : j_slot(ns, f, i, false);
 
 		if (e && (e->where >> 60) == J_KIND_FREE)
 			arena_free_now(ns, e->where & ((1ULL << 56) - 1), e);
@@ -310,7 +489,7 @@ void lock_recover_frame(struct ns *ns, struct jframe *f)
 		n = 0; /* corrupt count: nothing trustworthy to undo */
 
 	if (atomic_load(&f->committed)) {
-		redo_frees(ns, f, n);
+		redo_frees(ns, f, 0, n);
 	} else {
 		while (n > 0) {
 			struct jentry *e = j_slot(ns, f, n - 1, false);
@@ -391,6 +570,7 @@ static int lock_mutex(struct ns *ns, struct ulock *l)
 	}
 }
 
+
 static int ulock_acquire_crit(struct ns *ns, struct ulock *l);
 
 /* Signal handlers are held off while the lock is held (see signals.c). */
@@ -407,78 +587,77 @@ int ulock_acquire(struct ns *ns, struct ulock *l)
 
 static int ulock_acquire_crit(struct ns *ns, struct ulock *l)
 {
-	struct uthread *t = cur_thread(ns);
-	struct jframe *f;
-	int r, fi;
+	struct section *s;
+	int r;
 
-	if (!t)
+	/* the thread slot (its frames) must exist before any change is made */
+	if (!cur_thread(ns))
 		return -ENOMEM;
 #ifdef UIPC_BENCH_NO_JOURNAL
-	/* no frame: lock (robust), make an owner-dead lock consistent, go */
-	(void)f;
-	(void)fi;
+	/* no section, no frame: lock (robust), make an owner-dead lock consistent, go */
 	r = lock_mutex(ns, l);
 	if (r == EOWNERDEAD)
 		r = pthread_mutex_consistent(&l->m);
 	return -r;
 #endif
-	for (fi = 0; fi < JDEPTH; fi++)
-		if (!atomic_load(&t->frames[fi].lock))
-			break;
-	if (fi == JDEPTH || nheld == JDEPTH) {
+	s = js.top ? js.top + 1 : js.sec;
+	if (unlikely(s == &js.sec[JDEPTH])) {
 		ns_corrupt(ns, "lock nesting too deep");
 		return -EDEADLK;
 	}
 	r = lock_mutex(ns, l);
-	if (r == EOWNERDEAD) {
-		recover_lock(ns, l);
-		pthread_mutex_consistent(&l->m);
-	} else if (r == ENOTRECOVERABLE) {
-		/* only reachable through a corrupt arena */
-		ns_corrupt(ns, "lock not recoverable");
-		return -EIDRM;
-	} else if (r) {
-		return -r;
+	if (unlikely(r)) {
+		if (r == EOWNERDEAD) {
+			recover_lock(ns, l);
+			pthread_mutex_consistent(&l->m);
+		} else if (r == ENOTRECOVERABLE) {
+			/* only reachable through a corrupt arena */
+			ns_corrupt(ns, "lock not recoverable");
+			return -EIDRM;
+		} else {
+			return -r;
+		}
 	}
-	f = &t->frames[fi];
-	/*
-	 * Release stores, here and in commit_frame/ulock_release: the frame is
-	 * read only by this thread and by a locker that recovers it after this
-	 * thread died, so only their order matters (release keeps each after
-	 * the stores before it); a seq_cst store is an xchg on x86, a full
-	 * barrier, 8 per section for nothing (on arm64 both are stlr).
-	 */
-	atomic_store_explicit(&f->n, 0, memory_order_release);
-	atomic_store_explicit(&f->committed, 0, memory_order_release);
-	atomic_store_explicit(&f->lock, ns_off(ns, l), memory_order_release);
-	atomic_store_explicit(&l->frame, ns_off(ns, f), memory_order_release);
-	/* a new section journals into its own frame until told otherwise */
-	saved_target[nheld] = target;
-	target = NULL;
-	held[nheld++] = fi;
-	t->depth = (uint32_t)nheld;
-	update_cur_frame(t);
+	/* no frame yet (attach_frame, at the first change); a new section
+	 * journals into its own frame until told otherwise */
+	s->l = l;
+	s->f = NULL;
+	s->saved_target = js.target;
+	s->frees = false;
+	js.top = s;
+	js.target = NULL;
+	js.cur_frame = NULL;
 	return 0;
 }
 
-/* the frame of L if the caller holds L, else NULL */
-static struct jframe *held_frame(struct ns *ns, struct ulock *l)
+/* Commit section S's changes (if it made any): the frame counts nothing. */
+static inline void commit_section(struct ns *ns, struct section *s)
 {
-	struct jframe *f = ns_ptr(ns, atomic_load(&l->frame), sizeof(*f));
+	struct jframe *f = s->f;
+	uint32_t n;
 
-	return f && atomic_load(&f->lock) == ns_off(ns, l) ? f : NULL;
-}
-
-static void commit_frame(struct ns *ns, struct jframe *f)
-{
-	uint32_t n = atomic_load(&f->n);
-
-	if (take_freeing(f) && n) {
-		atomic_store(&f->committed, 1);
-		redo_frees(ns, f, n);
+	if (!f)
+		return;
+	n = atomic_load_explicit(&f->n, memory_order_relaxed);
+	if (unlikely(s->frees)) {
+		/* roll forward from here: a locker that finds us dead redoes
+		 * the frees; each is done once (the block's generation) */
+		s->frees = false;
+		if (n) {
+			/* a release store, and no compiler reordering of the frees
+			 * before it: after a SIGKILL every store made before the
+			 * killed instruction is seen, so only program order counts
+			 * (a seq_cst store is an xchg on x86) */
+			atomic_store_explicit(&f->committed, 1, memory_order_release);
+			atomic_signal_fence(memory_order_seq_cst);
+			redo_frees(ns, f, s->free_from, n);
+		}
+		atomic_store_explicit(&f->n, 0, memory_order_release);	/* commit point */
+		atomic_store_explicit(&f->committed, 0, memory_order_release);
+		return;
 	}
-	atomic_store_explicit(&f->n, 0, memory_order_release);	/* commit point */
-	atomic_store_explicit(&f->committed, 0, memory_order_release);
+	if (n)
+		atomic_store_explicit(&f->n, 0, memory_order_release);	/* commit point */
 }
 
 /*
@@ -491,50 +670,90 @@ void ulock_commit(struct ns *ns, struct ulock *l)
 #ifdef UIPC_BENCH_NO_JOURNAL
 	return;
 #endif
-	struct jframe *f = held_frame(ns, l);
+	struct section *s = find_section(l);
 
-	if (f)
-		commit_frame(ns, f);
+	if (s)
+		commit_section(ns, s);
+}
+
+/* Section S ends: commit it, give its frame back, drop it from the stack. */
+static void end_section(struct ns *ns, struct section *s)
+{
+	struct jframe *f = s->f;
+	struct section *last = js.top;
+
+	if (f) {
+		commit_section(ns, s);
+		atomic_store_explicit(&s->l->frame, 0, memory_order_release);
+		atomic_store_explicit(&f->lock, 0, memory_order_release);
+		js.frames_busy &= ~(unsigned)s->fmask;
+	}
+	if (s == last) {
+		js.target = s->saved_target;
+	} else {
+		/* out of order (semctl_down, msgctl_down drop the ids lock
+		 * first): no later section may return to the frame given back */
+		for (struct section *k = s; k < last; k++) {
+			*k = k[1];
+			if (f && k->saved_target == f)
+				k->saved_target = NULL;
+		}
+	}
+	js.top = last == js.sec ? NULL : last - 1;
+	if (f && js.target == f)
+		js.target = NULL;
+	set_cur_frame();
+}
+
+/* ulock_release's general case: out of order, deferred frees, a frame not ours */
+static __attribute__((noinline)) void release_any(struct ns *ns, struct ulock *l)
+{
+	struct section *s = find_section(l);
+
+	if (unlikely(!s || (s->f && atomic_load_explicit(&s->f->lock, memory_order_relaxed) !=
+					ns_off(ns, l))))
+		ns_corrupt(ns, "release of a lock whose frame is not ours");
+	if (s)
+		end_section(ns, s);
+	pthread_mutex_unlock(&l->m);
+	uipc_crit_exit();
 }
 
 void ulock_release(struct ns *ns, struct ulock *l)
 {
+	struct jstate *J = &js;
+	struct section *s;
+	struct jframe *f, *t;
+
 #ifdef UIPC_BENCH_NO_JOURNAL
 	pthread_mutex_unlock(&l->m);
 	uipc_crit_exit();
 	return;
 #endif
-	struct uthread *t = cur_thread(ns);
-	struct jframe *f = held_frame(ns, l);
-	int i;
-
-	if (!f) {
-		ns_corrupt(ns, "release of a lock whose frame is not ours");
-		pthread_mutex_unlock(&l->m);
-		uipc_crit_exit();
+	/* the usual case, kept short: the innermost section, no deferred free */
+	s = J->top;
+	if (unlikely(!s) || unlikely(s->l != l)) {
+		release_any(ns, l);
 		return;
 	}
-	commit_frame(ns, f);
-	atomic_store_explicit(&l->frame, 0, memory_order_release);
-	atomic_store_explicit(&f->lock, 0, memory_order_release);
-	for (i = nheld - 1; i >= 0; i--) {
-		if (&t->frames[held[i]] == f) {
-			struct jframe *st = saved_target[i];
-
-			if (i == nheld - 1)
-				target = st;
-			for (; i < nheld - 1; i++) {
-				held[i] = held[i + 1];
-				saved_target[i] = saved_target[i + 1];
-			}
-			nheld--;
-			break;
+	f = s->f;
+	if (f) {
+		if (unlikely(s->frees)) {
+			release_any(ns, l);
+			return;
 		}
+		if (atomic_load_explicit(&f->n, memory_order_relaxed))
+			atomic_store_explicit(&f->n, 0, memory_order_release);	/* commit point */
+		atomic_store_explicit(&l->frame, 0, memory_order_release);
+		atomic_store_explicit(&f->lock, 0, memory_order_release);
+		J->frames_busy &= ~(unsigned)s->fmask;
 	}
-	t->depth = (uint32_t)nheld;
-	if (target == f)
-		target = NULL;
-	update_cur_frame(t);
+	/* (the frame of an outer section, still attached: never F) */
+	t = s->saved_target;
+	J->target = t;
+	s = s == J->sec ? NULL : s - 1;
+	J->top = s;
+	J->cur_frame = t ? t : s ? s->f : NULL;
 	pthread_mutex_unlock(&l->m);
 	uipc_crit_exit();
 }
@@ -542,8 +761,12 @@ void ulock_release(struct ns *ns, struct ulock *l)
 /* Roll back everything the current section stored, keeping the lock. */
 void j_abort(struct ns *ns)
 {
-	struct jframe *f = j_top(ns);
+	struct jframe *f = js.cur_frame;   /* no frame attached: nothing stored */
 
-	if (f)
+	if (f) {
 		lock_recover_frame(ns, f);
+		for (struct section *s = js.sec; js.top && s <= js.top; s++)
+			if (s->f == f)
+				s->frees = false;
+	}
 }

@@ -1889,8 +1889,12 @@ static int msgctl_down(struct ns *ns, int msqid, int cmd, struct msqid_ds *in)
 	}
 	if (cmd == IPC_RMID) {
 		freeque(ns, q, &wq);
-		ids_unlock(ns, IPC_MSG_IDS);
+		/* the ids section commits first (see freeque), then the
+		 * locks are released in order (the kernel's order, and no
+		 * out-of-order release for the journal to sort out) */
+		ulock_commit(ns, &ns->hdr->ids[IPC_MSG_IDS].lock);
 		msq_unlock(ns, q);
+		ids_unlock(ns, IPC_MSG_IDS);
 		wake_up_q(ns, &wq);
 		return 0;
 	}

@@ -28,7 +28,8 @@ static uint32_t g_stale_idx = UINT32_MAX; /* a dead process with our pid */
 static pthread_mutex_t reg_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t thread_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
-static __thread struct uthread *tls_thread;
+/* this thread's slot; read inline by cur_thread() (internal.h) */
+__thread struct uthread *uipc_tls_thread;
 static struct ns *g_ns_for_hooks;
 
 int cur_pid(void)
@@ -264,7 +265,7 @@ static void thread_exit_hook(void *arg)
 	struct ns *ns = __atomic_load_n(&g_ns_for_hooks, __ATOMIC_ACQUIRE);
 	struct uproc *p;
 
-	if (!t || t != tls_thread)
+	if (!t || t != uipc_tls_thread)
 		return;
 	/* hand the process's alive lock back if this thread holds it */
 	p = ns && g_proc_idx != UINT32_MAX ? proc_at(ns, g_proc_idx) : NULL;
@@ -273,7 +274,7 @@ static void thread_exit_hook(void *arg)
 		pthread_mutex_unlock(&p->alive);
 	}
 	/* a thread that ends normally holds no uipc lock: give the slot back */
-	tls_thread = NULL;
+	uipc_tls_thread = NULL;
 	atomic_store(&t->state, SLOT_WORD(t->tid, SLOT_DEAD));
 	pthread_mutex_unlock(&t->alive);
 	atomic_store(&t->state, SLOT_WORD(0, SLOT_FREE));
@@ -317,16 +318,14 @@ static struct uthread *register_thread(struct ns *ns)
 	return t;
 }
 
-struct uthread *cur_thread(struct ns *ns)
+struct uthread *cur_thread_slow(struct ns *ns)
 {
-	if (likely(tls_thread))
-		return tls_thread;
 	/* no handler may register this thread again in the middle */
 	uipc_crit_enter();
-	if (!tls_thread)
-		tls_thread = register_thread(ns);
+	if (!uipc_tls_thread)
+		uipc_tls_thread = register_thread(ns);
 	uipc_crit_exit();
-	return tls_thread;
+	return uipc_tls_thread;
 }
 
 /*
@@ -456,7 +455,7 @@ static void atfork_child(void)
 	/* the child is a new process: new pid, no undo list, no thread slot */
 	g_pid = 0;
 	g_proc_idx = UINT32_MAX;
-	tls_thread = NULL;
+	uipc_tls_thread = NULL;
 	j_forget_held();
 	pthread_mutex_init(&reg_mutex, NULL);
 	shm_fork_child();       /* shm: the child inherits the attachments */
@@ -491,7 +490,7 @@ static void exit_hook(void)
 		return;
 	ns = ns_get();
 	p = ns ? proc_at(ns, g_proc_idx) : NULL;
-	thread_exit_hook(tls_thread);
+	thread_exit_hook(uipc_tls_thread);
 	if (p) {
 		if (atomic_load(&p->alive_tid) != 0) {
 			atomic_store(&p->alive_tid, 0);

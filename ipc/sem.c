@@ -237,7 +237,7 @@ static void unlink_queue(struct ns *ns, struct sem_array *sma, struct semq *q)
 
 static void set_word(struct ns *ns, struct sem *s, uint64_t w)
 {
-	j_store(ns, (void *)&s->word, &w, 8);
+	j_store_8(ns, (void *)&s->word, w);
 }
 
 static void word_or_slow(struct ns *ns, struct sem *s)
@@ -406,6 +406,45 @@ static void sem_unlock(struct ns *ns, struct sem_array *sma, int locknum)
 static int sem_lock_all(struct ns *ns, struct sem_array *sma)
 {
 	return sem_lock(ns, sma, NULL, -1);
+}
+
+/*
+ * Lock semaphore SEMNUM only to read its word (GETVAL, GETPID): the lock a
+ * simple semop takes, which shuts out every locked writer of it (a complex
+ * operation makes it fall back to the array lock), without the SLOW bit:
+ * a lock-free semop's change is committed the moment it is made, so it
+ * need not be held off.  The kernel takes the array lock here, which
+ * gives the same answer; this section makes no change at all, so it needs
+ * no journal frame (see attach_frame in lock.c).
+ */
+static int sem_lock_read(struct ns *ns, struct sem_array *sma, int semnum)
+{
+	struct sem *s = &sma->sems[semnum];
+	int r;
+
+	for (;;) {
+		if (!atomic_load_explicit(&sma->use_global_lock, memory_order_relaxed)) {
+			r = ulock_acquire(ns, &s->lock);
+			if (r)
+				return lock_err(r);
+			if (!atomic_load_explicit(&sma->use_global_lock, memory_order_acquire))
+				return semnum;
+			ulock_release(ns, &s->lock);
+		}
+		r = ulock_acquire(ns, &sma->glock);
+		if (r)
+			return lock_err(r);
+		if (atomic_load(&sma->use_global_lock))
+			return SEM_GLOBAL_LOCK;
+		ulock_release(ns, &sma->glock);
+	}
+}
+
+/* after sem_lock_read: nothing changed, nothing to hand back (queues,
+ * hysteresis, SLOW bits are a writer's business) */
+static void sem_unlock_read(struct ns *ns, struct sem_array *sma, int locknum)
+{
+	ulock_release(ns, locknum == SEM_GLOBAL_LOCK ? &sma->glock : &sma->sems[locknum].lock);
 }
 
 /* ---- wake queue: futex wakes issued after the locks are dropped ---- */
@@ -1963,6 +2002,7 @@ static int semctl_main(struct ns *ns, int semid, int semnum, int cmd, void *p)
 	struct wake_q wq = { 0 };
 	unsigned short *io = NULL;
 	int err = 0, locknum, nsems, i;
+	bool reading;
 
 	sma = sem_obtain_check(ns, semid, &err);
 	if (!sma)
@@ -1991,13 +2031,17 @@ static int semctl_main(struct ns *ns, int semid, int semnum, int cmd, void *p)
 		err = -EINVAL;
 		goto out;
 	}
-	locknum = sem_lock_all(ns, sma);
+	reading = cmd == GETVAL || cmd == GETPID;
+	locknum = reading ? sem_lock_read(ns, sma, semnum) : sem_lock_all(ns, sma);
 	if (locknum < SEM_GLOBAL_LOCK) {
 		err = locknum;
 		goto out;
 	}
 	if (!sma_valid(sma, semid)) {
-		sem_unlock(ns, sma, locknum);
+		if (reading)
+			sem_unlock_read(ns, sma, locknum);
+		else
+			sem_unlock(ns, sma, locknum);
 		err = -EIDRM;
 		goto out;
 	}
@@ -2029,6 +2073,10 @@ static int semctl_main(struct ns *ns, int semid, int semnum, int cmd, void *p)
 	case GETZCNT:
 		err = count_semcnt(ns, sma, semnum, true);
 		break;
+	}
+	if (reading) {
+		sem_unlock_read(ns, sma, locknum);
+		return err;
 	}
 	sem_unlock(ns, sma, locknum);
 	wake_up_q(ns, &wq, sma);
@@ -2128,8 +2176,12 @@ static int semctl_down(struct ns *ns, int semid, int cmd, struct semid_ds *in)
 		J_SET(ns, ns->hdr->used_sems, ns->hdr->used_sems - sma->nsems);
 		arena_free(ns, ns_off(ns, sma));
 		j_target_restore(prev);
-		ids_unlock(ns, IPC_SEM_IDS);
+		/* commit the ids section first (and free the array), then
+		 * release in order: the kernel's order, and no out-of-order
+		 * release for the journal to sort out */
+		ulock_commit(ns, &ids->lock);
 		sem_unlock(ns, sma, locknum);
+		ids_unlock(ns, IPC_SEM_IDS);
 		wake_up_q(ns, &wq, NULL);
 		return 0;
 	} else {

@@ -30,7 +30,7 @@ typedef uint64_t uoff_t;
 
 /* ---- layout constants ---- */
 #define UIPC_MAGIC          0x31534e4350495555ULL /* "UUIPCNS1" */
-#define UIPC_LAYOUT_VERSION 4u
+#define UIPC_LAYOUT_VERSION 5u
 #define UIPC_PAGE           4096u
 
 #define IPC_SEM_IDS 0
@@ -212,6 +212,27 @@ struct alloc_state {
 
 #define NS_FLAG_EXTENDED 1u
 
+/*
+ * The spare segment files of a namespace (shm.c): files of destroyed
+ * segments, truncated to 0 and kept under their name for the next shmget,
+ * which then creates no directory entry.  Under the shm ids lock.
+ */
+#define SHM_POOL_CAP 16
+struct shm_spare {
+	uint64_t file;             /* the file's number: NSFILE.shm-<file> */
+	uint32_t state;            /* SPARE_* (shm.c) */
+	uint32_t holder;           /* DIRTY: the process slot truncating it */
+	int32_t holder_pid;
+	uint32_t pad;
+};
+
+struct shm_pool {
+	uint64_t next_file;        /* the next new file's number (0: not seeded) */
+	uint32_t n;                /* entries in use */
+	uint32_t pad;
+	struct shm_spare e[SHM_POOL_CAP];
+};
+
 struct uipc_hdr {
 	_Atomic uint64_t magic;    /* written last at creation */
 	uint32_t version;
@@ -230,6 +251,7 @@ struct uipc_hdr {
 	struct uipc_limits lim;
 	int64_t used_sems;
 	uint64_t shm_tot;
+	struct shm_pool shm_pool;  /* under the shm ids lock */
 
 	uoff_t procs;              /* struct uproc[MAX_PROCS], sparse */
 	uoff_t threads;            /* struct uthread[MAX_THREADS], sparse */

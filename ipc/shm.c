@@ -4,10 +4,12 @@
  * SHM_DEST, shm_rmid_forced) across fork, exec, exit and SIGKILL.
  *
  * Each segment is backed by its own file in the namespace's directory,
- * named "<namespace file>.shm-<object offset>-<generation>" (so that it can
- * be globbed from the namespace file name), created O_EXCL|O_NOFOLLOW with
- * the namespace file's mode, sized to PAGE_ALIGN(size).  The file is
- * unlinked when the segment is destroyed.
+ * named "<namespace file>.shm-<file number>" (so that it can be globbed
+ * from the namespace file name), created O_EXCL|O_NOFOLLOW with the
+ * namespace file's mode, sized to PAGE_ALIGN(size).  When the segment is
+ * destroyed its file is truncated to 0 (its memory is freed at once) and
+ * kept as a spare for the next shmget (see "the pool of spare files"), or
+ * unlinked when the pool is full.
  *
  * Attach accounting lives in the segment object: besides nattch it keeps a
  * small table of (process slot, count) pairs, the attachers, all under the
@@ -85,6 +87,11 @@ struct shmid_kernel {
 	 * truncates the file so that such fds keep no memory */
 	_Atomic uint32_t fd_shared;
 	uint32_t pad;
+	/* the number of the segment's file (its name), set before the segment
+	 * is published and never changed: a file taken from the pool was
+	 * another segment's before, so whoever opens or keeps an fd by this
+	 * number checks it again under the segment lock (seg_file_is) */
+	uint64_t file;
 };
 
 /* ---- process-local state ---- */
@@ -111,15 +118,24 @@ struct lattach {
  * the application's close/dup2/dup3/close_range/closefrom cannot close or
  * replace them (syscalls.c asks shm_fd_guarded), so the number always
  * names the segment's file.  Memory is not kept alive by them: a segment
- * file that another process may hold open is truncated to 0 when the
- * segment is destroyed (fd_shared).
+ * file is truncated to 0 when the segment is destroyed (always when it
+ * goes to the pool, else if another process may hold it open: fd_shared).
+ *
+ * An entry is of segment (obj, gen) whose file is number FILE; an entry
+ * with obj 0 is a spare file this process truncated when it destroyed its
+ * segment, kept (at most SPARE_FDS) so that the shmget that takes that
+ * spare from the pool needs no open.  A spare entry is never looked up by
+ * segment, only by file number, and only for a file the pool lists as
+ * clean (a file number is never given to another file: see the pool).
  */
 struct fdent {
 	int fd;
 	uoff_t obj;
 	uint64_t gen;
+	uint64_t file;
 };
 #define FDCACHE 64
+#define SPARE_FDS 4
 
 static pthread_mutex_t l_mutex = PTHREAD_MUTEX_INITIALIZER;
 /*
@@ -350,13 +366,13 @@ static int seg_dirfd(struct ns *ns)
 	return none;
 }
 
-/* the segment file's name in the namespace directory */
-static void file_base(struct ns *ns, uoff_t off, uint64_t gen, char *buf, size_t len)
+/* the name of segment file number FILE in the namespace directory */
+static void file_base(struct ns *ns, uint64_t file, char *buf, size_t len)
 {
 	const char *slash = strrchr(ns->path, '/');
 
-	snprintf(buf, len, "%s.shm-%llx-%llx", slash ? slash + 1 : ns->path,
-		 (unsigned long long)off, (unsigned long long)gen);
+	snprintf(buf, len, "%s.shm-%llx", slash ? slash + 1 : ns->path,
+		 (unsigned long long)file);
 }
 
 static bool reap_dead_attachers(struct ns *ns, struct shmid_kernel *shp);
@@ -367,16 +383,17 @@ static struct shmid_kernel *shp_of(struct uperm *p)
 	return (struct shmid_kernel *)p;
 }
 
-struct rmfile {                    /* a destroyed segment's file, to remove */
+struct rmfile {                    /* a destroyed segment's file, to release */
 	bool set, trunc;
+	bool pooled;               /* in the pool as SPARE_DIRTY, ours to truncate */
 	uoff_t obj;
 	uint64_t gen;
+	uint64_t file;
 };
 
-static void file_name(struct ns *ns, uoff_t off, uint64_t gen, char *buf, size_t len)
+static void file_name(struct ns *ns, uint64_t file, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s.shm-%llx-%llx", ns->path, (unsigned long long)off,
-		 (unsigned long long)gen);
+	snprintf(buf, len, "%s.shm-%llx", ns->path, (unsigned long long)file);
 }
 
 static struct shm_att *att_at(struct ns *ns, struct shmid_kernel *shp)
@@ -405,6 +422,16 @@ static bool shp_valid(struct ns *ns, struct shmid_kernel *shp, int id, uint64_t 
 	return !atomic_load(&shp->perm.deleted) && shp->perm.id == id && shp->gen == gen;
 }
 
+/* Under the segment lock, with the segment valid: is FILE its file?  An fd
+ * opened by a number read without the lock may be of the file that a
+ * spare became for another segment (or of a spare): never used as this
+ * segment's unless this holds, and then the file cannot change hands
+ * while the segment lives. */
+static bool seg_file_is(struct shmid_kernel *shp, uint64_t file)
+{
+	return shp->file == file;
+}
+
 /* ---- fd cache (l_mutex held unless said) ---- */
 
 static struct shmid_kernel *shm_obj(struct ns *ns, uoff_t obj, uint64_t gen)
@@ -417,10 +444,11 @@ static struct shmid_kernel *shm_obj(struct ns *ns, uoff_t obj, uint64_t gen)
 	return NULL;
 }
 
-static int fd_find(uoff_t obj, uint64_t gen)
+/* the entry of segment (OBJ, GEN) with file FILE, or of spare FILE (OBJ 0) */
+static int fd_find(uoff_t obj, uint64_t gen, uint64_t file)
 {
 	for (int i = 0; i < l_nfds; i++)
-		if (l_fds[i].obj == obj && l_fds[i].gen == gen)
+		if (l_fds[i].obj == obj && l_fds[i].gen == gen && l_fds[i].file == file)
 			return i;
 	return -1;
 }
@@ -450,24 +478,56 @@ static bool is_creator(struct ns *ns, struct shmid_kernel *shp)
  * the creator has marked the segment fd_shared before, under the segment
  * lock with the segment alive (so that its destroyer, which holds that
  * lock, truncates the file). */
-static bool fd_keep(uoff_t obj, uint64_t gen, int fd)
+static bool fd_keep(uoff_t obj, uint64_t gen, uint64_t file, int fd)
 {
-	if (fd_find(obj, gen) >= 0)
+	if (fd_find(obj, gen, file) >= 0)
 		return false;
 	if (l_nfds == FDCACHE) {
 		if (l_fd_busy)
 			return false;
 		fd_drop(0);
 	}
-	l_fds[l_nfds++] = (struct fdent){ fd, obj, gen };
+	l_fds[l_nfds++] = (struct fdent){ fd, obj, gen, file };
 	return true;
 }
 
-/* Cached fds of segments that are gone (destroyed by anyone) are closed. */
+/* FD of spare file FILE is kept (the oldest spare entry goes beyond
+ * SPARE_FDS); false: the caller closes it */
+static bool spare_keep(uint64_t file, int fd)
+{
+	int n = 0, oldest = -1;
+
+	for (int i = 0; i < l_nfds; i++) {
+		if (l_fds[i].obj)
+			continue;
+		if (oldest < 0)
+			oldest = i;
+		n++;
+	}
+	if (n >= SPARE_FDS && !l_fd_busy)
+		fd_drop(oldest);
+	return fd_keep(0, 0, file, fd);
+}
+
+/* The kept fd of spare FILE, taken out of the cache (the caller owns it);
+ * -1 if none.  Spare fds are never in use by an mmap (not busy). */
+static int spare_take(uint64_t file)
+{
+	int i = fd_find(0, 0, file), fd;
+
+	if (i < 0)
+		return -1;
+	fd = l_fds[i].fd;
+	l_fds[i] = l_fds[--l_nfds];
+	return fd;
+}
+
+/* Cached fds of segments that are gone (destroyed by anyone) are closed;
+ * spare entries stay (bounded by SPARE_FDS). */
 static void fd_prune(struct ns *ns)
 {
 	for (int i = 0; i < l_nfds;) {
-		if (shm_obj(ns, l_fds[i].obj, l_fds[i].gen))
+		if (!l_fds[i].obj || shm_obj(ns, l_fds[i].obj, l_fds[i].gen))
 			i++;
 		else
 			fd_drop(i);
@@ -622,13 +682,194 @@ static bool shm_may_destroy(struct ns *ns, struct shmid_kernel *shp)
 }
 
 static bool is_creator(struct ns *ns, struct shmid_kernel *shp);
-static int seg_dirfd(struct ns *ns);
-static void file_base(struct ns *ns, uoff_t off, uint64_t gen, char *buf, size_t len);
+static uint32_t proc_index(struct ns *ns, struct uproc *p);
+
+/* ---- the pool of spare files ----
+ *
+ * Why: creating and removing a directory entry (openat O_CREAT|O_EXCL,
+ * then unlinkat and the last close) costs, on tmpfs, about as much as the
+ * kernel's whole shmget+shmat+shmdt+IPC_RMID cycle (README, Measurements).
+ * A destroyed segment's file is therefore truncated to 0, which frees its
+ * memory at once, and kept under its name as a spare; shmget takes a
+ * spare and sizes it (one ftruncate) instead of creating a file.  Renaming
+ * a spare to a name made of the segment's identity would cost a directory
+ * operation again, so a file keeps its number (its name) for its whole
+ * life, and the segment records it (shmid_kernel.file); everyone who opens
+ * a file by number, or keeps an fd, checks under the segment lock that the
+ * segment still has that file (seg_file_is).
+ *
+ * The pool (hdr->shm_pool, at most SHM_POOL_CAP files, so that a burst of
+ * removals keeps few files) is under the shm ids lock.  Its entries:
+ *   SPARE_CLEAN   empty (size 0, no pages): shmget may take it;
+ *   SPARE_DIRTY   its segment is destroyed, HOLDER truncates it.  The entry
+ *                 is added in the destroying section (so a crash after the
+ *                 commit cannot lose the file), the truncation comes after
+ *                 the commit, outside any lock (it takes about 1 us per page
+ *                 and a destruction that the journal rolled back must leave
+ *                 the data whole), then a short section marks it clean.  A
+ *                 dirty entry is never taken (the late truncation would
+ *                 wipe the next segment); if its holder dies, sweep_files
+ *                 (the reaper, SHM_INFO) truncates and cleans it;
+ *   SPARE_TAKING  a plain, unjournaled store of the taker just before its
+ *                 journaled removal of the entry: seen in the pool, it says
+ *                 that a shmget took the file and its section was rolled
+ *                 back.  That segment was published for a moment (ids are
+ *                 looked up without the lock), so someone may have mapped the
+ *                 file: it is discarded (unlinked), never reused.
+ * A file number is never given to two files: numbers count up from a random
+ * seed (a namespace removed and made again under the same name does not
+ * reuse names), and a number whose creation was rolled back is only reused
+ * by replacing the file nobody but its dead creator could have opened.
+ * Files are only unlinked by the pool (full, discard), by sweep_files
+ * (files neither a live segment's nor pooled) and by uipc_ns_remove.
+ */
+#define SPARE_CLEAN  0u
+#define SPARE_DIRTY  1u
+#define SPARE_TAKING 2u
+
+static uint32_t pool_len(struct shm_pool *pl)
+{
+	uint32_t n = __atomic_load_n(&pl->n, __ATOMIC_RELAXED);
+
+	/* a corrupt count must not send us outside the table */
+	return n > SHM_POOL_CAP ? SHM_POOL_CAP : n;
+}
+
+/* entry K goes (the last one takes its place); ids lock held */
+static void pool_remove(struct ns *ns, struct shm_pool *pl, uint32_t k)
+{
+	uint32_t last = pool_len(pl) - 1;
+
+	if (k != last)
+		J_SET(ns, pl->e[k], pl->e[last]);
+	J_SET(ns, pl->n, last);
+}
+
+/* entry K's file is not to be used again: unlinked, out of the pool */
+static void pool_discard(struct ns *ns, struct shm_pool *pl, uint32_t k)
+{
+	char name[4200];
+	int dfd = seg_dirfd(ns), fd;
+
+	file_base(ns, pl->e[k].file, name, sizeof(name));
+	if (dfd >= 0)
+		unlinkat(dfd, name, 0);
+	pthread_mutex_lock(&l_mutex);
+	fd = spare_take(pl->e[k].file);
+	if (fd >= 0)
+		close_guarded(fd);
+	pthread_mutex_unlock(&l_mutex);
+	pool_remove(ns, pl, k);
+}
+
+/* under the ids lock, in the destroying section: the file of SHP goes into
+ * the pool as ours to truncate, if there is room */
+static bool pool_put_dirty(struct ns *ns, struct shmid_kernel *shp)
+{
+	struct shm_pool *pl = &ns->hdr->shm_pool;
+	struct uproc *me = cur_proc(ns);
+	uint32_t n = pl->n;
+
+	if (n >= SHM_POOL_CAP || !me || !shp->file)
+		return false;
+	J_SET(ns, pl->e[n], ((struct shm_spare){ shp->file, SPARE_DIRTY, proc_index(ns, me),
+						 cur_pid(), 0 }));
+	J_SET(ns, pl->n, n + 1);
+	return true;
+}
+
+/* The dirty entry of FILE that we hold becomes clean (TRUNCATED) or is
+ * discarded (we could not truncate it).  False: it is no longer ours. */
+static bool pool_settle(struct ns *ns, uint64_t file, bool truncated)
+{
+	struct shm_pool *pl = &ns->hdr->shm_pool;
+	struct uproc *me = cur_proc(ns);
+	bool found = false;
+
+	if (!me || ids_lock(ns, IPC_SHM_IDS))
+		return false;
+	for (uint32_t k = 0; k < pool_len(pl) && !found; k++) {
+		struct shm_spare *e = &pl->e[k];
+
+		if (e->file != file || e->state != SPARE_DIRTY ||
+		    e->holder != proc_index(ns, me) || e->holder_pid != cur_pid())
+			continue;
+		found = true;
+		if (truncated)
+			J_SET(ns, e->state, SPARE_CLEAN);
+		else
+			pool_discard(ns, pl, k);
+	}
+	ids_unlock(ns, IPC_SHM_IDS);
+	return found && truncated;
+}
+
+/* Has the holder of a dirty entry died (its slot gone, reused, or dead)? */
+static bool holder_gone(struct ns *ns, const struct shm_spare *e)
+{
+	struct uproc *p = proc_at(ns, e->holder);
+	uint64_t w;
+
+	if (!p)
+		return true;
+	w = atomic_load(&p->state);
+	if (SLOT_STATE(w) != SLOT_LIVE || p->pid != e->holder_pid)
+		return true;
+	return proc_is_dead(ns, p);
+}
+
+/* Under the ids lock: rolled-back takes are discarded, dirty entries of
+ * dead holders truncated and cleaned (sweep_files). */
+static void pool_fix(struct ns *ns)
+{
+	struct shm_pool *pl = &ns->hdr->shm_pool;
+	int dfd = seg_dirfd(ns);
+
+	for (uint32_t k = pool_len(pl); k-- > 0;) {
+		struct shm_spare *e = &pl->e[k];
+		char name[4200];
+		int fd;
+
+		if (e->state == SPARE_TAKING) {
+			pool_discard(ns, pl, k);
+			continue;
+		}
+		if (e->state != SPARE_DIRTY || !holder_gone(ns, e))
+			continue;
+		file_base(ns, e->file, name, sizeof(name));
+		fd = dfd < 0 ? -1 : openat(dfd, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		if (fd >= 0 && ftruncate(fd, 0) == 0)
+			J_SET(ns, e->state, SPARE_CLEAN);
+		else
+			pool_discard(ns, pl, k);
+		if (fd >= 0)
+			sys_close(fd);
+	}
+}
+
+/* Is FILE the file of a live segment or in the pool?  (ids lock held) */
+static bool file_in_use(struct ns *ns, uint64_t file)
+{
+	struct shm_pool *pl = &ns->hdr->shm_pool;
+	int maxidx = ipc_get_maxidx(ns, IPC_SHM_IDS);
+
+	for (uint32_t k = 0; k < pool_len(pl); k++)
+		if (pl->e[k].file == file)
+			return true;
+	for (int i = 0; i <= maxidx; i++) {
+		struct uperm *p = ipc_obtain(ns, IPC_SHM_IDS, i);
+
+		if (p && ns_ptr(ns, ns_off(ns, p), sizeof(struct shmid_kernel)) &&
+		    shp_of(p)->file == file)
+			return true;
+	}
+	return false;
+}
 
 /*
  * shm_destroy: ids lock and segment lock held, in the segment's section.
- * The table changes are journaled in the ids frame.  The file is removed
- * by the caller after both sections committed (unlink_seg).
+ * The table changes are journaled in the ids frame.  The file is released
+ * by the caller after both sections committed (release_file).
  */
 static void shm_destroy(struct ns *ns, struct shmid_kernel *shp, struct rmfile *rf)
 {
@@ -639,35 +880,41 @@ static void shm_destroy(struct ns *ns, struct shmid_kernel *shp, struct rmfile *
 	rf->set = true;
 	rf->obj = ns_off(ns, shp);
 	rf->gen = shp->gen;
+	rf->file = shp->file;
 	J_SET(ns, ns->hdr->shm_tot, ns->hdr->shm_tot - pages);
 	ipc_rmid(ns, IPC_SHM_IDS, &shp->perm);
 	/* the mark is set under the segment lock, which we hold */
 	rf->trunc = atomic_load(&shp->fd_shared) || !is_creator(ns, shp);
+	rf->pooled = pool_put_dirty(ns, shp);
 	if (shp->att)
 		arena_free(ns, shp->att);
 	arena_free(ns, ns_off(ns, shp));
 	j_target_restore(prev);
 }
 
-/* after the destroying sections committed: the file goes (emptied first
- * if another process may hold an fd of it) */
-static void unlink_seg(struct ns *ns, const struct rmfile *rf)
+/* FD, out of the cache, is closed, or later if an mmap in progress may
+ * still be using its number (l_mutex held) */
+static void fd_close_safe(int fd)
 {
-	char name[4200];
-	int dfd, i;
+	if (l_fd_busy && l_ndeferred < FDCACHE)
+		l_deferred[l_ndeferred++] = fd;
+	else
+		close_guarded(fd);
+}
 
-	if (!rf->set)
-		return;
-	dfd = seg_dirfd(ns);
-	file_base(ns, rf->obj, rf->gen, name, sizeof(name));
-	pthread_mutex_lock(&l_mutex);
-	i = fd_find(rf->obj, rf->gen);
+/* the pool-full path: the file goes, emptied first if another process
+ * may hold an fd of it (l_mutex held: the cached fd stays ours) */
+static void unlink_seg(struct ns *ns, const struct rmfile *rf, int dfd, const char *name)
+{
+	int i = fd_find(rf->obj, rf->gen, rf->file);
+
+	(void)ns;
 	if (rf->trunc) {
 		if (i >= 0) {
 			if (ftruncate(l_fds[i].fd, 0)) {
 				/* nothing more to do */
 			}
-		} else {
+		} else if (dfd >= 0) {
 			int fd = openat(dfd, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 
 			if (fd >= 0) {
@@ -678,9 +925,50 @@ static void unlink_seg(struct ns *ns, const struct rmfile *rf)
 			}
 		}
 	}
-	unlinkat(dfd, name, 0);
+	if (dfd >= 0)
+		unlinkat(dfd, name, 0);
 	if (i >= 0)
 		fd_drop(i);
+}
+
+/* After the destroying sections committed, no lock held: the file is
+ * emptied and its pool entry made clean (the fd kept as a spare's), or
+ * (pool full) it goes. */
+static void release_file(struct ns *ns, const struct rmfile *rf)
+{
+	char name[4200];
+	int dfd, i, fd = -1;
+	bool ok;
+
+	if (!rf->set)
+		return;
+	dfd = seg_dirfd(ns);
+	file_base(ns, rf->file, name, sizeof(name));
+	pthread_mutex_lock(&l_mutex);
+	if (!rf->pooled) {
+		unlink_seg(ns, rf, dfd, name);
+		pthread_mutex_unlock(&l_mutex);
+		return;
+	}
+	i = fd_find(rf->obj, rf->gen, rf->file);
+	if (i >= 0) {
+		/* ours now (an mmap in progress with it fails its check and
+		 * does not close it) */
+		fd = l_fds[i].fd;
+		l_fds[i] = l_fds[--l_nfds];
+	}
+	pthread_mutex_unlock(&l_mutex);
+	if (fd < 0 && dfd >= 0) {
+		fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		if (fd >= 0)
+			fd = fd_hide(fd);
+	}
+	ok = fd >= 0 && ftruncate(fd, 0) == 0;
+	/* clean only once empty: a taker never meets this segment's data */
+	ok = pool_settle(ns, rf->file, ok);
+	pthread_mutex_lock(&l_mutex);
+	if (fd >= 0 && !(ok && spare_keep(rf->file, fd)))
+		fd_close_safe(fd);
 	pthread_mutex_unlock(&l_mutex);
 }
 
@@ -798,16 +1086,18 @@ static int shm_account(struct ns *ns, int id, uint64_t gen, uint32_t proc, int p
 			j_target_restore(prev);
 	}
 	unlock_both(ns, shp);
-	unlink_seg(ns, &rf);
+	release_file(ns, &rf);
 	return 0;
 }
 
 /*
- * Files of segments that were never published: a newseg killed between
- * creating its file and committing.  Creations happen under the ids lock,
- * so under it every file without a live segment is such a leftover.
- * Called by the reaper (the dead process may have been creating) and by
- * SHM_INFO (ipcs).
+ * Under the ids lock, every file beside the namespace that is neither a
+ * live segment's nor in the pool is a leftover: of a newseg killed between
+ * creating its file and committing, or of a destroyer killed between its
+ * commit and the unlink of a file the full pool did not take.  The pool's
+ * own leftovers (rolled-back takes, dirty entries of dead holders) are
+ * fixed first.  Called by the reaper (the dead process may have been
+ * creating or destroying) and by SHM_INFO (ipcs).
  */
 static void sweep_files(struct ns *ns)
 {
@@ -816,7 +1106,6 @@ static void sweep_files(struct ns *ns)
 	size_t plen;
 	DIR *d;
 	struct dirent *e;
-	int maxidx;
 
 	if (!slash)
 		return;
@@ -825,22 +1114,17 @@ static void sweep_files(struct ns *ns)
 	plen = strlen(pre);
 	if (ids_lock(ns, IPC_SHM_IDS))
 		return;
+	pool_fix(ns);
 	d = opendir(dir[0] ? dir : "/");
-	maxidx = ipc_get_maxidx(ns, IPC_SHM_IDS);
 	while (d && (e = readdir(d))) {
-		unsigned long long off, gen;
-		bool live = false;
+		unsigned long long file;
+		int end = 0;
 		char path[8448];
 
 		if (strncmp(e->d_name, pre, plen) ||
-		    sscanf(e->d_name + plen, "%llx-%llx", &off, &gen) != 2)
+		    sscanf(e->d_name + plen, "%llx%n", &file, &end) != 1 || e->d_name[plen + end])
 			continue;
-		for (int i = 0; i <= maxidx && !live; i++) {
-			struct uperm *p = ipc_obtain(ns, IPC_SHM_IDS, i);
-
-			live = p && ns_off(ns, p) == off && shp_of(p)->gen == gen;
-		}
-		if (live)
+		if (file_in_use(ns, file))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		unlink(path);
@@ -888,9 +1172,9 @@ static int cur_umask(void)
 	return m;
 }
 
-/* The segment's file, created in the namespace directory with the
- * namespace file's mode; *FDP: its fd, hidden (see fd_hide). */
-static int create_file(struct ns *ns, uoff_t off, uint64_t gen, uint64_t size, int *fdp)
+/* New segment file number FILE, created in the namespace directory with
+ * the namespace file's mode; *FDP: its fd, hidden (see fd_hide). */
+static int create_file(struct ns *ns, uint64_t file, uint64_t size, int *fdp)
 {
 	char name[4200];
 	int fd, tries = 0, dfd = seg_dirfd(ns), um;
@@ -898,12 +1182,13 @@ static int create_file(struct ns *ns, uoff_t off, uint64_t gen, uint64_t size, i
 
 	if (dfd < 0)
 		return -ENOMEM;
-	file_base(ns, off, gen, name, sizeof(name));
+	file_base(ns, file, name, sizeof(name));
 again:
 	fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0 && errno == EEXIST && tries++ == 0) {
-		/* left by a creation at this very block that died before it
-		 * committed: no live segment can have this name */
+		/* left by a creation of this number that died before it
+		 * committed (the number went back with its section): no live
+		 * segment or spare has it, only the dead creator opened it */
 		unlinkat(dfd, name, 0);
 		goto again;
 	}
@@ -921,6 +1206,94 @@ again:
 	}
 	*fdp = fd_hide(fd);
 	return 0;
+}
+
+/* A clean spare, sized to SIZE, for a new segment (ids lock held, in the
+ * ids section): its number and fd (hidden); -ENOENT: none we can use. */
+static int pool_take(struct ns *ns, uint64_t size, uint64_t *filep, int *fdp)
+{
+	struct shm_pool *pl = &ns->hdr->shm_pool;
+	int dfd = seg_dirfd(ns);
+
+	for (;;) {
+		uint32_t k;
+		int fd, found = -1, taking = -1;
+		uint64_t file;
+
+		/* from the top: the spare freed last, whose fd we may keep */
+		for (k = pool_len(pl); k-- > 0;) {
+			if (pl->e[k].state == SPARE_CLEAN) {
+				found = (int)k;
+				break;
+			}
+			if (pl->e[k].state == SPARE_TAKING) {
+				taking = (int)k;
+				break;
+			}
+		}
+		if (taking >= 0) {
+			pool_discard(ns, pl, (uint32_t)taking);  /* a rolled-back take */
+			continue;
+		}
+		if (found < 0)
+			return -ENOENT;
+		k = (uint32_t)found;
+		file = pl->e[k].file;
+		pthread_mutex_lock(&l_mutex);
+		fd = spare_take(file);
+		pthread_mutex_unlock(&l_mutex);
+		if (fd < 0) {
+			char name[4200];
+
+			file_base(ns, file, name, sizeof(name));
+			fd = dfd < 0 ? -1 : openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+			if (fd < 0 && errno == ENOENT) {
+				pool_remove(ns, pl, k);  /* removed behind our back */
+				continue;
+			}
+			if (fd < 0)
+				return -ENOENT;  /* not ours to open: a new file */
+			fd = fd_hide(fd);
+		}
+		/* unjournaled on purpose: it must survive a rollback of this
+		 * section (SPARE_TAKING), and comes before the journaled removal
+		 * so that the removal's undo record holds it too */
+		__atomic_store_n(&pl->e[k].state, SPARE_TAKING, __ATOMIC_RELAXED);
+		pool_remove(ns, pl, k);
+		if (ftruncate(fd, (off_t)size) < 0) {
+			int e = errno;
+
+			close_guarded(fd);
+			return e == EFBIG || e == EINVAL ? -EINVAL : -ENOMEM;
+		}
+		*filep = file;
+		*fdp = fd;
+		return 0;
+	}
+}
+
+/* The file of a new segment of SIZE bytes: a spare, or a new file (ids
+ * lock held, in the ids section: a rollback puts the number back). */
+static int seg_file(struct ns *ns, uint64_t size, uint64_t *filep, int *fdp)
+{
+	struct shm_pool *pl = &ns->hdr->shm_pool;
+	uint64_t file;
+	int r = pool_take(ns, size, filep, fdp);
+
+	if (r != -ENOENT)
+		return r;
+	file = pl->next_file;
+	if (!file || file >= (1ULL << 62)) {
+		/* seeded at random (see the pool's comment) */
+		file = (((uint64_t)mono_ns() << 12) ^ ((uint64_t)cur_pid() << 40) ^
+			(uint64_t)(uintptr_t)&file) & ((1ULL << 60) - 1);
+		file |= 1;
+	}
+	J_SET(ns, pl->next_file, file + 1);
+	r = create_file(ns, file, size, fdp);
+	if (r == 0)
+		*filep = file;
+	return r;
 }
 
 /* The kernel's overcommit check for a segment of PAGES pages (heuristic
@@ -1026,6 +1399,7 @@ static int newseg(struct ns *ns, key_t key, int shmflg, long arg)
 	uint64_t numpages = (size + UIPC_PAGE - 1) / UIPC_PAGE;
 	struct shmid_kernel *shp;
 	uoff_t off;
+	uint64_t file = 0;
 	int id, r, fd = -1;
 
 	if (size < SHMMIN || size > h->lim.shmmax)
@@ -1053,6 +1427,13 @@ static int newseg(struct ns *ns, key_t key, int shmflg, long arg)
 	shp = off ? ns_ptr(ns, off, sizeof(*shp)) : NULL;
 	if (!shp)
 		return -ENOMEM;
+	/* its file (a spare, or a new one): journaled in the ids frame too;
+	 * on any error below the fd is closed and the section's rollback puts
+	 * a spare back as SPARE_TAKING (discarded) or the new number back
+	 * (its file replaced by the next creation, or swept) */
+	r = seg_file(ns, PAGE_ALIGN(size), &file, &fd);
+	if (r)
+		return r;
 	/*
 	 * Segment-pool memory is not zeroed on reuse: a caller that looked up
 	 * the segment that lived here before may still take its lock, so the
@@ -1066,8 +1447,10 @@ static int newseg(struct ns *ns, key_t key, int shmflg, long arg)
 		shp->perm.pad = SHM_LOCK_MAGIC;
 	}
 	r = ulock_acquire(ns, &shp->lock);
-	if (r)
+	if (r) {
+		close_guarded(fd);
 		return r;
+	}
 	__atomic_store_n(&shp->perm.id, -1, __ATOMIC_RELEASE);
 	memset((char *)shp + offsetof(struct shmid_kernel, lock) + sizeof(shp->lock), 0,
 	       sizeof(*shp) - offsetof(struct shmid_kernel, lock) - sizeof(shp->lock));
@@ -1093,17 +1476,11 @@ static int newseg(struct ns *ns, key_t key, int shmflg, long arg)
 	shp->att = 0;
 	shp->att_cap = shp->att_n = 0;
 	shp->fd_shared = 0;
+	shp->file = file;
 	ulock_release(ns, &shp->lock);
-	r = create_file(ns, off, shp->gen, PAGE_ALIGN(size), &fd);
-	if (r)
-		return r;
 	id = ipc_addid(ns, IPC_SHM_IDS, &shp->perm, (int)(h->lim.shmmni > INT_MAX ? INT_MAX : h->lim.shmmni));
 	if (id < 0) {
-		char name[4200];
-
 		close_guarded(fd);
-		file_base(ns, off, shp->gen, name, sizeof(name));
-		unlinkat(seg_dirfd(ns), name, 0);
 		return id;
 	}
 	J_SET(ns, h->shm_tot, h->shm_tot + numpages);
@@ -1111,7 +1488,7 @@ static int newseg(struct ns *ns, key_t key, int shmflg, long arg)
 	 * truncates the file (we are the creator: fd_shared stays clear) */
 	pthread_mutex_lock(&l_mutex);
 	l_used = true;
-	if (!fd_keep(off, shp->gen, fd))
+	if (!fd_keep(off, shp->gen, file, fd))
 		close_guarded(fd);
 	pthread_mutex_unlock(&l_mutex);
 	return id;
@@ -1230,17 +1607,17 @@ static void reap_all(struct ns *ns)
 
 /* ---- shmat ---- */
 
-/* The segment's file, from the cache (*OWN false: busy until fd_unbusy)
- * or opened (*OWN true: the caller's, to cache or close_guarded). */
-static int open_seg(struct ns *ns, struct shmid_kernel *shp, int oflag, bool *own)
+/* File number FILE of segment (OFF, GEN), as read without the lock (the
+ * caller checks both under it: seg_file_is), from the cache (*OWN false:
+ * busy until fd_unbusy) or opened (*OWN true: the caller's, to cache or
+ * close_guarded). */
+static int open_seg(struct ns *ns, uoff_t off, uint64_t gen, uint64_t file, int oflag, bool *own)
 {
 	char name[4200];
-	uoff_t off = ns_off(ns, shp);
-	uint64_t gen = shp->gen;
 	int fd, i, dfd;
 
 	pthread_mutex_lock(&l_mutex);
-	i = fd_find(off, gen);
+	i = fd_find(off, gen, file);
 	if (i >= 0) {
 		fd = l_fds[i].fd;
 		l_fd_busy++;
@@ -1252,7 +1629,7 @@ static int open_seg(struct ns *ns, struct shmid_kernel *shp, int oflag, bool *ow
 	dfd = seg_dirfd(ns);
 	if (dfd < 0)
 		return -ENOMEM;
-	file_base(ns, off, gen, name, sizeof(name));
+	file_base(ns, file, name, sizeof(name));
 	fd = openat(dfd, name, oflag | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -EIDRM : -errno;
@@ -1390,7 +1767,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 	uintptr_t addr = (uintptr_t)shmaddr;
 	struct shmid_kernel *shp;
 	int prot, acc, oflag, fd, err = 0, r;
-	uint64_t gen, len;
+	uint64_t gen, len, file;
 	bool own = false;
 	int keep = -1;
 	bool rw;
@@ -1431,14 +1808,15 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 		return err;
 	if (ipcperms(&shp->perm, acc))
 		return -EACCES;
-	gen = shp->gen;
+	gen = __atomic_load_n(&shp->gen, __ATOMIC_ACQUIRE);
+	file = __atomic_load_n(&shp->file, __ATOMIC_ACQUIRE);
 	len = PAGE_ALIGN(shp->segsz);
 	if (atomic_load(&shp->perm.deleted) || shp->perm.id != shmid)
 		return -EIDRM;
-	fd = open_seg(ns, shp, O_RDWR, &own);
+	fd = open_seg(ns, ns_off(ns, shp), gen, file, O_RDWR, &own);
 	rw = fd >= 0;
 	if (fd < 0 && oflag == O_RDONLY && fd != -EIDRM)
-		fd = open_seg(ns, shp, O_RDONLY, &own);
+		fd = open_seg(ns, ns_off(ns, shp), gen, file, O_RDONLY, &own);
 	if (fd < 0)
 		return fd == -EIDRM ? -EIDRM : -EACCES;
 	if (addr && !(shmflg & SHM_REMAP)) {
@@ -1510,7 +1888,10 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 			for (int i = 0; i < n; i++)
 				proc_reap(ns, proc_at(ns, dead[i]));
 		}
-		if (!shp_valid(ns, shp, shmid, gen)) {
+		/* what we mapped may be a file that is no longer (or was
+		 * never, for a torn read of gen and file) this segment's: it
+		 * was never shown to the program, and goes */
+		if (!shp_valid(ns, shp, shmid, gen) || !seg_file_is(shp, file)) {
 			ulock_release(ns, &shp->lock);
 			sys_munmap(m, len);
 			apply_deltas(ns, me, ds.d, ds.n);
@@ -1541,7 +1922,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 		pthread_mutex_lock(&l_mutex);
 		local_add((struct lattach){ (uintptr_t)m, len, 0, len, prot, l_vmf_future, shmid,
 					    ns_off(ns, shp), gen });
-		if (keep >= 0 && !fd_keep(ns_off(ns, shp), gen, keep))
+		if (keep >= 0 && !fd_keep(ns_off(ns, shp), gen, file, keep))
 			close_guarded(keep);
 		pthread_mutex_unlock(&l_mutex);
 		/* an image we exec must drop our attachments even if it
@@ -1643,12 +2024,18 @@ static int ksys_shmdt(struct ns *ns, const void *shmaddr)
 	}
 	pthread_mutex_unlock(&l_mutex);
 	me = cur_proc(ns);
-	/* count first, unmap after: a crash in between leaves no mapping */
+	/*
+	 * Unmap first, count after, as the kernel's shmdt does (and the munmap
+	 * hook): the last detach may destroy the segment, and then its file
+	 * goes to the pool and can be another segment's at once, so no mapping
+	 * may outlive its count (another thread would see the new segment's
+	 * data).  Killed in between: the reaper closes all our attachments.
+	 */
 	for (int i = 0; i < ngone; i++) {
+		sys_munmap((void *)gone[i].addr, gone[i].len);
 		if (me)
 			shm_account(ns, gone[i].shmid, gone[i].gen, proc_index(ns, me),
 				    cur_pid(), 0, 1);
-		sys_munmap((void *)gone[i].addr, gone[i].len);
 	}
 	return 0;
 }
@@ -2005,7 +2392,7 @@ static int shmctl_shm_info(struct ns *ns, struct shm_info *si)
 
 		if (!p || !ns_ptr(ns, ns_off(ns, p), sizeof(struct shmid_kernel)))
 			continue;
-		file_name(ns, ns_off(ns, p), shp_of(p)->gen, path, sizeof(path));
+		file_name(ns, shp_of(p)->file, path, sizeof(path));
 		if (stat(path, &st) == 0)
 			si->shm_rss += (unsigned long)st.st_blocks * 512 / UIPC_PAGE;
 	}
@@ -2111,7 +2498,7 @@ static int shmctl_down(struct ns *ns, int shmid, int cmd, struct shmid_ds *in)
 	ulock_release(ns, &shp->lock);
 out:
 	ids_unlock(ns, IPC_SHM_IDS);
-	unlink_seg(ns, &rf);
+	release_file(ns, &rf);
 	return err;
 }
 
@@ -2276,7 +2663,7 @@ static void shm_detach_proc(struct ns *ns, struct uproc *p, bool exec)
 				shm_destroy(ns, shp, &rf);
 		}
 		unlock_both(ns, shp);
-		unlink_seg(ns, &rf);
+		release_file(ns, &rf);
 	}
 }
 
@@ -2310,7 +2697,7 @@ void shm_destroy_orphaned(struct ns *ns)
 		if (shp->creator == NO_PROC && shm_may_destroy(ns, shp))
 			shm_destroy(ns, shp, &rf);
 		unlock_both(ns, shp);
-		unlink_seg(ns, &rf);
+		release_file(ns, &rf);
 	}
 }
 
@@ -2375,6 +2762,23 @@ void shm_fork_child(void)
 	}
 }
 
+/*
+ * An inherited attachment that cannot be counted: its segment was
+ * destroyed between the fork and now (the parent killed while it waited,
+ * the segment marked for removal).  The kernel would have kept it alive;
+ * here its file may already be a spare or another segment's, so the
+ * mapping must not stay: it becomes inaccessible (PROT_NONE, the range
+ * kept) before the program runs.
+ */
+static void lose_inherited(int i)
+{
+	struct lattach *a = &l_att[i];
+
+	sys_mmap((void *)a->addr, a->len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+		 -1, 0);
+	l_att[i] = l_att[--l_n];
+}
+
 static void fork_child_count(void)
 {
 	struct ns *ns;
@@ -2402,7 +2806,8 @@ static void fork_child_count(void)
 
 		/* under the segment lock, alive: its destroyer sees the mark */
 		if (shp && ulock_acquire(ns, &shp->lock) == 0) {
-			alive = shm_obj(ns, l_fds[i].obj, l_fds[i].gen) != NULL;
+			alive = shm_obj(ns, l_fds[i].obj, l_fds[i].gen) != NULL &&
+				seg_file_is(shp, l_fds[i].file);
 			if (alive)
 				atomic_fetch_or(&shp->fd_shared, 1u);
 			ulock_release(ns, &shp->lock);
@@ -2442,14 +2847,14 @@ static void fork_child_count(void)
 			shp = shm_obtain_check(ns, a->shmid, &err);
 		}
 		if (!shp || ns_off(ns, shp) != a->obj || ulock_acquire(ns, &shp->lock)) {
-			l_att[i] = l_att[--l_n];
+			lose_inherited(i);
 			continue;
 		}
 		if (!shp_valid(ns, shp, a->shmid, a->gen) ||
 		    att_add(ns, shp, proc_index(ns, me), 1)) {
 			j_abort(ns);
 			ulock_release(ns, &shp->lock);
-			l_att[i] = l_att[--l_n];
+			lose_inherited(i);
 			continue;
 		}
 		J_SET(ns, shp->nattch, shp->nattch + 1);
@@ -2485,18 +2890,22 @@ static void shm_atfork_prepare(void)
 		struct shmid_kernel *shp;
 		char name[4200];
 		int fd, dfd;
+		uint64_t gen, file;
 
 		if (!p || !ns_ptr(ns, ns_off(ns, p), sizeof(*shp)))
 			continue;
 		shp = shp_of(p);
-		if (fd_find(ns_off(ns, shp), shp->gen) >= 0)
+		gen = __atomic_load_n(&shp->gen, __ATOMIC_ACQUIRE);
+		file = __atomic_load_n(&shp->file, __ATOMIC_ACQUIRE);
+		if (fd_find(ns_off(ns, shp), gen, file) >= 0)
 			continue; /* inherited anyway */
 		dfd = seg_dirfd(ns);
-		file_base(ns, ns_off(ns, shp), shp->gen, name, sizeof(name));
+		/* read without the lock: the child checks (seg_file_is) */
+		file_base(ns, file, name, sizeof(name));
 		fd = dfd < 0 ? -1 : openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		l_fork_fds[l_nfork++] = (struct fdent){ fd_hide(fd), ns_off(ns, shp), shp->gen };
+		l_fork_fds[l_nfork++] = (struct fdent){ fd_hide(fd), ns_off(ns, shp), gen, file };
 	}
 }
 
@@ -2623,6 +3032,61 @@ int shm_check_obj(struct ns *ns, struct uperm *perm, char *report, size_t len, s
 	return bad;
 }
 
+/* With the shm ids lock held: the pool holds at most SHM_POOL_CAP files,
+ * all distinct and none a live segment's (a spare handed to two segments,
+ * or still a segment's, would share memory); a clean spare is empty (no
+ * segment's data or memory outlives it); live segments' files are
+ * distinct. */
+static int shm_check_pool(struct ns *ns, char *report, size_t len, size_t *used)
+{
+	struct shm_pool *pl = &ns->hdr->shm_pool;
+	int bad = 0, max = ipc_get_maxidx(ns, IPC_SHM_IDS);
+
+	if (pl->n > SHM_POOL_CAP)
+		SHM_PROBLEM("shm: %u spare files, at most %u\n", pl->n, SHM_POOL_CAP);
+	for (uint32_t k = 0; k < pool_len(pl); k++) {
+		struct shm_spare *e = &pl->e[k];
+		char path[4200];
+		struct stat st;
+
+		if (e->state > SPARE_TAKING)
+			SHM_PROBLEM("shm: spare %u in state %u\n", k, e->state);
+		for (uint32_t j = 0; j < k; j++)
+			if (pl->e[j].file == e->file)
+				SHM_PROBLEM("shm: spare file %llx is in the pool twice\n",
+					    (unsigned long long)e->file);
+		file_name(ns, e->file, path, sizeof(path));
+		if (e->state == SPARE_CLEAN &&
+		    (stat(path, &st) < 0 || st.st_size != 0 || st.st_blocks != 0))
+			SHM_PROBLEM("shm: clean spare file %llx is missing or not empty\n",
+				    (unsigned long long)e->file);
+	}
+	for (int i = 0; i <= max; i++) {
+		struct uperm *p = ipc_obtain(ns, IPC_SHM_IDS, i);
+		uint64_t f;
+
+		if (!p || !ns_ptr(ns, ns_off(ns, p), sizeof(struct shmid_kernel)) ||
+		    atomic_load(&p->deleted))
+			continue;
+		f = shp_of(p)->file;
+		if (!f)
+			SHM_PROBLEM("shm %d: no file\n", p->id);
+		for (uint32_t k = 0; k < pool_len(pl); k++)
+			if (pl->e[k].file == f)
+				SHM_PROBLEM("shm %d: its file %llx is also a spare\n", p->id,
+					    (unsigned long long)f);
+		for (int j = 0; j < i; j++) {
+			struct uperm *q = ipc_obtain(ns, IPC_SHM_IDS, j);
+
+			if (q && ns_ptr(ns, ns_off(ns, q), sizeof(struct shmid_kernel)) &&
+			    !atomic_load(&q->deleted) && shp_of(q)->file == f)
+				SHM_PROBLEM("shm %d and %d: the same file %llx\n", q->id, p->id,
+					    (unsigned long long)f);
+		}
+	}
+	return bad;
+}
+
 /* With the shm ids lock held: shm_tot is the pages of the segments in the table. */
 int shm_check_tot(struct ns *ns, char *report, size_t len, size_t *used)
 {
@@ -2639,5 +3103,5 @@ int shm_check_tot(struct ns *ns, char *report, size_t len, size_t *used)
 	if (pages != ns->hdr->shm_tot)
 		SHM_PROBLEM("shm: the segments have %llu pages, shm_tot says %llu\n",
 			    (unsigned long long)pages, (unsigned long long)ns->hdr->shm_tot);
-	return bad;
+	return bad + shm_check_pool(ns, report, len, used);
 }

@@ -5,7 +5,10 @@
  * check: nattch equals the live attachments (the killed process's are
  * detached by the survivors), a segment marked SHM_DEST is gone once its
  * last attachment went, segments are whole (segsz, memory), no segment file
- * outlives its segment, the allocator is sound.
+ * outlives its segment with its memory (what is left of a destroyed one is
+ * an empty spare of the pool, at most SHM_POOL_CAP of them), a new segment
+ * made from a spare that held data is all zeros, the allocator and the pool
+ * are sound (uipc_ns_check).
  *
  * Run under uipc (the .t sets LD_PRELOAD and a fresh UIPC_DIR).  The child
  * re-executes this program with UIPC_FAILPOINT=N so that the library kills
@@ -20,6 +23,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +31,7 @@
 
 #define KEY_TMP  0x7b7b01
 #define KEY_TMP2 0x7b7b02
+#define POOL_CAP 16         /* SHM_POOL_CAP (ipc/internal.h) */
 
 static int workload(int a)
 {
@@ -34,6 +39,15 @@ static int workload(int a)
 	int id, id2;
 	pid_t c;
 
+	/* a segment full of data destroyed: its file goes to the pool, and
+	 * the shmget of KEY_TMP below takes it */
+	id = shmget(IPC_PRIVATE, 8192, IPC_CREAT | 0600);
+	t = id >= 0 ? shmat(id, NULL, 0) : (void *)-1;
+	if (t == (void *)-1)
+		return 15;
+	memset(t, 'd', 8192);
+	if (shmdt(t) < 0 || shmctl(id, IPC_RMID, NULL) < 0)
+		return 16;
 	p = shmat(a, NULL, 0);
 	if (p == (void *)-1)
 		return 1;
@@ -62,6 +76,10 @@ static int workload(int a)
 	t = shmat(id, NULL, 0);
 	if (t == (void *)-1)
 		return 5;
+	for (int i = 0; i < 8192; i++)
+		if (t[i])
+			return 17;      /* made from a spare: must be zeros */
+	memset(t, 'e', 8192);
 	/* two vmas: two attachments, inherited by the child */
 	if (mprotect(t, 4096, PROT_READ) < 0)
 		return 14;
@@ -83,18 +101,43 @@ static int workload(int a)
 	return 0; /* exit detaches p */
 }
 
-static int count_files(const char *dir)
+/* segment files beside the namespace: with a size (a segment's), and
+ * empty (spares, *SPARES; empty means no blocks either) */
+static int count_files(const char *dir, int *spares)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	int n = 0;
 
-	while (d && (e = readdir(d)))
-		if (strstr(e->d_name, ".shm-"))
+	*spares = 0;
+	while (d && (e = readdir(d))) {
+		struct stat st;
+
+		if (!strstr(e->d_name, ".shm-") || fstatat(dirfd(d), e->d_name, &st, 0) < 0)
+			continue;
+		if (st.st_size == 0 && st.st_blocks == 0)
+			(*spares)++;
+		else
 			n++;
+	}
 	if (d)
 		closedir(d);
 	return n;
+}
+
+/* a new segment is all zeros, whatever spare it was made from */
+static int fresh_is_zero(void)
+{
+	int id = shmget(IPC_PRIVATE, 8192, IPC_CREAT | 0600), z = 1;
+	char *t = id >= 0 ? shmat(id, NULL, 0) : (void *)-1;
+
+	if (t == (void *)-1)
+		return 0;
+	for (int i = 0; i < 8192; i++)
+		z &= t[i] == 0;
+	shmdt(t);
+	shmctl(id, IPC_RMID, NULL);
+	return z;
 }
 
 int main(int argc, char **argv)
@@ -167,10 +210,17 @@ int main(int argc, char **argv)
 		check(live == 1, "a segment is missing from SHM_STAT_ANY", n);
 		check(shmget(KEY_TMP, 0, 0) < 0 && errno == ENOENT, "key KEY_TMP still there", n);
 		check(shmget(KEY_TMP2, 0, 0) < 0 && errno == ENOENT, "key KEY_TMP2 still there", n);
-		/* files: exactly the live segments' (SHM_INFO swept leftovers) */
+		/* files: exactly the live segments' and empty spares (SHM_INFO
+		 * swept leftovers and cleaned a dead destroyer's spare) */
 		shmctl(0, SHM_INFO, (struct shmid_ds *)(void *)&si);
-		snprintf(why, sizeof why, "%d segment files for 1 segment", count_files(dir));
-		check(count_files(dir) == 1, why, n);
+		{
+			int spares, files = count_files(dir, &spares);
+
+			snprintf(why, sizeof why, "%d segment files for 1 segment, %d spares",
+				 files, spares);
+			check(files == 1 && spares <= POOL_CAP, why, n);
+		}
+		check(fresh_is_zero(), "a new segment is not all zeros", n);
 		check_namespace(n);
 		if (ck_nfail)
 			break;
@@ -178,6 +228,10 @@ int main(int argc, char **argv)
 	check(done, "workload never completed", n);
 	shmdt(mine);
 	shmctl(a, IPC_RMID, NULL);
-	check(count_files(dir) == 0, "a file outlived the last segment", n);
+	{
+		int spares, files = count_files(dir, &spares);
+
+		check(files == 0 && spares <= POOL_CAP, "a file outlived the last segment", n);
+	}
 	return report(n - 2);
 }

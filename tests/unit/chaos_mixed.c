@@ -19,7 +19,14 @@
  *   shared memory (not uipc's) and is written in this order:
  *     sender:   intent[id] = 1; msgsnd; intent[id] = 2
  *     receiver: buf.id = 0; inflight = 1; msgrcv into buf (which is in the
- *               bookkeeping memory); recv[id]++; logged = id; inflight = 0
+ *               bookkeeping memory); taker[id] = its tag; logged = id;
+ *               inflight = 0
+ *   where the taker is recorded by one compare-and-swap from 0 to the
+ *   receiving process's tag (unique to each worker process): one that
+ *   finds another tag there is a message received twice.  The driver does
+ *   the same for a dead receiver's buffer (with the dead one's tag, so a
+ *   receiver killed after recording and before logging is not counted
+ *   twice) and for the final drain.
  *   intent 2 means the send certainly happened; 1 means the sender died
  *   during (or right around) msgsnd: sent or not.  A receiver killed while
  *   inflight either got nothing, or got a whole message into its buffer
@@ -70,7 +77,6 @@
 #define MAXTEXT  256
 #define SEG_SIZE 65536
 #define KEY_B    0x7a7a0c
-#define MAXDEAD  (1 << 16)
 
 struct mbuf {
 	long mtype;
@@ -88,6 +94,7 @@ static const char *op_names[OP_NR] = { "idle", "sem tokens", "sem mutex", "msgsn
 				       "msgrcv", "msgrcv nowait", "shm A", "shm B", "stat" };
 
 struct slot {
+	_Atomic uint32_t tag;      /* the worker process now in the slot */
 	_Atomic int inflight;
 	_Atomic uint64_t logged;
 	_Atomic int op;
@@ -107,10 +114,23 @@ struct book {
 	_Atomic int nerrmsg;
 	struct slot slot[MAXW];
 	_Atomic uint8_t intent[MAXID];
-	_Atomic uint8_t recv[MAXID];
+	_Atomic uint32_t taker[MAXID];  /* tag of who received it, 0: nobody */
+	_Atomic long twice;                /* messages received a second time */
 };
 
+
 static struct book *bk;
+
+#define DRAIN_TAG 0xffffffffu
+
+/* message ID was received by TAG: exactly once, or it counts as twice */
+static void record_taken(uint64_t id, uint32_t tag)
+{
+	uint32_t seen = 0;
+
+	if (!atomic_compare_exchange_strong(&bk->taker[id], &seen, tag) && seen != tag)
+		atomic_fetch_add(&bk->twice, 1);
+}
 static int semid, msqid, shmid_a;
 static char *seg_a;
 static int op_mask = 0x7f;
@@ -260,7 +280,7 @@ static void op_recv(struct slot *s, long type, int flags)
 		if (!msg_intact(&s->rbuf, n))
 			err("msgrcv: a damaged message (%d bytes, id %d)", (int)n, (int)s->rbuf.id);
 		else
-			atomic_fetch_add(&bk->recv[s->rbuf.id], 1);
+			record_taken(s->rbuf.id, atomic_load(&s->tag));
 		atomic_store(&s->logged, s->rbuf.id);
 	} else if (errno != ENOMSG) {
 		err("msgrcv: errno %d%.0d", errno, 0);
@@ -396,8 +416,7 @@ static void worker(int idx, unsigned seed)
 /* ---- the driver ---- */
 
 struct deaths {
-	uint64_t buf_ids[MAXDEAD];   /* whole messages found in dead receivers' buffers */
-	int nbuf;
+	int nbuf;                    /* whole messages found in dead receivers' buffers */
 	long empty;                  /* dead blocking receivers without a whole message */
 	long empty_nowait;           /* the same, in an IPC_NOWAIT msgrcv */
 };
@@ -413,10 +432,9 @@ static void note_death(int idx)
 		ssize_t n = (ssize_t)(HDR_BYTES + (s->rbuf.len <= MAXTEXT ? s->rbuf.len : 0));
 
 		if (id && msg_intact(&s->rbuf, n) && id != atomic_load(&s->logged)) {
-			if (dd.nbuf < MAXDEAD)
-				dd.buf_ids[dd.nbuf++] = id;
-			else
-				dd.empty++;      /* cannot keep it: treat as missing */
+			/* it took it (a take copies out only once committed) */
+			record_taken(id, atomic_load(&s->tag));
+			dd.nbuf++;
 		} else if (!(id && id == atomic_load(&s->logged))) {
 			/* only a sleeping receiver can be handed a message
 			 * (pipelined send) and die before copying it out */
@@ -433,6 +451,9 @@ static pid_t start(int idx, unsigned seed)
 	struct slot *s = &bk->slot[idx];
 	pid_t p;
 
+	static uint32_t incarnations;
+
+	atomic_store(&s->tag, ++incarnations);
 	atomic_store(&s->inflight, 0);
 	atomic_store(&s->logged, 0);
 	atomic_store(&s->parked, 0);
@@ -594,24 +615,20 @@ int main(int argc, char **argv)
 	while ((n = msgrcv(msqid, &m, HDR_BYTES + MAXTEXT, 0, IPC_NOWAIT)) >= 0) {
 		drained++;
 		if (msg_intact(&m, n))
-			atomic_fetch_add(&bk->recv[m.id], 1);
+			record_taken(m.id, DRAIN_TAG);
 		else
 			bad_drain++;
 	}
 	{
 		uint64_t top = atomic_load(&bk->next_id) + 1;
-		static uint8_t inbuf[MAXID];
 
 		if (top > MAXID)
 			top = MAXID;
-		for (i = 0; i < dd.nbuf; i++)
-			inbuf[dd.buf_ids[i]]++;
+		dup = atomic_load(&bk->twice);
 		for (uint64_t id = 1; id < top; id++) {
-			unsigned r = atomic_load(&bk->recv[id]), in = atomic_load(&bk->intent[id]);
-			unsigned got = r ? r : inbuf[id] ? 1 : 0;
+			unsigned in = atomic_load(&bk->intent[id]);
+			unsigned got = atomic_load(&bk->taker[id]) != 0;
 
-			if (r > 1 || inbuf[id] > 1)
-				dup++;
 			if (got && !in)
 				phantom++;
 			if (in == 2) {

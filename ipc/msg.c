@@ -210,11 +210,14 @@ static int spin_while(bool (*still)(const struct spin_on *), const struct spin_o
 	}
 	for (unsigned i = 0;; i++) {
 		if (!still(on)) {
-			if (until) {
-				spin_budget = spin_budget ? spin_budget * 2 : SPIN_PROBE_NS;
-				if (spin_budget > WAIT_SPIN_NS)
-					spin_budget = WAIT_SPIN_NS;
-			}
+			/* spinning paid: a probe that ends at once counts too
+			 * (the peer is back on another CPU), else a stream that
+			 * once shared a CPU would sleep for good */
+			if (spin_budget < SPIN_PROBE_NS)
+				spin_budget = SPIN_PROBE_NS;
+			else if (until)
+				spin_budget = spin_budget * 2 > WAIT_SPIN_NS ? WAIT_SPIN_NS
+									     : spin_budget * 2;
 			return 1;
 		}
 		cpu_relax();

@@ -475,7 +475,12 @@ static int msg_wait(struct msgw *w, unsigned hand0)
 	/* a handler ran since the call began: the kernel would not sleep */
 	if (uipc_handler_gen() != hand0)
 		return -EINTR;
-	r = (int)syscall(SYS_futex, (int *)&w->status, FUTEX_WAIT, MW_WAITING, &rel, NULL, 0);
+	{
+		uint32_t *word = (uint32_t *)&w->status, val = MW_WAITING;
+
+		/* a handler that runs from here on ends the wait (signals.h) */
+		r = uipc_wait_words(&word, &val, 1, &rel, hand0);
+	}
 	/* a stop and continue restarts msgsnd/msgrcv in the kernel
 	 * (ERESTARTNOHAND): only a handler of the program interrupts */
 	if (r < 0 && errno == EINTR && uipc_cont_gen() == g)

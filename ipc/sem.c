@@ -1263,13 +1263,6 @@ struct death_words {
 	unsigned val[DEATH_WORDS];
 };
 
-struct futex_waitv_ {
-	uint64_t val;
-	uint64_t uaddr;
-	uint32_t flags;
-	uint32_t reserved;
-};
-
 static int futex_waitv_state; /* 0 unknown, 1 works, -1 not available */
 
 /* With the lock held after enqueueing Q: the alive words of the processes
@@ -1314,42 +1307,29 @@ static void collect_death_words(struct ns *ns, struct sem_array *sma, struct sem
 	}
 }
 
-/* FUTEX_WAIT on WORD (== CUR) for REL, or futex_waitv on it and DW's words:
- * 1 if a death word changed or woke us, else the futex call's result */
+/* sleep on WORD (== CUR) and DW's words for REL; a handler of the program
+ * that runs (HAND0) ends it, even one that ran just before (signals.h):
+ * 1 if a death word changed or woke us, else 0 or -1 with errno */
 static int wait_word_or_death(_Atomic uint32_t *word, uint32_t cur, const struct timespec *rel,
-			      const struct death_words *dw)
+			      const struct death_words *dw, unsigned hand0)
 {
-	struct futex_waitv_ v[1 + DEATH_WORDS];
-	struct timespec abs;
+	uint32_t *w[1 + DEATH_WORDS];
+	uint32_t val[1 + DEATH_WORDS];
 	int n = 0, r;
 
-	if (!dw || !dw->n || futex_waitv_state < 0)
-		return (int)syscall(SYS_futex, (int *)word, FUTEX_WAIT, cur, rel, NULL, 0);
-	v[n++] = (struct futex_waitv_){ cur, (uint64_t)(uintptr_t)word, 2 /* FUTEX2_SIZE_U32 */, 0 };
-	for (int i = 0; i < dw->n; i++)
-		v[n++] = (struct futex_waitv_){ dw->val[i], (uint64_t)(uintptr_t)dw->word[i], 2, 0 };
-	clock_gettime(CLOCK_MONOTONIC, &abs);
-	abs.tv_sec += rel->tv_sec;
-	abs.tv_nsec += rel->tv_nsec;
-	if (abs.tv_nsec >= 1000000000L) {
-		abs.tv_sec++;
-		abs.tv_nsec -= 1000000000L;
+	w[n] = (uint32_t *)word;
+	val[n++] = cur;
+	for (int i = 0; dw && i < dw->n; i++) {
+		w[n] = dw->word[i];
+		val[n++] = dw->val[i];
 	}
-	r = (int)syscall(SYS_futex_waitv, v, n, 0, &abs, CLOCK_MONOTONIC);
-	if (r < 0 && errno == ENOSYS) {
-		futex_waitv_state = -1;
-		return (int)syscall(SYS_futex, (int *)word, FUTEX_WAIT, cur, rel, NULL, 0);
-	}
-	futex_waitv_state = 1;
+	r = uipc_wait_words(w, val, n, rel, hand0);
+	futex_waitv_state = uipc_waitv_state();
 	if (r > 0)
 		return 1;                        /* a death word woke us */
-	if (r < 0 && errno == EAGAIN) {
-		/* a value differed: ours (a wakeup) or a death word (a death) */
-		if (atomic_load(word) != cur)
-			return -1;
-		return 1;
-	}
-	return r;
+	if (r < 0 && errno == EAGAIN && n > 1 && atomic_load(word) == cur)
+		return 1;                        /* a death word differed: a death */
+	return r < 0 ? -1 : 0;
 }
 
 /*
@@ -1428,7 +1408,7 @@ static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *de
 		}
 		rel.tv_sec = left / 1000000000LL;
 		rel.tv_nsec = left % 1000000000LL;
-		r = wait_word_or_death(&q->wake, cur, &rel, dw);
+		r = wait_word_or_death(&q->wake, cur, &rel, dw, hand0);
 		atomic_store(&q->sleeping, 0);
 		if (atomic_load(&q->wake) == seq)
 			return 0;

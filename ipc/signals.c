@@ -29,6 +29,10 @@
 #include <stdbool.h>
 #include <string.h>
 #include <ucontext.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "signals.h"
@@ -71,6 +75,62 @@ static bool installed_function(const struct sigaction *pa)
 unsigned uipc_handler_gen(void)
 {
 	return handler_gen;
+}
+
+/* one word of a futex_waitv call (the kernel's struct futex_waitv) */
+struct waitv_word {
+	uint64_t val;
+	uint64_t uaddr;
+	uint32_t flags;
+	uint32_t reserved;
+};
+
+#define WAITV_MAX     8
+#define FUTEX2_U32    0x02
+#define FUTEX2_PRIV   0x80
+
+static int waitv_state;       /* 0 unknown, 1 works, -1 not available */
+
+int uipc_waitv_state(void)
+{
+	return waitv_state;
+}
+
+int uipc_wait_words(uint32_t *const *w, const uint32_t *val, int n, const struct timespec *rel,
+		    unsigned hand0)
+{
+	struct waitv_word v[WAITV_MAX + 1];
+	struct timespec abs;
+	int k = 0, r;
+
+	if (handler_gen != hand0) {
+		errno = EINTR;
+		return -1;
+	}
+	if (waitv_state >= 0 && n <= WAITV_MAX) {
+		for (int i = 0; i < n; i++)
+			v[k++] = (struct waitv_word){ val[i], (uint64_t)(uintptr_t)w[i], FUTEX2_U32, 0 };
+		/* ours alone: private */
+		v[k++] = (struct waitv_word){ hand0, (uint64_t)(uintptr_t)&handler_gen,
+					      FUTEX2_U32 | FUTEX2_PRIV, 0 };
+		clock_gettime(CLOCK_MONOTONIC, &abs);
+		abs.tv_sec += rel->tv_sec;
+		abs.tv_nsec += rel->tv_nsec;
+		if (abs.tv_nsec >= 1000000000L) {
+			abs.tv_sec++;
+			abs.tv_nsec -= 1000000000L;
+		}
+		r = (int)syscall(SYS_futex_waitv, v, k, 0, &abs, CLOCK_MONOTONIC);
+		if (r >= 0 || errno != ENOSYS) {
+			waitv_state = 1;
+			if (r < 0 && errno == EAGAIN && handler_gen != hand0)
+				errno = EINTR;
+			return r;
+		}
+		waitv_state = -1;
+	}
+	r = (int)syscall(SYS_futex, (int *)w[0], FUTEX_WAIT, val[0], rel, NULL, 0);
+	return r < 0 ? -1 : 0;
 }
 
 unsigned uipc_cont_gen(void)

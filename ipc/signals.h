@@ -7,6 +7,8 @@
 #define UIPC_SIGNALS_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <time.h>
 
 /* 0 on success, -EFAULT if any byte of the source or destination faulted */
 __attribute__((visibility("hidden"))) int uipc_copy_from_user(void *dst, const void *src, size_t len);
@@ -23,6 +25,20 @@ __attribute__((visibility("hidden"))) void uipc_crit_exit_child(void);
 /* counts the program's handlers run on this thread: a caller that spins
  * where the kernel would sleep returns EINTR when it changes */
 __attribute__((visibility("hidden"))) unsigned uipc_handler_gen(void);
+/*
+ * Sleep on the shared futex words W[0..N) (while each == VAL[i]) for REL,
+ * and on this thread's count of the program's handlers (while == HAND0):
+ * a handler that runs after the caller's last check but before the system
+ * call still ends the wait (futex_waitv compares every word on entry).
+ * Returns the index of the word that woke us, or -1 with errno: EINTR (a
+ * handler ran), EAGAIN (a word differed), ETIMEDOUT.  Without futex_waitv
+ * (kernels before 5.16) it is FUTEX_WAIT on W[0] alone.
+ */
+__attribute__((visibility("hidden"))) int uipc_wait_words(uint32_t *const *w, const uint32_t *val,
+							  int n, const struct timespec *rel,
+							  unsigned hand0);
+/* -1 when futex_waitv is known to be missing */
+__attribute__((visibility("hidden"))) int uipc_waitv_state(void);
 /* counts the continues (SIGCONT) this process went through */
 __attribute__((visibility("hidden"))) unsigned uipc_cont_gen(void);
 

@@ -355,27 +355,26 @@ static int lock_err(int r)
 	return r == SEM_GLOBAL_LOCK ? -EIDRM : r;
 }
 
-static int sem_lock(struct ns *ns, struct sem_array *sma, struct sembuf *sops, int nsops)
+/*
+ * The kernel's sem_lock for one semaphore: its own lock, unless complex
+ * operations are around (use_global_lock), then the array lock.  A writer
+ * (SET_SLOW) also turns the semaphore's lock-free path off while it holds
+ * the lock; a reader (GETVAL, GETPID) leaves it on.
+ */
+static int lock_one_sem(struct ns *ns, struct sem_array *sma, int semnum, bool set_slow)
 {
-	struct sem *s;
+	struct sem *s = &sma->sems[semnum];
 	int r;
 
-	if (nsops != 1) {
-		r = ulock_acquire(ns, &sma->glock);
-		if (r)
-			return lock_err(r);
-		complexmode_enter(ns, sma);
-		return SEM_GLOBAL_LOCK;
-	}
-	s = &sma->sems[sops->sem_num];
 	for (;;) {
 		if (!atomic_load_explicit(&sma->use_global_lock, memory_order_relaxed)) {
 			r = ulock_acquire(ns, &s->lock);
 			if (r)
 				return lock_err(r);
 			if (!atomic_load_explicit(&sma->use_global_lock, memory_order_acquire)) {
-				word_or_slow(ns, s);
-				return sops->sem_num;
+				if (set_slow)
+					word_or_slow(ns, s);
+				return semnum;
 			}
 			ulock_release(ns, &s->lock);
 		}
@@ -386,6 +385,20 @@ static int sem_lock(struct ns *ns, struct sem_array *sma, struct sembuf *sops, i
 			return SEM_GLOBAL_LOCK;
 		ulock_release(ns, &sma->glock);
 	}
+}
+
+static int sem_lock(struct ns *ns, struct sem_array *sma, struct sembuf *sops, int nsops)
+{
+	int r;
+
+	if (nsops != 1) {
+		r = ulock_acquire(ns, &sma->glock);
+		if (r)
+			return lock_err(r);
+		complexmode_enter(ns, sma);
+		return SEM_GLOBAL_LOCK;
+	}
+	return lock_one_sem(ns, sma, sops->sem_num, true);
 }
 
 static void sem_unlock(struct ns *ns, struct sem_array *sma, int locknum)
@@ -419,25 +432,7 @@ static int sem_lock_all(struct ns *ns, struct sem_array *sma)
  */
 static int sem_lock_read(struct ns *ns, struct sem_array *sma, int semnum)
 {
-	struct sem *s = &sma->sems[semnum];
-	int r;
-
-	for (;;) {
-		if (!atomic_load_explicit(&sma->use_global_lock, memory_order_relaxed)) {
-			r = ulock_acquire(ns, &s->lock);
-			if (r)
-				return lock_err(r);
-			if (!atomic_load_explicit(&sma->use_global_lock, memory_order_acquire))
-				return semnum;
-			ulock_release(ns, &s->lock);
-		}
-		r = ulock_acquire(ns, &sma->glock);
-		if (r)
-			return lock_err(r);
-		if (atomic_load(&sma->use_global_lock))
-			return SEM_GLOBAL_LOCK;
-		ulock_release(ns, &sma->glock);
-	}
+	return lock_one_sem(ns, sma, semnum, false);
 }
 
 /* after sem_lock_read: nothing changed, nothing to hand back (queues,

@@ -203,6 +203,13 @@ uint64_t arena_block_gen(struct ns *ns, uoff_t off)
 	return b ? b->gen : 0;
 }
 
+const uint64_t *arena_gen_word(struct ns *ns, uoff_t off)
+{
+	struct blk *b = off > BLK_HDR ? ns_ptr(ns, off - BLK_HDR, sizeof(*b)) : NULL;
+
+	return b ? &b->gen : NULL;
+}
+
 /* Free now (used by journal replay: ALLOC rollback and deferred FREE redo). */
 void arena_free_now(struct ns *ns, uoff_t off, struct jentry *e)
 {

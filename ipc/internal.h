@@ -84,6 +84,8 @@ struct jentry {
 #define J_KIND_STORE 0ULL  /* restore the old bytes on rollback */
 #define J_KIND_ALLOC 1ULL  /* free the block (offset) on rollback */
 #define J_KIND_FREE  2ULL  /* free the block after commit (redo on recovery) */
+#define J_KIND_GUARD 3ULL  /* a word that changes only when a partner section
+			      commits: changed at recovery, roll forward */
 
 #define J_INLINE 16
 #define J_CHUNK  4096
@@ -311,6 +313,10 @@ UIPC_HIDDEN void ulock_commit(struct ns *ns, struct ulock *l);
 UIPC_HIDDEN void j_store(struct ns *ns, void *p, const void *val, unsigned size);
 UIPC_HIDDEN void j_abort(struct ns *ns);
 UIPC_HIDDEN void lock_recover_frame(struct ns *ns, struct jframe *f);
+UIPC_HIDDEN void j_guard(struct ns *ns, const uint64_t *word);
+/* tests: UIPC_TEST_KILL_BETWEEN_COMMITS=1 kills the process between the two
+ * commits of an IPC_RMID (no journaled store lies there to fail at) */
+UIPC_HIDDEN void failpoint_between_commits(void);
 UIPC_HIDDEN struct jentry *j_slot(struct ns *ns, struct jframe *f, uint32_t i, bool grow);
 UIPC_HIDDEN void j_push(struct jframe *f, struct jentry *e, uint64_t where, uint64_t old);
 UIPC_HIDDEN struct jframe *j_top(struct ns *ns);
@@ -362,6 +368,9 @@ enum { POOL_GENERAL = 0, POOL_SEM = 1, POOL_SHM = 2, POOL_NR = 3 };
 UIPC_HIDDEN uoff_t arena_alloc(struct ns *ns, uint64_t size, int pool);
 UIPC_HIDDEN uoff_t arena_alloc_raw(struct ns *ns, uint64_t size, int pool);
 UIPC_HIDDEN uint64_t arena_block_gen(struct ns *ns, uoff_t off);
+/* the word that holds it: it changes only when the block is freed or
+ * allocated again (a guard for j_guard); NULL for a bad offset */
+UIPC_HIDDEN const uint64_t *arena_gen_word(struct ns *ns, uoff_t off);
 UIPC_HIDDEN int arena_check(struct ns *ns, char *report, size_t len);
 UIPC_HIDDEN void arena_free(struct ns *ns, uoff_t off);
 UIPC_HIDDEN void arena_free_now(struct ns *ns, uoff_t off, struct jentry *mark);

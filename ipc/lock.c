@@ -275,10 +275,19 @@ void j_push(struct jframe *f, struct jentry *e, uint64_t where, uint64_t old)
  */
 static long failpoint_left = -1;
 static bool failpoint_after;
+static bool kill_between_commits;
+
+void failpoint_between_commits(void)
+{
+	if (unlikely(kill_between_commits))
+		kill(getpid(), SIGKILL);
+}
 
 __attribute__((constructor)) static void failpoint_init(void)
 {
 	const char *v = getenv("UIPC_FAILPOINT");
+
+	kill_between_commits = getenv("UIPC_TEST_KILL_BETWEEN_COMMITS") != NULL;
 
 	if (v && *v) {
 		failpoint_left = strtol(v, NULL, 10);
@@ -480,7 +489,47 @@ static void redo_frees(struct ns *ns, struct jframe *f, uint32_t from, uint32_t 
 	}
 }
 
-/* Roll a frame back (not committed) or forward (committed); idempotent. */
+/*
+ * Guard the current section with WORD (its value now): WORD must change
+ * only when another section commits that this one belongs with, and that
+ * commits first (an IPC_RMID's ids section, whose deferred free of the
+ * object bumps the block's generation).  A holder killed between the two
+ * commits leaves this section to be rolled FORWARD, not back: undoing it
+ * would write into an object that is already gone (and maybe reused).
+ */
+void j_guard(struct ns *ns, const uint64_t *word)
+{
+	struct jframe *f = frame_now(ns);
+	uint32_t n;
+	struct jentry *e;
+
+	if (!f)
+		return;
+	n = atomic_load_explicit(&f->n, memory_order_relaxed);
+	e = n < J_INLINE ? &f->e[n] : j_slot_far(ns, f, n);
+	if (e)
+		j_push(f, e, ns_off(ns, word) | (8ULL << 56) | (J_KIND_GUARD << 60),
+		       __atomic_load_n(word, __ATOMIC_ACQUIRE));
+}
+
+/* has a guard of F's first N entries changed: its partner section committed */
+static bool guard_tripped(struct ns *ns, struct jframe *f, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct jentry *e = i < J_INLINE ? &f->e[i] : j_slot(ns, f, i, false);
+		const uint64_t *w;
+
+		if (!e || (e->where >> 60) != J_KIND_GUARD)
+			continue;
+		w = ns_ptr(ns, e->where & ((1ULL << 56) - 1), 8);
+		if (w && __atomic_load_n(w, __ATOMIC_ACQUIRE) != e->old)
+			return true;
+	}
+	return false;
+}
+
+/* Roll a frame back (not committed) or forward (committed, or guarded by a
+ * partner that committed); idempotent. */
 void lock_recover_frame(struct ns *ns, struct jframe *f)
 {
 	uint32_t n = atomic_load(&f->n);
@@ -488,7 +537,7 @@ void lock_recover_frame(struct ns *ns, struct jframe *f)
 	if (n > (uint32_t)J_INLINE + (1u << 24))
 		n = 0; /* corrupt count: nothing trustworthy to undo */
 
-	if (atomic_load(&f->committed)) {
+	if (atomic_load(&f->committed) || guard_tripped(ns, f, n)) {
 		redo_frees(ns, f, 0, n);
 	} else {
 		while (n > 0) {

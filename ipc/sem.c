@@ -2137,8 +2137,18 @@ static int semctl_down(struct ns *ns, int semid, int cmd, struct semid_ds *in)
 		goto out;
 	}
 	if (cmd == IPC_RMID) {
+		const uint64_t *gen = arena_gen_word(ns, ns_off(ns, sma));
 		struct jframe *prev;
 
+		/*
+		 * The array's section commits after the ids section, which
+		 * frees the array's block (its generation changes then): a
+		 * holder killed between the two commits leaves this section
+		 * to be rolled forward (the array stays removed), never back
+		 * into a block that is free or already another array.
+		 */
+		if (gen)
+			j_guard(ns, gen);
 		freeary(ns, sma, &wq);
 		/*
 		 * The table changes are the ids lock's: journal them there and
@@ -2155,6 +2165,7 @@ static int semctl_down(struct ns *ns, int semid, int cmd, struct semid_ds *in)
 		 * release in order: the kernel's order, and no out-of-order
 		 * release for the journal to sort out */
 		ulock_commit(ns, &ids->lock);
+		failpoint_between_commits();
 		sem_unlock(ns, sma, locknum);
 		ids_unlock(ns, IPC_SEM_IDS);
 		wake_up_q(ns, &wq, NULL);

@@ -13,6 +13,7 @@ UNIT_PROGS := \
 	$(UNIT_DIR)/msg_stress \
 	$(UNIT_DIR)/shm_fds \
 	$(UNIT_DIR)/mlock_arena \
+	$(UNIT_DIR)/rmid_crash \
 	$(UNIT_DIR)/chaos_mixed
 TEST_PROGS += $(UNIT_PROGS)
 

@@ -1,14 +1,15 @@
 /*
- * tests/unit/rmid_crash.c - a process SIGKILLed inside semctl(IPC_RMID),
- * between the commit of the ids section (table entry gone, the array's
- * block freed) and the commit of the array's own section (sleepers told
- * EIDRM, fast paths off): no journaled store lies there, so the crash
- * tests' failpoints never stop there; UIPC_TEST_KILL_BETWEEN_COMMITS does.
+ * tests/unit/rmid_crash.c - a process SIGKILLed inside semctl(IPC_RMID) or
+ * msgctl(IPC_RMID), between the commit of the ids section (table entry
+ * gone, the array's block freed or the queue retired) and the commit of
+ * the object's own section (sleepers told EIDRM, fast paths off): no
+ * journaled store lies there, so the crash tests' failpoints never stop
+ * there; UIPC_TEST_KILL_BETWEEN_COMMITS does.
  *
- * Checks: the process dies there; a sleeper of the array gets EIDRM (not
- * stuck: the array's section must be rolled forward, not back into a freed
- * block); the id is gone; new arrays that reuse the block work (values,
- * simple and complex semops); the namespace checks clean.  Prints TAP.
+ * Checks: the process dies there; a sleeper of the object gets EIDRM (not
+ * stuck: the object's section must be rolled forward, not back into a
+ * freed block or a retired queue); the id is gone; new objects that reuse
+ * the memory work; the namespace checks clean.  Prints TAP.
  *
  *   rmid_crash            (under uipc; re-executes itself as the victim)
  */
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/msg.h>
 #include <sys/sem.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -54,6 +56,52 @@ static int wait_for(pid_t pid, double secs)
 	return -1;
 }
 
+/* the same for a message queue with a sleeping receiver and messages of
+ * another type in it */
+static void msg_case(const char *self)
+{
+	struct { long mtype; char text[64]; } m = { 5, "left behind" };
+	int q = msgget(IPC_PRIVATE, IPC_CREAT | 0600), st, good = 1;
+	struct msqid_ds ds;
+	char arg[32];
+	pid_t sleeper, victim;
+
+	for (int i = 0; q >= 0 && i < 3; i++)
+		msgsnd(q, &m, 12, 0);
+	sleeper = q < 0 ? -1 : fork();
+	if (sleeper == 0)
+		_exit(msgrcv(q, &m, sizeof(m.text), 1, 0) == -1 && errno == EIDRM ? 0 : 1);
+	/* the receiver is asleep once the kernel-style hand-off would reach it */
+	usleep(200000);
+	victim = fork();
+	if (victim == 0) {
+		snprintf(arg, sizeof(arg), "%d", q);
+		setenv("UIPC_TEST_KILL_BETWEEN_COMMITS", "1", 1);
+		execl("/proc/self/exe", self, "msgrmid", arg, (char *)NULL);
+		_exit(5);
+	}
+	st = wait_for(victim, 10);
+	ok(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+	   "msg: the remover was killed between the ids commit and the queue's", NULL);
+	st = wait_for(sleeper, 5);
+	ok(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	   "msg: the sleeping receiver got EIDRM (not stuck)", NULL);
+	errno = 0;
+	ok(msgctl(q, IPC_STAT, &ds) == -1 && errno == EINVAL, "msg: the id is gone (EINVAL)", NULL);
+	/* new queues reuse the retired one: empty, and they work */
+	for (int round = 0; round < 3; round++) {
+		int id = msgget(IPC_PRIVATE, IPC_CREAT | 0600);
+
+		m.mtype = 2;
+		if (id < 0 || msgctl(id, IPC_STAT, &ds) || ds.msg_qnum != 0 ||
+		    msgsnd(id, &m, 12, 0) || msgrcv(id, &m, sizeof(m.text), 0, IPC_NOWAIT) != 12 ||
+		    m.mtype != 2 || msgrcv(id, &m, sizeof(m.text), 0, IPC_NOWAIT) != -1 ||
+		    errno != ENOMSG || msgctl(id, IPC_RMID, NULL))
+			good = 0;
+	}
+	ok(good, "msg: new queues in the retired one start empty and work", NULL);
+}
+
 int main(int argc, char **argv)
 {
 	int (*check)(char *, size_t) = (int (*)(char *, size_t))dlsym(RTLD_DEFAULT, "uipc_ns_check");
@@ -64,6 +112,8 @@ int main(int argc, char **argv)
 
 	if (argc > 2 && !strcmp(argv[1], "rmid"))
 		return semctl(atoi(argv[2]), 0, IPC_RMID) == 0 ? 3 : 4; /* must not return */
+	if (argc > 2 && !strcmp(argv[1], "msgrmid"))
+		return msgctl(atoi(argv[2]), IPC_RMID, NULL) == 0 ? 3 : 4;
 	if (!check) {
 		printf("1..1\nnot ok 1 - not running under uipc (no uipc_ns_check)\n");
 		return 1;
@@ -111,6 +161,7 @@ int main(int argc, char **argv)
 			good = 0;
 	}
 	ok(good, "new arrays in the freed block: values 2 1 2 after simple and complex semops", NULL);
+	msg_case(argv[0]);
 	rep[0] = 0;
 	st = check(rep, sizeof(rep));
 	ok(st == 0, "the namespace checks clean", st ? rep : NULL);

@@ -86,6 +86,8 @@ struct jentry {
 #define J_KIND_FREE  2ULL  /* free the block after commit (redo on recovery) */
 #define J_KIND_GUARD 3ULL  /* a word that changes only when a partner section
 			      commits: changed at recovery, roll forward */
+#define J_KIND_SETC  4ULL  /* store a value when the section commits (redone
+			      on recovery of a committed frame) */
 
 #define J_INLINE 16
 #define J_CHUNK  4096
@@ -314,6 +316,7 @@ UIPC_HIDDEN void j_store(struct ns *ns, void *p, const void *val, unsigned size)
 UIPC_HIDDEN void j_abort(struct ns *ns);
 UIPC_HIDDEN void lock_recover_frame(struct ns *ns, struct jframe *f);
 UIPC_HIDDEN void j_guard(struct ns *ns, const uint64_t *word);
+UIPC_HIDDEN void j_store_at_commit(struct ns *ns, uint64_t *word, uint64_t v);
 /* tests: UIPC_TEST_KILL_BETWEEN_COMMITS=1 kills the process between the two
  * commits of an IPC_RMID (no journaled store lies there to fail at) */
 UIPC_HIDDEN void failpoint_between_commits(void);

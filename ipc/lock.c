@@ -260,7 +260,7 @@ static void note_freeing(struct jframe *f, uint32_t idx)
 /* Fill entry E (the frame's next slot) and count it: complete before it counts. */
 void j_push(struct jframe *f, struct jentry *e, uint64_t where, uint64_t old)
 {
-	if ((where >> 60) == J_KIND_FREE)
+	if ((where >> 60) == J_KIND_FREE || (where >> 60) == J_KIND_SETC)
 		note_freeing(f, atomic_load_explicit(&f->n, memory_order_relaxed));
 	e->where = where;
 	e->old = old;
@@ -484,8 +484,16 @@ static void redo_frees(struct ns *ns, struct jframe *f, uint32_t from, uint32_t 
 	for (i = from; i < n; i++) {
 		struct jentry *e = i < J_INLINE ? &f->e[i] : j_slot(ns, f, i, false);
 
-		if (e && (e->where >> 60) == J_KIND_FREE)
+		if (!e)
+			continue;
+		if ((e->where >> 60) == J_KIND_FREE) {
 			arena_free_now(ns, e->where & ((1ULL << 56) - 1), e);
+		} else if ((e->where >> 60) == J_KIND_SETC) {
+			uint64_t *w = ns_ptr(ns, e->where & ((1ULL << 56) - 1), 8);
+
+			if (w)
+				__atomic_store_n(w, e->old, __ATOMIC_RELEASE);
+		}
 	}
 }
 
@@ -510,6 +518,27 @@ void j_guard(struct ns *ns, const uint64_t *word)
 	if (e)
 		j_push(f, e, ns_off(ns, word) | (8ULL << 56) | (J_KIND_GUARD << 60),
 		       __atomic_load_n(word, __ATOMIC_ACQUIRE));
+}
+
+/*
+ * Store V into WORD when the current section commits (with its deferred
+ * frees; a locker that finds us dead after the commit point redoes it): a
+ * word that changes only at that commit, for another section's j_guard.
+ */
+void j_store_at_commit(struct ns *ns, uint64_t *word, uint64_t v)
+{
+	struct jframe *f = frame_now(ns);
+	uint32_t n;
+	struct jentry *e;
+
+	if (!f) {
+		__atomic_store_n(word, v, __ATOMIC_RELEASE);
+		return;
+	}
+	n = atomic_load_explicit(&f->n, memory_order_relaxed);
+	e = n < J_INLINE ? &f->e[n] : j_slot_far(ns, f, n);
+	if (e)
+		j_push(f, e, ns_off(ns, word) | (8ULL << 56) | (J_KIND_SETC << 60), v);
 }
 
 /* has a guard of F's first N entries changed: its partner section committed */

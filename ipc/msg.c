@@ -128,10 +128,9 @@ struct msg_queue {
 	uoff_t ring_alloc;         /* the ring's block, journaled */
 	uint32_t lspid_tn;         /* ring tail count when lspid/stime were current */
 	uint32_t lrpid_hn;         /* ring head count when lrpid/rtime were current */
-	uoff_t rmid_token;         /* a small block of this incarnation that the
-				      ids section of IPC_RMID frees: its
-				      generation changes only at that commit
-				      (the queue section's j_guard) */
+	uint64_t incarnation;      /* bumped when an IPC_RMID's ids section
+				      commits, only then (the queue
+				      section's j_guard) */
 };
 
 /* ---- helpers ---- */
@@ -997,7 +996,7 @@ static int newque(struct ns *ns, key_t key, int msgflg, long arg)
 	struct uipc_hdr *h = ns->hdr;
 	int limit = h->lim.msgmni < ns->ipcmni ? (int)h->lim.msgmni : ns->ipcmni;
 	struct msg_queue *q;
-	uoff_t off, tok;
+	uoff_t off;
 	int id, r;
 
 	(void)arg;
@@ -1038,11 +1037,6 @@ static int newque(struct ns *ns, key_t key, int msgflg, long arg)
 		ulock_init(&q->lock);
 		msq_init_fields(ns, q, key, msgflg, false);
 	}
-	/* in the ids frame: a failure or crash frees it with the rest */
-	tok = arena_alloc(ns, sizeof(uint64_t), POOL_GENERAL);
-	if (!tok)
-		return -ENOMEM;
-	J_SET(ns, q->rmid_token, tok);
 	id = ipc_addid(ns, IPC_MSG_IDS, &q->perm, limit);
 	return id;
 }
@@ -1848,18 +1842,16 @@ static int msgctl_stat(struct ns *ns, int msqid, int cmd, struct msqid_ds *out)
 static void freeque(struct ns *ns, struct msg_queue *q, struct wake_q *wq)
 {
 	struct ipc_ids *ids = &ns->hdr->ids[IPC_MSG_IDS];
-	const uint64_t *gen = q->rmid_token ? arena_gen_word(ns, q->rmid_token) : NULL;
 	struct jframe *prev;
 
 	/*
-	 * This section commits after the ids section, which frees the
-	 * queue's token (its generation changes then): a holder killed
-	 * between the two commits leaves this section to be rolled forward
-	 * (the queue stays removed, its sleepers told EIDRM), never back
-	 * into a retired queue, maybe reused by msgget meanwhile.
+	 * This section commits after the ids section, whose commit bumps
+	 * the queue's incarnation: a holder killed between the two commits
+	 * leaves this section to be rolled forward (the queue stays removed,
+	 * its sleepers told EIDRM), never back into a retired queue, maybe
+	 * reused by msgget meanwhile.
 	 */
-	if (gen)
-		j_guard(ns, gen);
+	j_guard(ns, &q->incarnation);
 	expunge_all(ns, q, -EIDRM, wq);
 	ss_wakeup(ns, q, wq, true);
 	free_messages(ns, q);
@@ -1875,8 +1867,7 @@ static void freeque(struct ns *ns, struct msg_queue *q, struct wake_q *wq)
 	 */
 	prev = j_target(ns, &ids->lock);
 	ipc_rmid(ns, IPC_MSG_IDS, &q->perm);
-	arena_free(ns, q->rmid_token);
-	J_SET(ns, q->rmid_token, (uoff_t)0);
+	j_store_at_commit(ns, &q->incarnation, q->incarnation + 1);
 	J_SET(ns, q->retired_next, MSG_RETIRED(ns));
 	J_SET(ns, MSG_RETIRED(ns), ns_off(ns, q));
 	j_target_restore(prev);

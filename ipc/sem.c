@@ -77,9 +77,6 @@ struct sem_array {
 	struct qlist pend_alter;
 	struct qlist pend_const;
 	uoff_t undo_list;          /* sem_undo, linked by id_next/id_prev */
-	uint64_t incarnation;      /* bumped when an IPC_RMID's ids section
-				      commits, only then (the array section's
-				      j_guard); kept across reuse of the block */
 	struct sem sems[];
 };
 
@@ -2140,17 +2137,18 @@ static int semctl_down(struct ns *ns, int semid, int cmd, struct semid_ds *in)
 		goto out;
 	}
 	if (cmd == IPC_RMID) {
+		const uint64_t *gen = arena_gen_word(ns, ns_off(ns, sma));
 		struct jframe *prev;
 
 		/*
-		 * The array's section commits after the ids section, whose
-		 * commit bumps the array's incarnation (first of its deferred
-		 * work, before the free of the block): a holder killed between
-		 * the two commits leaves this section to be rolled forward
-		 * (the array stays removed), never back into a block that is
-		 * free or already another array.
+		 * The array's section commits after the ids section, which
+		 * frees the array's block (its generation changes then): a
+		 * holder killed between the two commits leaves this section
+		 * to be rolled forward (the array stays removed), never back
+		 * into a block that is free or already another array.
 		 */
-		j_guard(ns, &sma->incarnation);
+		if (gen)
+			j_guard(ns, gen);
 		freeary(ns, sma, &wq);
 		/*
 		 * The table changes are the ids lock's: journal them there and
@@ -2160,7 +2158,6 @@ static int semctl_down(struct ns *ns, int semid, int cmd, struct semid_ds *in)
 		 */
 		prev = j_target(ns, &ids->lock);
 		ipc_rmid(ns, IPC_SEM_IDS, &sma->perm);
-		j_store_at_commit(ns, &sma->incarnation, sma->incarnation + 1);
 		J_SET(ns, ns->hdr->used_sems, ns->hdr->used_sems - sma->nsems);
 		arena_free(ns, ns_off(ns, sma));
 		j_target_restore(prev);

@@ -1,14 +1,6 @@
 #!/bin/bash
 # tests/unit-crash.t - SIGKILL at every journaled store of a semaphore
 # workload (tests/unit/crash_sem.c), in a fresh namespace removed afterwards.
-top=$(cd "$(dirname "$0")/.." && pwd)
-prog=$top/build/tests/unit/crash_sem
-lib=$top/build/libuipc.so
-if [ ! -x "$prog" ] || [ ! -f "$lib" ]; then
-	echo "1..1"
-	echo "not ok 1 - $prog or $lib missing: run make test-progs"
-	exit 1
-fi
-dir=$(mktemp -d /dev/shm/uipc-crash.XXXXXX)
-trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/unit/unit.sh"
+unit_setup crash_sem
 UIPC_DIR=$dir UIPC_NS=crash LD_PRELOAD=$lib timeout 300 "$prog"

@@ -3,16 +3,8 @@
 # attachments but not the namespace arena (tests/unit/mlock_arena.c): on
 # the kernel (a fresh IPC namespace) and under uipc (a fresh namespace),
 # with mlockall after the first IPC call and before it.
-top=$(cd "$(dirname "$0")/.." && pwd)
-prog=$top/build/tests/unit/mlock_arena
-lib=$top/build/libuipc.so
-if [ ! -x "$prog" ] || [ ! -f "$lib" ]; then
-	echo "1..1"
-	echo "not ok 1 - $prog or $lib missing: run make test-progs"
-	exit 1
-fi
-dir=$(mktemp -d /dev/shm/uipc-mlock.XXXXXX)
-trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/unit/unit.sh"
+unit_setup mlock_arena
 out=$(for mode in current future; do
 	echo "# kernel, $mode"
 	timeout 60 unshare --ipc -- "$prog" $mode || echo "not ok - kernel $mode: exit $?"

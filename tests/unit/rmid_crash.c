@@ -56,15 +56,40 @@ static int wait_for(pid_t pid, double secs)
 	return -1;
 }
 
+/*
+ * Remove object ID (VERB: "rmid" a semaphore array, "msgrmid" a queue) in a
+ * re-executed copy of SELF whose library kills it between the two commits;
+ * then wait for that copy and for SLEEPER: 1 if the copy died by SIGKILL
+ * (*SLEEPER_OK: the sleeper exited 0, that is with EIDRM).
+ */
+static int remove_killed(const char *self, const char *verb, int id, pid_t sleeper,
+			 int *sleeper_ok)
+{
+	char arg[32];
+	pid_t victim = fork();
+	int st, killed;
+
+	if (victim == 0) {
+		snprintf(arg, sizeof(arg), "%d", id);
+		setenv("UIPC_TEST_KILL_BETWEEN_COMMITS", "1", 1);
+		execl("/proc/self/exe", self, verb, arg, (char *)NULL);
+		_exit(5);
+	}
+	st = wait_for(victim, 10);
+	killed = st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
+	st = wait_for(sleeper, 5);
+	*sleeper_ok = st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	return killed;
+}
+
 /* the same for a message queue with a sleeping receiver and messages of
  * another type in it */
 static void msg_case(const char *self)
 {
 	struct { long mtype; char text[64]; } m = { 5, "left behind" };
-	int q = msgget(IPC_PRIVATE, IPC_CREAT | 0600), st, good = 1;
+	int q = msgget(IPC_PRIVATE, IPC_CREAT | 0600), good = 1, woke;
 	struct msqid_ds ds;
-	char arg[32];
-	pid_t sleeper, victim;
+	pid_t sleeper;
 
 	for (int i = 0; q >= 0 && i < 3; i++)
 		msgsnd(q, &m, 12, 0);
@@ -73,19 +98,9 @@ static void msg_case(const char *self)
 		_exit(msgrcv(q, &m, sizeof(m.text), 1, 0) == -1 && errno == EIDRM ? 0 : 1);
 	/* the receiver is asleep once the kernel-style hand-off would reach it */
 	usleep(200000);
-	victim = fork();
-	if (victim == 0) {
-		snprintf(arg, sizeof(arg), "%d", q);
-		setenv("UIPC_TEST_KILL_BETWEEN_COMMITS", "1", 1);
-		execl("/proc/self/exe", self, "msgrmid", arg, (char *)NULL);
-		_exit(5);
-	}
-	st = wait_for(victim, 10);
-	ok(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+	ok(remove_killed(self, "msgrmid", q, sleeper, &woke),
 	   "msg: the remover was killed between the ids commit and the queue's", NULL);
-	st = wait_for(sleeper, 5);
-	ok(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
-	   "msg: the sleeping receiver got EIDRM (not stuck)", NULL);
+	ok(woke, "msg: the sleeping receiver got EIDRM (not stuck)", NULL);
 	errno = 0;
 	ok(msgctl(q, IPC_STAT, &ds) == -1 && errno == EINVAL, "msg: the id is gone (EINVAL)", NULL);
 	/* new queues reuse the retired one: empty, and they work */
@@ -106,9 +121,9 @@ int main(int argc, char **argv)
 {
 	int (*check)(char *, size_t) = (int (*)(char *, size_t))dlsym(RTLD_DEFAULT, "uipc_ns_check");
 	struct sembuf down = { 0, -1, 0 };
-	char rep[2048], arg[32];
-	int semid, st, good = 1;
-	pid_t sleeper, victim;
+	char rep[2048];
+	int semid, st, good = 1, woke;
+	pid_t sleeper;
 
 	if (argc > 2 && !strcmp(argv[1], "rmid"))
 		return semctl(atoi(argv[2]), 0, IPC_RMID) == 0 ? 3 : 4; /* must not return */
@@ -126,20 +141,9 @@ int main(int argc, char **argv)
 		usleep(1000);
 	ok(semid >= 0 && semctl(semid, 0, GETNCNT) == 1, "an array with a sleeper", NULL);
 
-	victim = fork();
-	if (victim == 0) {
-		snprintf(arg, sizeof(arg), "%d", semid);
-		setenv("UIPC_TEST_KILL_BETWEEN_COMMITS", "1", 1);
-		execl("/proc/self/exe", argv[0], "rmid", arg, (char *)NULL);
-		_exit(5);
-	}
-	st = wait_for(victim, 10);
-	ok(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+	ok(remove_killed(argv[0], "rmid", semid, sleeper, &woke),
 	   "the remover was killed between the ids commit and the array's", NULL);
-
-	st = wait_for(sleeper, 5);
-	ok(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
-	   "the sleeper got EIDRM (not stuck, not woken with a value)", NULL);
+	ok(woke, "the sleeper got EIDRM (not stuck, not woken with a value)", NULL);
 	errno = 0;
 	ok(semctl(semid, 0, GETVAL) == -1 && errno == EINVAL, "the id is gone (EINVAL)", NULL);
 

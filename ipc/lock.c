@@ -597,7 +597,8 @@ static void recover_lock(struct ns *ns, struct ulock *l)
 
 /*
  * A lock word whose owner is no thread of this namespace (a corrupt arena, or
- * a holder in another pid namespace that vanished) would block forever: mark
+ * a holder in another pid namespace that vanished), or that names no owner
+ * but is not free (a corrupt arena), would block forever: mark
  * it owner-dead the way the kernel does, so that the next attempt recovers it.
  */
 static void break_if_orphaned(struct ns *ns, struct ulock *l)
@@ -606,9 +607,11 @@ static void break_if_orphaned(struct ns *ns, struct ulock *l)
 	unsigned v = __atomic_load_n(word, __ATOMIC_ACQUIRE);
 	pid_t tid = (pid_t)(v & FUTEX_TID_MASK_);
 
-	if (tid == 0 || (v & FUTEX_OWNER_DIED_))
+	if (v == 0 || (v & FUTEX_OWNER_DIED_))
 		return;
-	if ((kill(tid, 0) == 0 || errno != ESRCH) && tid_is_registered(ns, tid))
+	/* no owner but other bits (only a corrupt word: an unlock leaves 0)
+	 * makes every locker wait for ever: orphaned too */
+	if (tid != 0 && (kill(tid, 0) == 0 || errno != ESRCH) && tid_is_registered(ns, tid))
 		return;
 	__atomic_compare_exchange_n(word, &v, (v & FUTEX_WAITERS_) | FUTEX_OWNER_DIED_,
 				    false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);

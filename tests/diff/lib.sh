@@ -103,7 +103,9 @@ dt_run_uipc() {
 	dt_status_line "$rc" >>"$out"
 }
 
-dt_diag() { sed 's/^/# /'; }
+# TAP diagnostics, also on stderr: prove shows stderr without -v, so a CI
+# log keeps the diff of a case that failed there
+dt_diag() { sed 's/^/# /' | tee /dev/stderr; }
 
 # dt_case NAME PROG ARGS...: runs one scenario both ways, prints one TAP line.
 dt_case() {

@@ -475,13 +475,11 @@ static int msg_wait(struct msgw *w, unsigned hand0)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load(&w->status) != MW_WAITING)
 		return 0;
-	/* a handler ran since the call began: the kernel would not sleep */
-	if (uipc_handler_gen() != hand0)
-		return -EINTR;
 	{
 		uint32_t *word = (uint32_t *)&w->status, val = MW_WAITING;
 
-		/* a handler that runs from here on ends the wait (signals.h) */
+		/* a handler that ran since the call began, or runs now, ends
+		 * the wait at once (EINTR): the kernel would not sleep */
 		r = uipc_wait_words(&word, &val, 1, &rel, hand0);
 	}
 	/* a stop and continue restarts msgsnd/msgrcv in the kernel

@@ -505,19 +505,23 @@ static void redo_frees(struct ns *ns, struct jframe *f, uint32_t from, uint32_t 
  * commits leaves this section to be rolled FORWARD, not back: undoing it
  * would write into an object that is already gone (and maybe reused).
  */
+/* append to F an entry of KIND on the 8-byte WORD, with value V */
+static void append_word_entry(struct ns *ns, struct jframe *f, const uint64_t *word,
+			      uint64_t kind, uint64_t v)
+{
+	uint32_t n = atomic_load_explicit(&f->n, memory_order_relaxed);
+	struct jentry *e = n < J_INLINE ? &f->e[n] : j_slot_far(ns, f, n);
+
+	if (e)
+		j_push(f, e, ns_off(ns, word) | (8ULL << 56) | (kind << 60), v);
+}
+
 void j_guard(struct ns *ns, const uint64_t *word)
 {
 	struct jframe *f = frame_now(ns);
-	uint32_t n;
-	struct jentry *e;
 
-	if (!f)
-		return;
-	n = atomic_load_explicit(&f->n, memory_order_relaxed);
-	e = n < J_INLINE ? &f->e[n] : j_slot_far(ns, f, n);
-	if (e)
-		j_push(f, e, ns_off(ns, word) | (8ULL << 56) | (J_KIND_GUARD << 60),
-		       __atomic_load_n(word, __ATOMIC_ACQUIRE));
+	if (f)
+		append_word_entry(ns, f, word, J_KIND_GUARD, __atomic_load_n(word, __ATOMIC_ACQUIRE));
 }
 
 /*
@@ -528,24 +532,18 @@ void j_guard(struct ns *ns, const uint64_t *word)
 void j_store_at_commit(struct ns *ns, uint64_t *word, uint64_t v)
 {
 	struct jframe *f = frame_now(ns);
-	uint32_t n;
-	struct jentry *e;
 
-	if (!f) {
+	if (f)
+		append_word_entry(ns, f, word, J_KIND_SETC, v);
+	else
 		__atomic_store_n(word, v, __ATOMIC_RELEASE);
-		return;
-	}
-	n = atomic_load_explicit(&f->n, memory_order_relaxed);
-	e = n < J_INLINE ? &f->e[n] : j_slot_far(ns, f, n);
-	if (e)
-		j_push(f, e, ns_off(ns, word) | (8ULL << 56) | (J_KIND_SETC << 60), v);
 }
 
 /* has a guard of F's first N entries changed: its partner section committed */
 static bool guard_tripped(struct ns *ns, struct jframe *f, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
-		struct jentry *e = i < J_INLINE ? &f->e[i] : j_slot(ns, f, i, false);
+		struct jentry *e = j_slot(ns, f, i, false);
 		const uint64_t *w;
 
 		if (!e || (e->where >> 60) != J_KIND_GUARD)

@@ -1258,7 +1258,6 @@ struct death_words {
 	unsigned val[DEATH_WORDS];
 };
 
-static int futex_waitv_state; /* 0 unknown, 1 works, -1 not available */
 
 /* With the lock held after enqueueing Q: the alive words of the processes
  * whose death could complete it.  A hint only: the undo list is read with
@@ -1272,7 +1271,7 @@ static void collect_death_words(struct ns *ns, struct sem_array *sma, struct sem
 	uoff_t o;
 
 	dw->n = 0;
-	if (futex_waitv_state < 0)
+	if (uipc_waitv_state() < 0)
 		return;
 	for (o = __atomic_load_n(&sma->undo_list, __ATOMIC_ACQUIRE);
 	     o && dw->n < DEATH_WORDS && guard++ < 256;) {
@@ -1319,7 +1318,6 @@ static int wait_word_or_death(_Atomic uint32_t *word, uint32_t cur, const struct
 		val[n++] = dw->val[i];
 	}
 	r = uipc_wait_words(w, val, n, rel, hand0);
-	futex_waitv_state = uipc_waitv_state();
 	if (r > 0)
 		return 1;                        /* a death word woke us */
 	if (r < 0 && errno == EAGAIN && n > 1 && atomic_load(word) == cur)

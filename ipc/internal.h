@@ -88,6 +88,11 @@ struct jentry {
 			      commits: changed at recovery, roll forward */
 #define J_KIND_SETC  4ULL  /* store a value when the section commits (redone
 			      on recovery of a committed frame) */
+/* A GUARD entry's size field links it to its partner section's frame, a
+ * frame of the same thread: J_PARTNER_NONE + (partner - this frame), or
+ * J_PARTNER_NONE alone for none.  Found in its commit at recovery: roll
+ * forward too. */
+#define J_PARTNER_NONE 8
 
 #define J_INLINE 16
 #define J_CHUNK  4096
@@ -312,14 +317,15 @@ UIPC_HIDDEN int ulock_init(struct ulock *l);
 UIPC_HIDDEN int ulock_acquire(struct ns *ns, struct ulock *l);
 UIPC_HIDDEN void ulock_release(struct ns *ns, struct ulock *l);
 UIPC_HIDDEN void ulock_commit(struct ns *ns, struct ulock *l);
+/* ulock_commit of a guarded section's partner (see j_guard); tests:
+ * UIPC_TEST_KILL_BETWEEN_COMMITS=1 kills the process after it (no journaled
+ * store lies there to fail at), =in-commit inside it, past its commit point */
+UIPC_HIDDEN void ulock_commit_partner(struct ns *ns, struct ulock *l);
 UIPC_HIDDEN void j_store(struct ns *ns, void *p, const void *val, unsigned size);
 UIPC_HIDDEN void j_abort(struct ns *ns);
 UIPC_HIDDEN void lock_recover_frame(struct ns *ns, struct jframe *f);
-UIPC_HIDDEN void j_guard(struct ns *ns, const uint64_t *word);
+UIPC_HIDDEN void j_guard(struct ns *ns, const uint64_t *word, struct ulock *partner);
 UIPC_HIDDEN void j_store_at_commit(struct ns *ns, uint64_t *word, uint64_t v);
-/* tests: UIPC_TEST_KILL_BETWEEN_COMMITS=1 kills the process between the two
- * commits of an IPC_RMID (no journaled store lies there to fail at) */
-UIPC_HIDDEN void failpoint_between_commits(void);
 UIPC_HIDDEN struct jentry *j_slot(struct ns *ns, struct jframe *f, uint32_t i, bool grow);
 UIPC_HIDDEN void j_push(struct jframe *f, struct jentry *e, uint64_t where, uint64_t old);
 UIPC_HIDDEN struct jframe *j_top(struct ns *ns);

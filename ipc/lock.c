@@ -214,6 +214,17 @@ struct jframe *j_top(struct ns *ns)
 	return frame_now(ns);
 }
 
+/* section S's frame, attached now if it has none yet */
+static inline __attribute__((always_inline)) struct jframe *section_frame(struct ns *ns,
+								       struct section *s)
+{
+	struct jframe *f = s->f ? s->f : attach_frame(ns, s);
+
+	if (unlikely(!f))
+		ns_corrupt(ns, "no journal frame free");
+	return f;
+}
+
 struct jframe *j_target(struct ns *ns, struct ulock *l)
 {
 	struct jframe *prev = js.target;
@@ -223,9 +234,7 @@ struct jframe *j_target(struct ns *ns, struct ulock *l)
 	return prev;
 #endif
 	s = l ? find_section(l) : NULL;
-	js.target = s ? (s->f ? s->f : attach_frame(ns, s)) : NULL;
-	if (unlikely(s && !js.target))
-		ns_corrupt(ns, "no journal frame free");
+	js.target = s ? section_frame(ns, s) : NULL;
 	set_cur_frame();
 	return prev;
 }
@@ -275,20 +284,19 @@ void j_push(struct jframe *f, struct jentry *e, uint64_t where, uint64_t old)
  */
 static long failpoint_left = -1;
 static bool failpoint_after;
-static bool kill_between_commits;
-
-void failpoint_between_commits(void)
-{
-	if (unlikely(kill_between_commits))
-		kill(getpid(), SIGKILL);
-}
+/* UIPC_TEST_KILL_BETWEEN_COMMITS: 1 kills after a guarded section's partner
+ * commits (ulock_commit_partner), "in-commit" inside that commit, just past
+ * its commit point (before its deferred work) */
+static enum { KILL_NOWHERE, KILL_AFTER_PARTNER, KILL_IN_PARTNER } kill_partner_at;
+static __thread bool kill_in_this_commit;
 
 __attribute__((constructor)) static void failpoint_init(void)
 {
 	const char *v = getenv("UIPC_FAILPOINT");
+	const char *k = getenv("UIPC_TEST_KILL_BETWEEN_COMMITS");
 
-	kill_between_commits = getenv("UIPC_TEST_KILL_BETWEEN_COMMITS") != NULL;
-
+	if (k)
+		kill_partner_at = !strcmp(k, "in-commit") ? KILL_IN_PARTNER : KILL_AFTER_PARTNER;
 	if (v && *v) {
 		failpoint_left = strtol(v, NULL, 10);
 		failpoint_after = getenv("UIPC_FAILPOINT_AFTER") != NULL;
@@ -497,31 +505,41 @@ static void redo_frees(struct ns *ns, struct jframe *f, uint32_t from, uint32_t 
 	}
 }
 
-/*
- * Guard the current section with WORD (its value now): WORD must change
- * only when another section commits that this one belongs with, and that
- * commits first (an IPC_RMID's ids section, whose deferred free of the
- * object bumps the block's generation).  A holder killed between the two
- * commits leaves this section to be rolled FORWARD, not back: undoing it
- * would write into an object that is already gone (and maybe reused).
- */
-/* append to F an entry of KIND on the 8-byte WORD, with value V */
-static void append_word_entry(struct ns *ns, struct jframe *f, const uint64_t *word,
+/* append to F an entry of KIND on the 8-byte word at offset OFF, with value
+ * V; SIZE: the entry's size field (8, or a guard's partner link) */
+static void append_word_entry(struct ns *ns, struct jframe *f, uoff_t off, uint64_t size,
 			      uint64_t kind, uint64_t v)
 {
 	uint32_t n = atomic_load_explicit(&f->n, memory_order_relaxed);
 	struct jentry *e = n < J_INLINE ? &f->e[n] : j_slot_far(ns, f, n);
 
 	if (e)
-		j_push(f, e, ns_off(ns, word) | (8ULL << 56) | (kind << 60), v);
+		j_push(f, e, off | (size << 56) | (kind << 60), v);
 }
 
-void j_guard(struct ns *ns, const uint64_t *word)
+/*
+ * Guard the current section with WORD (its value now) and PARTNER, a lock
+ * this thread holds: WORD must change only when PARTNER's section commits
+ * (an IPC_RMID's ids section, whose deferred work frees the array's block,
+ * which bumps its generation, or bumps the queue's incarnation), and that
+ * section must commit before this one.  A holder killed after the partner's
+ * commit point leaves this section to be rolled FORWARD, not back: undoing
+ * it would write into an object that is already gone (and maybe reused).
+ * The partner's commit point comes before its deferred work changes WORD,
+ * so the partner's frame is recorded too: a recovery that finds it in its
+ * commit (committed set, the deferred work not yet redone) rolls forward as
+ * well, and the two together leave no window.
+ */
+void j_guard(struct ns *ns, const uint64_t *word, struct ulock *partner)
 {
 	struct jframe *f = frame_now(ns);
+	struct section *s = find_section(partner);
+	struct jframe *pf = s ? section_frame(ns, s) : NULL;
+	uint64_t link = pf && f ? (uint64_t)(J_PARTNER_NONE + (pf - f)) : J_PARTNER_NONE;
 
 	if (f)
-		append_word_entry(ns, f, word, J_KIND_GUARD, __atomic_load_n(word, __ATOMIC_ACQUIRE));
+		append_word_entry(ns, f, ns_off(ns, word), link, J_KIND_GUARD,
+				  __atomic_load_n(word, __ATOMIC_ACQUIRE));
 }
 
 /*
@@ -534,20 +552,32 @@ void j_store_at_commit(struct ns *ns, uint64_t *word, uint64_t v)
 	struct jframe *f = frame_now(ns);
 
 	if (f)
-		append_word_entry(ns, f, word, J_KIND_SETC, v);
+		append_word_entry(ns, f, ns_off(ns, word), 8, J_KIND_SETC, v);
 	else
 		__atomic_store_n(word, v, __ATOMIC_RELEASE);
 }
 
-/* has a guard of F's first N entries changed: its partner section committed */
+/*
+ * Has the partner of a guard among F's first N entries committed?  The
+ * partner's frame is read first: its recovery redoes its deferred work
+ * (which changes the guard word) before it clears its committed mark, so
+ * this order sees one or the other even while that recovery runs.
+ */
 static bool guard_tripped(struct ns *ns, struct jframe *f, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		struct jentry *e = j_slot(ns, f, i, false);
+		unsigned link = e ? (e->where >> 56) & 0xf : 0;
+		struct jframe *pf = NULL;
 		const uint64_t *w;
 
 		if (!e || (e->where >> 60) != J_KIND_GUARD)
 			continue;
+		if (link != J_PARTNER_NONE)
+			pf = ns_ptr(ns, off_of(ns, f) + ((int)link - J_PARTNER_NONE) *
+					(int64_t)sizeof(*f), sizeof(*f));
+		if (pf && atomic_load_explicit(&pf->committed, memory_order_acquire))
+			return true;
 		w = ns_ptr(ns, e->where & ((1ULL << 56) - 1), 8);
 		if (w && __atomic_load_n(w, __ATOMIC_ACQUIRE) != e->old)
 			return true;
@@ -729,6 +759,8 @@ static inline void commit_section(struct ns *ns, struct section *s)
 			 * (a seq_cst store is an xchg on x86) */
 			atomic_store_explicit(&f->committed, 1, memory_order_release);
 			atomic_signal_fence(memory_order_seq_cst);
+			if (unlikely(kill_in_this_commit))
+				kill(getpid(), SIGKILL);
 			redo_frees(ns, f, s->free_from, n);
 		}
 		atomic_store_explicit(&f->n, 0, memory_order_release);	/* commit point */
@@ -753,6 +785,25 @@ void ulock_commit(struct ns *ns, struct ulock *l)
 
 	if (s)
 		commit_section(ns, s);
+}
+
+/*
+ * Commit L's section now, before the section it guards (j_guard: an
+ * IPC_RMID's ids section, then the object's).  The same as ulock_commit,
+ * with the crash tests' two kill points around it.
+ */
+static __attribute__((noinline)) void commit_partner_and_kill(struct ns *ns, struct ulock *l)
+{
+	kill_in_this_commit = kill_partner_at == KILL_IN_PARTNER;
+	ulock_commit(ns, l);
+	kill(getpid(), SIGKILL);
+}
+
+void ulock_commit_partner(struct ns *ns, struct ulock *l)
+{
+	if (unlikely(kill_partner_at != KILL_NOWHERE))
+		return commit_partner_and_kill(ns, l);
+	ulock_commit(ns, l);
 }
 
 /* Section S ends: commit it, give its frame back, drop it from the stack. */

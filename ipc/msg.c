@@ -1849,7 +1849,7 @@ static void freeque(struct ns *ns, struct msg_queue *q, struct wake_q *wq)
 	 * its sleepers told EIDRM), never back into a retired queue, maybe
 	 * reused by msgget meanwhile.
 	 */
-	j_guard(ns, &q->incarnation);
+	j_guard(ns, &q->incarnation, &ids->lock);
 	expunge_all(ns, q, -EIDRM, wq);
 	ss_wakeup(ns, q, wq, true);
 	free_messages(ns, q);
@@ -1910,8 +1910,7 @@ static int msgctl_down(struct ns *ns, int msqid, int cmd, struct msqid_ds *in)
 		/* the ids section commits first (see freeque), then the
 		 * locks are released in order (the kernel's order, and no
 		 * out-of-order release for the journal to sort out) */
-		ulock_commit(ns, &ns->hdr->ids[IPC_MSG_IDS].lock);
-		failpoint_between_commits();
+		ulock_commit_partner(ns, &ns->hdr->ids[IPC_MSG_IDS].lock);
 		msq_unlock(ns, q);
 		ids_unlock(ns, IPC_MSG_IDS);
 		wake_up_q(ns, &wq);

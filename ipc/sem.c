@@ -2146,7 +2146,7 @@ static int semctl_down(struct ns *ns, int semid, int cmd, struct semid_ds *in)
 		 * into a block that is free or already another array.
 		 */
 		if (gen)
-			j_guard(ns, gen);
+			j_guard(ns, gen, &ids->lock);
 		freeary(ns, sma, &wq);
 		/*
 		 * The table changes are the ids lock's: journal them there and
@@ -2162,8 +2162,7 @@ static int semctl_down(struct ns *ns, int semid, int cmd, struct semid_ds *in)
 		/* commit the ids section first (and free the array), then
 		 * release in order: the kernel's order, and no out-of-order
 		 * release for the journal to sort out */
-		ulock_commit(ns, &ids->lock);
-		failpoint_between_commits();
+		ulock_commit_partner(ns, &ids->lock);
 		sem_unlock(ns, sma, locknum);
 		ids_unlock(ns, IPC_SEM_IDS);
 		wake_up_q(ns, &wq, NULL);

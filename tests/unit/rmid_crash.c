@@ -2,9 +2,12 @@
  * tests/unit/rmid_crash.c - a process SIGKILLed inside semctl(IPC_RMID) or
  * msgctl(IPC_RMID), between the commit of the ids section (table entry
  * gone, the array's block freed or the queue retired) and the commit of
- * the object's own section (sleepers told EIDRM, fast paths off): no
- * journaled store lies there, so the crash tests' failpoints never stop
- * there; UIPC_TEST_KILL_BETWEEN_COMMITS does.
+ * the object's own section (sleepers told EIDRM, fast paths off), or inside
+ * the ids section's commit, just past its commit point and before its
+ * deferred work (the free of the array's block, the queue's new
+ * incarnation): no journaled store lies at either point, so the crash
+ * tests' failpoints never stop there; UIPC_TEST_KILL_BETWEEN_COMMITS (=1,
+ * =in-commit) does.
  *
  * Checks: the process dies there; a sleeper of the object gets EIDRM (not
  * stuck: the object's section must be rolled forward, not back into a
@@ -58,10 +61,13 @@ static int wait_for(pid_t pid, double secs)
 
 /*
  * Remove object ID (VERB: "rmid" a semaphore array, "msgrmid" a queue) in a
- * re-executed copy of SELF whose library kills it between the two commits;
- * then wait for that copy and for SLEEPER: 1 if the copy died by SIGKILL
- * (*SLEEPER_OK: the sleeper exited 0, that is with EIDRM).
+ * re-executed copy of SELF whose library kills it at kill point WHERE (the
+ * value of UIPC_TEST_KILL_BETWEEN_COMMITS); then wait for that copy and for
+ * SLEEPER: 1 if the copy died by SIGKILL (*SLEEPER_OK: the sleeper exited 0,
+ * that is with EIDRM).
  */
+static const char *where = "1";
+
 static int remove_killed(const char *self, const char *verb, int id, pid_t sleeper,
 			 int *sleeper_ok)
 {
@@ -71,7 +77,7 @@ static int remove_killed(const char *self, const char *verb, int id, pid_t sleep
 
 	if (victim == 0) {
 		snprintf(arg, sizeof(arg), "%d", id);
-		setenv("UIPC_TEST_KILL_BETWEEN_COMMITS", "1", 1);
+		setenv("UIPC_TEST_KILL_BETWEEN_COMMITS", where, 1);
 		execl("/proc/self/exe", self, verb, arg, (char *)NULL);
 		_exit(5);
 	}
@@ -99,7 +105,7 @@ static void msg_case(const char *self)
 	/* the receiver is asleep once the kernel-style hand-off would reach it */
 	usleep(200000);
 	ok(remove_killed(self, "msgrmid", q, sleeper, &woke),
-	   "msg: the remover was killed between the ids commit and the queue's", NULL);
+	   "msg: the remover was killed at kill point ", where);
 	ok(woke, "msg: the sleeping receiver got EIDRM (not stuck)", NULL);
 	errno = 0;
 	ok(msgctl(q, IPC_STAT, &ds) == -1 && errno == EINVAL, "msg: the id is gone (EINVAL)", NULL);
@@ -117,22 +123,13 @@ static void msg_case(const char *self)
 	ok(good, "msg: new queues in the retired one start empty and work", NULL);
 }
 
-int main(int argc, char **argv)
+/* a semaphore array with a sleeper, removed by a victim killed at WHERE */
+static void sem_case(const char *self)
 {
-	int (*check)(char *, size_t) = (int (*)(char *, size_t))dlsym(RTLD_DEFAULT, "uipc_ns_check");
 	struct sembuf down = { 0, -1, 0 };
-	char rep[2048];
-	int semid, st, good = 1, woke;
+	int semid, good = 1, woke;
 	pid_t sleeper;
 
-	if (argc > 2 && !strcmp(argv[1], "rmid"))
-		return semctl(atoi(argv[2]), 0, IPC_RMID) == 0 ? 3 : 4; /* must not return */
-	if (argc > 2 && !strcmp(argv[1], "msgrmid"))
-		return msgctl(atoi(argv[2]), IPC_RMID, NULL) == 0 ? 3 : 4;
-	if (!check) {
-		printf("1..1\nnot ok 1 - not running under uipc (no uipc_ns_check)\n");
-		return 1;
-	}
 	semid = semget(IPC_PRIVATE, 3, IPC_CREAT | 0600);
 	sleeper = semid < 0 ? -1 : fork();
 	if (sleeper == 0)
@@ -141,8 +138,8 @@ int main(int argc, char **argv)
 		usleep(1000);
 	ok(semid >= 0 && semctl(semid, 0, GETNCNT) == 1, "an array with a sleeper", NULL);
 
-	ok(remove_killed(argv[0], "rmid", semid, sleeper, &woke),
-	   "the remover was killed between the ids commit and the array's", NULL);
+	ok(remove_killed(self, "rmid", semid, sleeper, &woke),
+	   "sem: the remover was killed at kill point ", where);
 	ok(woke, "the sleeper got EIDRM (not stuck, not woken with a value)", NULL);
 	errno = 0;
 	ok(semctl(semid, 0, GETVAL) == -1 && errno == EINVAL, "the id is gone (EINVAL)", NULL);
@@ -165,7 +162,29 @@ int main(int argc, char **argv)
 			good = 0;
 	}
 	ok(good, "new arrays in the freed block: values 2 1 2 after simple and complex semops", NULL);
-	msg_case(argv[0]);
+}
+
+int main(int argc, char **argv)
+{
+	int (*check)(char *, size_t) = (int (*)(char *, size_t))dlsym(RTLD_DEFAULT, "uipc_ns_check");
+	static const char *const points[] = { "1", "in-commit" };
+	char rep[2048];
+	int st;
+
+	if (argc > 2 && !strcmp(argv[1], "rmid"))
+		return semctl(atoi(argv[2]), 0, IPC_RMID) == 0 ? 3 : 4; /* must not return */
+	if (argc > 2 && !strcmp(argv[1], "msgrmid"))
+		return msgctl(atoi(argv[2]), IPC_RMID, NULL) == 0 ? 3 : 4;
+	if (!check) {
+		printf("1..1\nnot ok 1 - not running under uipc (no uipc_ns_check)\n");
+		return 1;
+	}
+	for (unsigned i = 0; i < sizeof(points) / sizeof(points[0]); i++) {
+		where = points[i];
+		printf("# kill point: UIPC_TEST_KILL_BETWEEN_COMMITS=%s\n", where);
+		sem_case(argv[0]);
+		msg_case(argv[0]);
+	}
 	rep[0] = 0;
 	st = check(rep, sizeof(rep));
 	ok(st == 0, "the namespace checks clean", st ? rep : NULL);

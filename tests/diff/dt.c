@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/ucontext.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -336,6 +337,26 @@ long long dt_now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* the linker's bounds of this program's text */
+extern char __executable_start[], etext[];
+
+int dt_interrupted_program(const void *ctx)
+{
+	const ucontext_t *uc = ctx;
+	uintptr_t ip;
+
+	if (!uc)
+		return 0;
+#if defined(__x86_64__)
+	ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+	ip = (uintptr_t)uc->uc_mcontext.pc;
+#else
+	return 0;
+#endif
+	return ip >= (uintptr_t)__executable_start && ip < (uintptr_t)etext;
 }
 
 /* ------------------------------------------------------------------ */

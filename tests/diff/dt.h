@@ -75,6 +75,10 @@ void dt_msleep(int ms);
 /* normal, or normal/10 once the scenario has failed */
 int dt_deadline_ms(int normal);
 long long dt_now_ms(void);
+/* In an SA_SIGINFO handler: did the signal interrupt this program's own
+ * code (CTX's instruction pointer in its text)?  Then it came before the
+ * program called into the library or the kernel.  0 without a context. */
+int dt_interrupted_program(const void *ctx);
 
 /* ---- result channel: children report the outcome of a blocking call ---- */
 struct dt_msg {

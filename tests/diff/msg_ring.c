@@ -235,10 +235,12 @@ static void efault(int argc, char **argv)
  */
 static __thread volatile sig_atomic_t in_call, early;
 
-static void on_alarm(int s)
+/* as sem_signal's eintr-early: an expiry that finds the thread still in
+ * its own code came before the call */
+static void on_alarm(int s, siginfo_t *si, void *ctx)
 {
-	(void)s;
-	if (!in_call)
+	(void)s; (void)si;
+	if (!in_call || dt_interrupted_program(ctx))
 		early = 1;
 }
 
@@ -291,8 +293,8 @@ static void eintr_early(int argc, char **argv)
 	int q = m_get(IPC_PRIVATE, 0600), late = 0, got = 0, valid = 0, tries = 0;
 
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_alarm;
-	sa.sa_flags = SA_RESTART;
+	sa.sa_sigaction = on_alarm;
+	sa.sa_flags = SA_RESTART | SA_SIGINFO;
 	sigaction(SIGALRM, &sa, NULL);
 	/* once with the fast path's ring in place, once without */
 	for (int i = 0; i < 300 && valid < 60; i++) {

@@ -353,17 +353,20 @@ static void handler_semop(int argc, char **argv)
  * eintr-early: each try is a new thread (uipc's spin budget is per thread),
  * pinned to the last CPU, whose own timer fires 10 us after it starts a
  * blocking semop, then every 100 ms.  A try whose first expiry came before
- * the thread reached the call does not count; a counted call still
- * waiting 90 ms later missed the first handler.  A few such calls can be
- * the test's own race (the thread preempted between marking itself inside
- * the call and entering it); a missed handler makes nearly all of them late.
+ * the thread reached the call does not count: before it marked itself in
+ * the call, or while it still ran its own code (the handler's context is in
+ * the program's text: the few instructions from the mark to the call,
+ * where a timer that fires as timer_settime returns finds it now and then).
+ * A counted call still waiting 90 ms later missed the first handler.  A few
+ * can be the kernel's own (a signal in libc's semop wrapper, before the
+ * system call); a missed handler makes nearly all of them late.
  */
 static __thread volatile sig_atomic_t se_in_call, se_early;
 
-static void se_alarm(int sig)
+static void se_alarm(int sig, siginfo_t *si, void *ctx)
 {
-	(void)sig;
-	if (!se_in_call)
+	(void)sig; (void)si;
+	if (!se_in_call || dt_interrupted_program(ctx))
 		se_early = 1;
 }
 
@@ -419,8 +422,8 @@ static void eintr_early(int argc, char **argv)
 	int id = dt_semget(IPC_PRIVATE, 1, 0600), tries = 0, eintr = 0, valid = 0, late = 0;
 
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = se_alarm;
-	sa.sa_flags = SA_RESTART;
+	sa.sa_sigaction = se_alarm;
+	sa.sa_flags = SA_RESTART | SA_SIGINFO;
 	sigaction(SIGALRM, &sa, NULL);
 	for (int i = 0; i < 300 && valid < 60; i++) {
 		struct se_try t = { .id = id };

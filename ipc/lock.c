@@ -280,10 +280,15 @@ void j_push(struct jframe *f, struct jentry *e, uint64_t where, uint64_t old)
 /*
  * Failpoints for crash tests: UIPC_FAILPOINT=N kills this process with
  * SIGKILL at its Nth journaled store, just before the store is made
- * (UIPC_FAILPOINT_AFTER=1: just after).  Off unless the variable is set.
+ * (UIPC_FAILPOINT_AFTER=1: just after).  UIPC_FAILPOINT_COMMIT=N kills it
+ * at its Nth commit point instead: just past a section's commit, its lock
+ * still held (what the section stored is final, the sections around it
+ * may not be), and for a section with deferred work also just past its
+ * commit mark, before that work.  Off unless the variable is set.
  */
 static long failpoint_left = -1;
 static bool failpoint_after;
+static long commit_failpoint_left = -1;
 /* UIPC_TEST_KILL_BETWEEN_COMMITS: 1 kills after a guarded section's partner
  * commits (ulock_commit_partner), "in-commit" inside that commit, just past
  * its commit point (before its deferred work) */
@@ -294,7 +299,10 @@ __attribute__((constructor)) static void failpoint_init(void)
 {
 	const char *v = getenv("UIPC_FAILPOINT");
 	const char *k = getenv("UIPC_TEST_KILL_BETWEEN_COMMITS");
+	const char *c = getenv("UIPC_FAILPOINT_COMMIT");
 
+	if (c && *c)
+		commit_failpoint_left = strtol(c, NULL, 10);
 	if (k)
 		kill_partner_at = !strcmp(k, "in-commit") ? KILL_IN_PARTNER : KILL_AFTER_PARTNER;
 	if (v && *v) {
@@ -303,17 +311,34 @@ __attribute__((constructor)) static void failpoint_init(void)
 	}
 }
 
+static void die_at_failpoint(void)
+{
+	if (getenv("UIPC_FAILPOINT_TRACE")) {
+		void *bt[16];
+
+		backtrace_symbols_fd(bt, backtrace(bt, 16), 2);
+	}
+	kill(getpid(), SIGKILL);
+}
+
 static inline void failpoint(bool after)
 {
 	if (unlikely(failpoint_left > 0) && after == failpoint_after &&
-	    __atomic_sub_fetch(&failpoint_left, 1, __ATOMIC_RELAXED) == 0) {
-		if (getenv("UIPC_FAILPOINT_TRACE")) {
-			void *bt[16];
+	    __atomic_sub_fetch(&failpoint_left, 1, __ATOMIC_RELAXED) == 0)
+		die_at_failpoint();
+}
 
-			backtrace_symbols_fd(bt, backtrace(bt, 16), 2);
-		}
-		kill(getpid(), SIGKILL);
-	}
+static __attribute__((noinline, cold)) void commit_failpoint_count(void)
+{
+	if (__atomic_sub_fetch(&commit_failpoint_left, 1, __ATOMIC_RELAXED) == 0)
+		die_at_failpoint();
+}
+
+/* a commit point: UIPC_FAILPOINT_COMMIT's count */
+static inline void commit_failpoint(void)
+{
+	if (unlikely(commit_failpoint_left > 0))
+		commit_failpoint_count();
 }
 
 
@@ -761,14 +786,18 @@ static inline void commit_section(struct ns *ns, struct section *s)
 			atomic_signal_fence(memory_order_seq_cst);
 			if (unlikely(kill_in_this_commit))
 				kill(getpid(), SIGKILL);
+			commit_failpoint();
 			redo_frees(ns, f, s->free_from, n);
 		}
 		atomic_store_explicit(&f->n, 0, memory_order_release);	/* commit point */
 		atomic_store_explicit(&f->committed, 0, memory_order_release);
+		commit_failpoint();
 		return;
 	}
-	if (n)
+	if (n) {
 		atomic_store_explicit(&f->n, 0, memory_order_release);	/* commit point */
+		commit_failpoint();
+	}
 }
 
 /*
@@ -872,8 +901,10 @@ void ulock_release(struct ns *ns, struct ulock *l)
 			release_any(ns, l);
 			return;
 		}
-		if (atomic_load_explicit(&f->n, memory_order_relaxed))
+		if (atomic_load_explicit(&f->n, memory_order_relaxed)) {
 			atomic_store_explicit(&f->n, 0, memory_order_release);	/* commit point */
+			commit_failpoint();
+		}
 		atomic_store_explicit(&l->frame, 0, memory_order_release);
 		atomic_store_explicit(&f->lock, 0, memory_order_release);
 		J->frames_busy &= ~(unsigned)s->fmask;

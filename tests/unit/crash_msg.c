@@ -162,7 +162,7 @@ int main(int argc, char **argv)
 	alarm(getenv("CRASH_ALARM") ? atoi(getenv("CRASH_ALARM")) : 240);
 	/* every store twice: killed just before it, and just after it */
 	for (n = 2; n < 2000 && !done; n++) {
-		char sa[16], sb[16], sc[16], sn[16], why[160];
+		char sa[16], sb[16], sc[16], why[160];
 		int pfd[2];
 		pid_t rp;
 		struct msqid_ds ds;
@@ -197,24 +197,14 @@ int main(int argc, char **argv)
 		snprintf(sc, sizeof sc, "%d", c);
 		snprintf(sa, sizeof sa, "%d", a);
 		snprintf(sb, sizeof sb, "%d", b);
-		snprintf(sn, sizeof sn, "%d", n / 2);
 		p = fork();
 		if (p == 0) {
-			setenv("UIPC_FAILPOINT", sn, 1);
-			if (n % 2)
-				setenv("UIPC_FAILPOINT_AFTER", "1", 1);
+			ck_arm(n);
 			execl("/proc/self/exe", argv[0], "work", sa, sb, sc, (char *)NULL);
 			_exit(127);
 		}
 		waitpid(p, &st, 0);
-		if (WIFEXITED(st)) {
-			snprintf(why, sizeof why, "workload failed without a kill (%d)",
-				 WEXITSTATUS(st));
-			check(WEXITSTATUS(st) == 0, why, n);
-			done = 1;
-		} else {
-			check(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "child died oddly", n);
-		}
+		done = ck_outcome(st, &n);
 		/* a: sends 1..k, then receives of 1 and 2 */
 		k = drain(a, types, 16, n, "queue a");
 		{
@@ -291,5 +281,5 @@ int main(int argc, char **argv)
 	msgctl(a, IPC_RMID, NULL);
 	msgctl(b, IPC_RMID, NULL);
 	msgctl(c, IPC_RMID, NULL);
-	return report(n - 2);
+	return report();
 }

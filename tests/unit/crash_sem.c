@@ -61,9 +61,10 @@ int main(int argc, char **argv)
 	}
 	semctl(b, 0, SETVAL, 100);
 	alarm(getenv("CRASH_ALARM") ? atoi(getenv("CRASH_ALARM")) : 120);
-	/* every store twice: killed just before it, and just after it */
+	/* every store twice (killed just before it, and just after it), then
+	 * every commit point: crashkit.h */
 	for (n = 2; n < 800 && !done; n++) {
-		char sa[16], sb[16], sc[16], sn[16];
+		char sa[16], sb[16], sc[16];
 		unsigned short base[4] = { 1, 2, 3, 4 };
 		int st, t, ok_c;
 		pid_t p;
@@ -77,24 +78,16 @@ int main(int argc, char **argv)
 		snprintf(sa, sizeof sa, "%d", a);
 		snprintf(sb, sizeof sb, "%d", b);
 		snprintf(sc, sizeof sc, "%d", c);
-		snprintf(sn, sizeof sn, "%d", n / 2);
 		p = fork();
 		if (p == 0) {
-			setenv("UIPC_FAILPOINT", sn, 1);
-			if (n % 2)
-				setenv("UIPC_FAILPOINT_AFTER", "1", 1);
+			ck_arm(n);
 			if (getenv("CRASH_TRACE_AT") && atoi(getenv("CRASH_TRACE_AT")) == n)
 				setenv("UIPC_FAILPOINT_TRACE", "1", 1);
 			execl("/proc/self/exe", argv[0], "work", sa, sb, sc, (char *)NULL);
 			_exit(127);
 		}
 		waitpid(p, &st, 0);
-		if (WIFEXITED(st)) {
-			check(WEXITSTATUS(st) == 0, "workload failed without a kill", n);
-			done = 1;
-		} else {
-			check(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "child died oddly", n);
-		}
+		done = ck_outcome(st, &n);
 		/* a: the killed process's +1 with SEM_UNDO is undone (reaped) */
 		{
 			int va = semctl(a, 0, GETVAL);
@@ -136,5 +129,5 @@ int main(int argc, char **argv)
 	semctl(a, 0, IPC_RMID);
 	semctl(b, 0, IPC_RMID);
 	semctl(c, 0, IPC_RMID);
-	return report(n - 2);
+	return report();
 }

@@ -157,7 +157,7 @@ int main(int argc, char **argv)
 	alarm(getenv("CRASH_ALARM") ? atoi(getenv("CRASH_ALARM")) : 120);
 	/* every store twice: killed just before it, and just after it */
 	for (n = 2; n < 1200 && !done; n++) {
-		char sa[16], sn[16], why[160];
+		char sa[16], why[160];
 		struct shm_info si;
 		struct shmid_ds ds;
 		int st, maxidx, live = 0;
@@ -165,24 +165,14 @@ int main(int argc, char **argv)
 
 		mine[10] = 0;
 		snprintf(sa, sizeof sa, "%d", a);
-		snprintf(sn, sizeof sn, "%d", n / 2);
 		p = fork();
 		if (p == 0) {
-			setenv("UIPC_FAILPOINT", sn, 1);
-			if (n % 2)
-				setenv("UIPC_FAILPOINT_AFTER", "1", 1);
+			ck_arm(n);
 			execl("/proc/self/exe", argv[0], "work", sa, (char *)NULL);
 			_exit(127);
 		}
 		waitpid(p, &st, 0);
-		if (WIFEXITED(st)) {
-			snprintf(why, sizeof why, "workload failed without a kill (%d)",
-				 WEXITSTATUS(st));
-			check(WEXITSTATUS(st) == 0, why, n);
-			done = 1;
-		} else {
-			check(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "child died oddly", n);
-		}
+		done = ck_outcome(st, &n);
 		/* a: only our own attachment is left */
 		check(shmctl(a, IPC_STAT, &ds) == 0, "IPC_STAT of the base segment", n);
 		snprintf(why, sizeof why, "nattch %lu, want 1 (ours)", (unsigned long)ds.shm_nattch);
@@ -233,5 +223,5 @@ int main(int argc, char **argv)
 
 		check(files == 0 && spares <= POOL_CAP, "a file outlived the last segment", n);
 	}
-	return report(n - 2);
+	return report();
 }

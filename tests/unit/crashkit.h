@@ -1,22 +1,50 @@
 /*
  * crashkit.h - what the crash tests (crash_sem.c, crash_msg.c, crash_shm.c)
- * share: recording invariant checks, checking the namespace with
- * uipc_ns_check(), and printing the TAP report in order at the end.
+ * share: the two passes of failpoints, recording invariant checks, checking
+ * the namespace with uipc_ns_check(), and printing the TAP report in order
+ * at the end.
  */
 #ifndef UIPC_CRASHKIT_H
 #define UIPC_CRASHKIT_H
 
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #define CK_MAX_FAILS 64
 
 static int ck_ntest, ck_nfail;
 static struct {
-	int test, failpoint;
+	int test, failpoint, phase;
 	char what[256];
 } ck_fails[CK_MAX_FAILS];
+
+/*
+ * Two passes over the workload, failpoint N = 2, 3, ... in each: first
+ * SIGKILL at every journaled store (store N/2, just before it if N is even,
+ * just after it if odd), then at every commit point (commit N-1: just past
+ * a section's commit, and past the commit mark of one with deferred work).
+ */
+static int ck_phase, ck_points[2];
+static const char *const ck_phase_name[] = { "store", "commit" };
+
+/* In the child, before it re-executes itself: arm failpoint N of this pass. */
+static void ck_arm(int n)
+{
+	char v[16];
+
+	if (ck_phase == 0) {
+		snprintf(v, sizeof v, "%d", n / 2);
+		setenv("UIPC_FAILPOINT", v, 1);
+		if (n % 2)
+			setenv("UIPC_FAILPOINT_AFTER", "1", 1);
+	} else {
+		snprintf(v, sizeof v, "%d", n - 1);
+		setenv("UIPC_FAILPOINT_COMMIT", v, 1);
+	}
+}
 
 /* Record one check made after the kill at failpoint N. */
 static void check(int cond, const char *what, int n)
@@ -27,9 +55,35 @@ static void check(int cond, const char *what, int n)
 	if (ck_nfail < CK_MAX_FAILS) {
 		ck_fails[ck_nfail].test = ck_ntest;
 		ck_fails[ck_nfail].failpoint = n;
+		ck_fails[ck_nfail].phase = ck_phase;
 		snprintf(ck_fails[ck_nfail].what, sizeof(ck_fails[0].what), "%s", what);
 	}
 	ck_nfail++;
+}
+
+/*
+ * The child's status ST at failpoint *N: killed there, or the workload ran
+ * to its end, which ends the pass.  Returns 1 once both passes are over;
+ * at the end of the first it restarts *N for the second (the loop's n++
+ * makes it 2).
+ */
+static int ck_outcome(int st, int *n)
+{
+	char why[64];
+
+	ck_points[ck_phase]++;
+	if (!WIFEXITED(st)) {
+		check(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "child died oddly", *n);
+		return 0;
+	}
+	snprintf(why, sizeof why, "workload failed without a kill (%d)", WEXITSTATUS(st));
+	check(WEXITSTATUS(st) == 0, why, *n);
+	if (ck_phase == 0) {
+		ck_phase = 1;
+		*n = 1;
+		return 0;
+	}
+	return 1;
 }
 
 /* The namespace checks clean (allocator, id tables, key hash, every object). */
@@ -49,21 +103,24 @@ static void check_namespace(int n)
 }
 
 /* Print the TAP report (plan, then every check in order); exit status. */
-static int report(int failpoints)
+static int report(void)
 {
 	int i, f = 0;
 
 	printf("1..%d\n", ck_ntest);
 	for (i = 1; i <= ck_ntest; i++) {
 		if (f < ck_nfail && f < CK_MAX_FAILS && ck_fails[f].test == i) {
-			printf("not ok %d - failpoint %d: %s\n", i, ck_fails[f].failpoint,
+			printf("not ok %d - %s failpoint %d: %s\n", i,
+			       ck_phase_name[ck_fails[f].phase], ck_fails[f].failpoint,
 			       ck_fails[f].what);
 			f++;
 		} else {
-			printf("ok %d - invariant %d holds after SIGKILL at a journaled store\n", i, i);
+			printf("ok %d - invariant %d holds after SIGKILL at a journaled store or a "
+			       "commit point\n", i, i);
 		}
 	}
-	printf("# %d failpoints exercised (stores before and after)\n", failpoints);
+	printf("# failpoints exercised: %d at stores (before and after), %d at commit points\n",
+	       ck_points[0], ck_points[1]);
 	return ck_nfail ? 1 : 0;
 }
 

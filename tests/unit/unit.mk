@@ -25,3 +25,6 @@ $(UNIT_DIR):
 
 # prints an offset in the namespace layout: rebuilt when the layout changes
 $(UNIT_DIR)/ids_offset: ipc/internal.h
+
+# the crash tests share crashkit.h
+$(UNIT_DIR)/crash_sem $(UNIT_DIR)/crash_msg $(UNIT_DIR)/crash_shm: tests/unit/crashkit.h

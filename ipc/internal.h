@@ -424,6 +424,9 @@ UIPC_HIDDEN int ipc_addid(struct ns *ns, int type, struct uperm *p, int limit);
 UIPC_HIDDEN void ipc_rmid(struct ns *ns, int type, struct uperm *p);
 UIPC_HIDDEN struct uperm *ipc_obtain(struct ns *ns, int type, int id);
 UIPC_HIDDEN struct uperm *ipc_obtain_check(struct ns *ns, int type, int id, int *err);
+/* P, found in its table under the ids lock, removed?  (a remover that died
+ * inside IPC_RMID is rolled back first) */
+UIPC_HIDDEN bool ipc_removed(struct ns *ns, struct uperm *p);
 UIPC_HIDDEN int ipc_get_maxidx(struct ns *ns, int type);
 UIPC_HIDDEN int ipc_ids_check(struct ns *ns, int type, char *report, size_t len, size_t *used);
 UIPC_HIDDEN struct uperm *ipc_obtain_for_stat(struct ns *ns, int type, int id, bool by_index,

@@ -1778,7 +1778,7 @@ static int msgctl_info(struct ns *ns, int cmd, struct msginfo *mi)
 
 			uint64_t qnum, cbytes;
 
-			if (!p || atomic_load(&p->deleted))
+			if (!p || ipc_removed(ns, p))
 				continue;
 			msq_counts(ns, msq_of(p), &qnum, &cbytes);
 			hdrs += qnum;

@@ -578,6 +578,24 @@ static int ipcget_lockless(struct ns *ns, int type, key_t key, int flg, long arg
 	return r;
 }
 
+/*
+ * Is P, found in its id table under the ids lock, removed?  An object in
+ * the table is removed only if its remover died inside IPC_RMID: the
+ * removal marks it in the object's own section (under its lock), which
+ * commits after the ids section, so a remover killed before both
+ * committed leaves the mark to be rolled back by the object's next locker.
+ * Be that locker (the usual order, ids lock then object lock), so that a
+ * lookup by key never takes a removal that did not happen for done.
+ */
+bool ipc_removed(struct ns *ns, struct uperm *p)
+{
+	if (likely(!atomic_load(&p->deleted)))
+		return false;
+	if (ulock_acquire(ns, ipc_obj_lock(p)) == 0)
+		ulock_release(ns, ipc_obj_lock(p));
+	return atomic_load(&p->deleted) != 0;
+}
+
 /* The generic *get: the kernel's ipcget() with ipcget_new/ipcget_public. */
 int ipcget(struct ns *ns, int type, key_t key, int flg, long arg, const struct ipc_ops *ops)
 {
@@ -600,7 +618,7 @@ int ipcget(struct ns *ns, int type, key_t key, int flg, long arg, const struct i
 	}
 	idx = key_find(ns, ids, key);
 	p = idx >= 0 ? ipc_obtain(ns, type, idx) : NULL;
-	if (p && (p->key != key || atomic_load(&p->deleted)))
+	if (p && (p->key != key || ipc_removed(ns, p)))
 		p = NULL;
 	if (!p) {
 		r = (flg & IPC_CREAT) ? ops->getnew(ns, key, flg, arg) : -ENOENT;

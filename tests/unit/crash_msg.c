@@ -23,6 +23,7 @@
 #include "crashkit.h"
 
 #define KEY_TMP 0x7a7a02
+#define KEY_SLEPT 0x7a7a03   /* a queue with a sleeping receiver, made by the parent */
 #define NSEND 5
 
 struct mb {
@@ -89,29 +90,18 @@ static int workload(int a, int b, int c)
 	fill(&m, 99);
 	if (msgsnd(c, &m, msg_size(99), 0) < 0)
 		return 11;
+	t = msgget(KEY_SLEPT, 0);
+	if (t < 0 || msgctl(t, IPC_RMID, NULL) < 0)
+		return 12;
 	return 0;
 }
 
-/* until PID sleeps on a futex (in msgrcv) */
-static void wait_asleep(pid_t pid)
+/* the receiver asleep on KEY_SLEPT's queue (ck_sleeper) */
+static int sleep_on_queue(int id)
 {
-	char path[64], buf[128];
+	struct mb m;
 
-	for (int i = 0; i < 5000; i++) {
-		FILE *f;
-
-		snprintf(path, sizeof path, "/proc/%d/wchan", (int)pid);
-		f = fopen(path, "r");
-		buf[0] = 0;
-		if (f) {
-			if (!fgets(buf, sizeof buf, f))
-				buf[0] = 0;
-			fclose(f);
-		}
-		if (strstr(buf, "futex"))
-			return;
-		usleep(1000);
-	}
+	return (int)msgrcv(id, &m, sizeof m.text, 1, 0);
 }
 
 /* drain Q, checking every message; returns the types in order (count) */
@@ -169,7 +159,7 @@ int main(int argc, char **argv)
 		struct mb m;
 		long types[16];
 		int st, k, t;
-		pid_t p;
+		pid_t p, sleeper;
 
 		memset(&ds, 0, sizeof ds);
 		msgctl(b, IPC_STAT, &ds);
@@ -193,10 +183,11 @@ int main(int argc, char **argv)
 			_exit(0);
 		}
 		close(pfd[1]);
-		wait_asleep(rp);
+		ck_wait_asleep(rp);
 		snprintf(sc, sizeof sc, "%d", c);
 		snprintf(sa, sizeof sa, "%d", a);
 		snprintf(sb, sizeof sb, "%d", b);
+		sleeper = ck_sleeper(sleep_on_queue, msgget(KEY_SLEPT, IPC_CREAT | IPC_EXCL | 0600));
 		p = fork();
 		if (p == 0) {
 			ck_arm(n);
@@ -273,6 +264,12 @@ int main(int argc, char **argv)
 		} else {
 			check(errno == ENOENT, "key lookup broken", n);
 		}
+		/* KEY_SLEPT: removed (by us if the workload did not get that far),
+		 * its receiver told EIDRM */
+		t = msgget(KEY_SLEPT, 0);
+		if (t >= 0)
+			msgctl(t, IPC_RMID, NULL);
+		ck_sleeper_check(sleeper, n);
 		check_namespace(n);
 		if (ck_nfail)
 			break;

@@ -2,7 +2,8 @@
  * crash_sem.c - SIGKILL at every journaled store of a semaphore workload,
  * then check that nothing half-done is visible: a multi-op semop is all or
  * nothing, SETALL is all or nothing, SEM_UNDO of the killed process is
- * applied exactly once, no lock stays held, removed keys are gone or usable.
+ * applied exactly once, no lock stays held, removed keys are gone or usable,
+ * the sleeper of a removed array is told EIDRM (not left asleep).
  *
  * Run under uipc (the .t sets LD_PRELOAD and a fresh UIPC_DIR).  The child
  * re-executes this program with UIPC_FAILPOINT=N so that the library kills
@@ -21,6 +22,7 @@
 #include "crashkit.h"
 
 #define KEY_TMP 0x7a7a01
+#define KEY_SLEPT 0x7a7a02   /* an array with a sleeper, made by the parent */
 
 static int workload(int a, int b, int c)
 {
@@ -42,7 +44,18 @@ static int workload(int a, int b, int c)
 		return 5;
 	if (semctl(c, 2, SETVAL, 7) < 0)
 		return 6;
+	t = semget(KEY_SLEPT, 0, 0);
+	if (t < 0 || semctl(t, 0, IPC_RMID) < 0)
+		return 7;
 	return 0; /* exit: the SEM_UNDO on a is applied by the exit work */
+}
+
+/* the sleeper on KEY_SLEPT's array (ck_sleeper) */
+static int sleep_on_array(int id)
+{
+	struct sembuf down = { 0, -1, 0 };
+
+	return semop(id, &down, 1);
 }
 
 int main(int argc, char **argv)
@@ -67,7 +80,7 @@ int main(int argc, char **argv)
 		char sa[16], sb[16], sc[16];
 		unsigned short base[4] = { 1, 2, 3, 4 };
 		int st, t, ok_c;
-		pid_t p;
+		pid_t p, sleeper;
 
 		semctl(c, 0, SETALL, base);
 		{
@@ -78,6 +91,7 @@ int main(int argc, char **argv)
 		snprintf(sa, sizeof sa, "%d", a);
 		snprintf(sb, sizeof sb, "%d", b);
 		snprintf(sc, sizeof sc, "%d", c);
+		sleeper = ck_sleeper(sleep_on_array, semget(KEY_SLEPT, 3, IPC_CREAT | IPC_EXCL | 0600));
 		p = fork();
 		if (p == 0) {
 			ck_arm(n);
@@ -121,6 +135,12 @@ int main(int argc, char **argv)
 		} else {
 			check(errno == ENOENT, "key lookup broken", n);
 		}
+		/* KEY_SLEPT: removed (by us if the workload did not get that far),
+		 * its sleeper told EIDRM */
+		t = semget(KEY_SLEPT, 0, 0);
+		if (t >= 0)
+			semctl(t, 0, IPC_RMID);
+		ck_sleeper_check(sleeper, n);
 		check_namespace(n);
 		if (ck_nfail)
 			break;

@@ -8,10 +8,13 @@
 #define UIPC_CRASHKIT_H
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #define CK_MAX_FAILS 64
 
@@ -84,6 +87,67 @@ static int ck_outcome(int st, int *n)
 		return 0;
 	}
 	return 1;
+}
+
+/* until PID sleeps on a futex (in semop, msgrcv), at most 5 s */
+static void ck_wait_asleep(pid_t pid)
+{
+	char path[64], buf[128];
+
+	for (int i = 0; i < 5000; i++) {
+		FILE *f;
+
+		snprintf(path, sizeof path, "/proc/%d/wchan", (int)pid);
+		f = fopen(path, "r");
+		buf[0] = 0;
+		if (f) {
+			if (!fgets(buf, sizeof buf, f))
+				buf[0] = 0;
+			fclose(f);
+		}
+		if (strstr(buf, "futex"))
+			return;
+		usleep(1000);
+	}
+}
+
+/*
+ * A process asleep in SLEEP(ID) (a blocking semop or msgrcv on object ID,
+ * which the workload removes), started before the workload: its pid, once
+ * it sleeps.  It exits 0 if the call failed with EIDRM.
+ */
+static inline pid_t ck_sleeper(int (*sleep)(int), int id)
+{
+	pid_t p = id < 0 ? -1 : fork();
+
+	if (p == 0)
+		_exit(sleep(id) == -1 && errno == EIDRM ? 0 : 1);
+	if (p > 0)
+		ck_wait_asleep(p);
+	return p;
+}
+
+/*
+ * After the workload at failpoint N, and our own removal of the object if
+ * the workload did not get that far: the sleeper was told EIDRM within 5 s
+ * (the removal wakes it; a remover killed between its commit and its wakeup
+ * leaves it to the end of its 1 s time slice).
+ */
+static inline void ck_sleeper_check(pid_t sleeper, int n)
+{
+	int st = -1;
+
+	for (int i = 0; sleeper > 0 && i < 2500; i++, usleep(2000))
+		if (waitpid(sleeper, &st, WNOHANG) == sleeper)
+			break;
+	if (sleeper > 0 && st == -1) {
+		kill(sleeper, SIGKILL);
+		waitpid(sleeper, &st, 0);
+		check(0, "the sleeper of the removed object is still asleep after 5 s", n);
+		return;
+	}
+	check(sleeper > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "the sleeper of the removed object did not get EIDRM", n);
 }
 
 /* The namespace checks clean (allocator, id tables, key hash, every object). */

@@ -317,6 +317,7 @@ UIPC_HIDDEN int ulock_init(struct ulock *l);
 UIPC_HIDDEN int ulock_acquire(struct ns *ns, struct ulock *l);
 UIPC_HIDDEN void ulock_release(struct ns *ns, struct ulock *l);
 UIPC_HIDDEN void ulock_commit(struct ns *ns, struct ulock *l);
+UIPC_HIDDEN bool ulock_is_free(struct ulock *l);
 /* ulock_commit of a guarded section's partner (see j_guard); tests:
  * UIPC_TEST_KILL_BETWEEN_COMMITS=1 kills the process after it (no journaled
  * store lies there to fail at), =in-commit inside it, past its commit point */
@@ -424,8 +425,8 @@ UIPC_HIDDEN int ipc_addid(struct ns *ns, int type, struct uperm *p, int limit);
 UIPC_HIDDEN void ipc_rmid(struct ns *ns, int type, struct uperm *p);
 UIPC_HIDDEN struct uperm *ipc_obtain(struct ns *ns, int type, int id);
 UIPC_HIDDEN struct uperm *ipc_obtain_check(struct ns *ns, int type, int id, int *err);
-/* P, found in its table under the ids lock, removed?  (a remover that died
- * inside IPC_RMID is rolled back first) */
+/* P, found in its table under the ids lock, removed?  (a dead holder of
+ * its lock is rolled back first: ipc_settle in util.c) */
 UIPC_HIDDEN bool ipc_removed(struct ns *ns, struct uperm *p);
 UIPC_HIDDEN int ipc_get_maxidx(struct ns *ns, int type);
 UIPC_HIDDEN int ipc_ids_check(struct ns *ns, int type, char *report, size_t len, size_t *used);

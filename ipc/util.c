@@ -565,8 +565,10 @@ static int ipcget_lockless(struct ns *ns, int type, key_t key, int flg, long arg
 		return LOCKED_PATH;
 	idx = key_find(ns, ids, key);
 	p = idx >= 0 ? ipc_obtain(ns, type, idx) : NULL;
+	/* a held lock may be a dead holder's, whose half-done IPC_SET or
+	 * IPC_RMID only the locked path rolls back (ipc_settle) */
 	if (!p || p->key != key || atomic_load_explicit(&p->deleted, memory_order_acquire) ||
-	    ((flg & IPC_CREAT) && (flg & IPC_EXCL)))
+	    ((flg & IPC_CREAT) && (flg & IPC_EXCL)) || !ulock_is_free(ipc_obj_lock(p)))
 		return LOCKED_PATH;
 	r = ops->more_checks ? ops->more_checks(ns, p, arg) : 0;
 	if (!r)
@@ -579,20 +581,27 @@ static int ipcget_lockless(struct ns *ns, int type, key_t key, int flg, long arg
 }
 
 /*
- * Is P, found in its id table under the ids lock, removed?  An object in
- * the table is removed only if its remover died inside IPC_RMID: the
- * removal marks it in the object's own section (under its lock), which
- * commits after the ids section, so a remover killed before both
- * committed leaves the mark to be rolled back by the object's next locker.
- * Be that locker (the usual order, ids lock then object lock), so that a
- * lookup by key never takes a removal that did not happen for done.
+ * Make what the ids lock's readers read of P (its removal mark, key and
+ * permissions) committed state before they trust it.  IPC_RMID and IPC_SET
+ * change it under the ids lock and P's own lock, journaled in P's section,
+ * which commits after the ids section: a holder killed in between leaves
+ * its changes to be rolled back by P's next locker, and holding the ids
+ * lock alone does not make us that locker.  So if P's lock is not free,
+ * take and release it (the usual order, ids lock then object lock): a dead
+ * holder's half-done section is rolled back, a live holder (which cannot be
+ * changing these fields: that takes the ids lock) is waited for.
  */
-bool ipc_removed(struct ns *ns, struct uperm *p)
+static void ipc_settle(struct ns *ns, struct uperm *p)
 {
-	if (likely(!atomic_load(&p->deleted)))
-		return false;
+	if (likely(ulock_is_free(ipc_obj_lock(p))))
+		return;
 	if (ulock_acquire(ns, ipc_obj_lock(p)) == 0)
 		ulock_release(ns, ipc_obj_lock(p));
+}
+
+bool ipc_removed(struct ns *ns, struct uperm *p)
+{
+	ipc_settle(ns, p);
 	return atomic_load(&p->deleted) != 0;
 }
 

@@ -171,6 +171,8 @@ struct uperm *ipc_obtain(struct ns *ns, int type, int id)
 	return e ? obj_at(ns, atomic_load_explicit(e, memory_order_acquire), type) : NULL;
 }
 
+static void ipc_settle(struct ns *ns, struct uperm *p);
+
 /* The object of ID, sequence checked: NULL with *err = -EINVAL if none. */
 struct uperm *ipc_obtain_check(struct ns *ns, int type, int id, int *err)
 {
@@ -204,9 +206,12 @@ struct uperm *ipc_obtain_for_stat(struct ns *ns, int type, int id, bool by_index
 		if (!p)
 			return NULL;
 	}
-	if (!any && ipcperms(p, 0444)) {
-		*err = -EACCES;
-		return NULL;
+	if (!any) {
+		ipc_settle(ns, p);
+		if (ipcperms(p, 0444)) {
+			*err = -EACCES;
+			return NULL;
+		}
 	}
 	return p;
 }

@@ -305,6 +305,21 @@ static inline uoff_t ns_off(struct ns *ns, const void *p)
 	return p ? (uoff_t)((const char *)p - ns->base) : 0;
 }
 
+/*
+ * The blocking calls begin where their entry point reads the program's
+ * handler count (uipc_handler_gen, one load, its first instruction): from
+ * there a handler that runs interrupts a sleep, as the kernel's pending
+ * signal does once the system call has begun.  The libc names
+ * (syscalls.c) and the uipc_ ones both read it and call these, so that no
+ * PLT jump lies before that point.
+ */
+UIPC_HIDDEN int sem_semtimedop_from(unsigned hand0, int semid, struct sembuf *sops, size_t nsops,
+				    const struct timespec *timeout, bool has_timeout);
+UIPC_HIDDEN int msg_msgsnd_from(unsigned hand0, int msqid, const void *msgp, size_t msgsz,
+				int msgflg);
+UIPC_HIDDEN ssize_t msg_msgrcv_from(unsigned hand0, int msqid, void *msgp, size_t msgsz,
+				    long msgtyp, int msgflg);
+
 /* ---- namespace.c ---- */
 UIPC_HIDDEN struct ns *ns_get(void);          /* the current ns; NULL + errno */
 UIPC_HIDDEN int ns_mlockall(int flags);      /* mlockall, the arena left out */

@@ -1377,13 +1377,12 @@ static int do_msgsnd(struct ns *ns, int msqid, long mtype, const void *text, siz
 	return 0;
 }
 
-int uipc_msgsnd(int msqid, const void *msgp, size_t msgsz, int msgflg)
+/* msgsnd begun when the program's handler count was HAND0: -1 and errno
+ * on error */
+int msg_msgsnd_from(unsigned hand0, int msqid, const void *msgp, size_t msgsz, int msgflg)
 {
 	struct ns *ns;
 	char small[512], *text = small;
-	/* from here a handler that runs interrupts a sleep, as the kernel's
-	 * pending signal does once the system call has begun */
-	unsigned hand0 = uipc_handler_gen();
 	long mtype;
 	int r;
 
@@ -1408,6 +1407,11 @@ int uipc_msgsnd(int msqid, const void *msgp, size_t msgsz, int msgflg)
 	if (text != small)
 		free(text);
 	return (int)set_errno_ret(r);
+}
+
+int uipc_msgsnd(int msqid, const void *msgp, size_t msgsz, int msgflg)
+{
+	return msg_msgsnd_from(uipc_handler_gen(), msqid, msgp, msgsz, msgflg);
 }
 
 /* ---- msgrcv ---- */
@@ -1740,15 +1744,20 @@ static long do_msgrcv(struct ns *ns, int msqid, void *buf, size_t bufsz, long ms
 	}
 }
 
-ssize_t uipc_msgrcv(int msqid, void *msgp, size_t msgsz, long msgtyp, int msgflg)
+/* msgrcv begun when the program's handler count was HAND0 */
+ssize_t msg_msgrcv_from(unsigned hand0, int msqid, void *msgp, size_t msgsz, long msgtyp,
+			int msgflg)
 {
-	/* from here a handler that runs interrupts a sleep (see uipc_msgsnd) */
-	unsigned hand0 = uipc_handler_gen();
 	struct ns *ns = ns_get();
 
 	if (!ns)
 		return -1;
 	return set_errno_ret(do_msgrcv(ns, msqid, msgp, msgsz, msgtyp, msgflg, hand0));
+}
+
+ssize_t uipc_msgrcv(int msqid, void *msgp, size_t msgsz, long msgtyp, int msgflg)
+{
+	return msg_msgrcv_from(uipc_handler_gen(), msqid, msgp, msgsz, msgtyp, msgflg);
 }
 
 /* ---- msgctl ---- */

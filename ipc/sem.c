@@ -1771,16 +1771,16 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
  * against semopm, nsops < 1, the sops pointer, then the id and the timeout
  * value.  nsops is an unsigned int in the system call: wider values wrap.
  */
-static int semtimedop_common(int semid, struct sembuf *tsops, size_t nsops_arg,
-			     const struct timespec *timeout, bool has_timeout)
+static __attribute__((noinline)) int semtimedop_common(int semid, struct sembuf *tsops,
+							size_t nsops_arg,
+							const struct timespec *timeout,
+							bool has_timeout, unsigned hand0)
 {
 	unsigned int nsops = (unsigned int)nsops_arg;
 	struct ns *ns;
 	struct timespec ts, deadline;
 	struct sembuf fast[16], *sops = fast;
-	/* from here a handler that runs interrupts a sleep, as the kernel's
-	 * pending signal does once the system call has begun */
-	struct semop_args a = { .hand0 = uipc_handler_gen() };
+	struct semop_args a = { .hand0 = hand0 };
 	int r;
 
 	if (has_timeout && timeout && uipc_copy_from_user(&ts, timeout, sizeof(ts)))
@@ -1840,14 +1840,23 @@ out:
 	return r;
 }
 
+/* semop/semtimedop begun when the program's handler count was HAND0
+ * (SEM_CALL_BEGINS in internal.h): -1 and errno on error */
+int sem_semtimedop_from(unsigned hand0, int semid, struct sembuf *sops, size_t nsops,
+			const struct timespec *timeout, bool has_timeout)
+{
+	return (int)set_errno_ret(semtimedop_common(semid, sops, nsops, timeout, has_timeout,
+						    hand0));
+}
+
 int uipc_semtimedop(int semid, struct sembuf *sops, size_t nsops, const struct timespec *timeout)
 {
-	return (int)set_errno_ret(semtimedop_common(semid, sops, nsops, timeout, true));
+	return sem_semtimedop_from(uipc_handler_gen(), semid, sops, nsops, timeout, true);
 }
 
 int uipc_semop(int semid, struct sembuf *sops, size_t nsops)
 {
-	return (int)set_errno_ret(semtimedop_common(semid, sops, nsops, NULL, false));
+	return sem_semtimedop_from(uipc_handler_gen(), semid, sops, nsops, NULL, false);
 }
 
 /* ---- semctl ---- */

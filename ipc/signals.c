@@ -51,8 +51,8 @@ static _Atomic unsigned cont_gen;
 static __thread int crit_depth;
 static __thread uint64_t held_mask;
 static __thread siginfo_t held_info[NSIGS];
-/* per thread: how many of the program's handlers ran on this thread */
-static __thread unsigned handler_gen;
+/* per thread: how many of the program's handlers ran on this thread (signals.h) */
+__thread unsigned uipc_handler_count;
 
 static bool is_fault_signal(int sig)
 {
@@ -70,11 +70,6 @@ static bool installed_function(const struct sigaction *pa)
 	if (pa->sa_flags & SA_SIGINFO)
 		return pa->sa_sigaction != NULL;
 	return pa->sa_handler != SIG_DFL && pa->sa_handler != SIG_IGN;
-}
-
-unsigned uipc_handler_gen(void)
-{
-	return handler_gen;
 }
 
 /* one word of a futex_waitv call (the kernel's struct futex_waitv) */
@@ -103,7 +98,7 @@ int uipc_wait_words(uint32_t *const *w, const uint32_t *val, int n, const struct
 	struct timespec abs;
 	int k = 0, r;
 
-	if (handler_gen != hand0) {
+	if (uipc_handler_count != hand0) {
 		errno = EINTR;
 		return -1;
 	}
@@ -111,7 +106,7 @@ int uipc_wait_words(uint32_t *const *w, const uint32_t *val, int n, const struct
 		for (int i = 0; i < n; i++)
 			v[k++] = (struct waitv_word){ val[i], (uint64_t)(uintptr_t)w[i], FUTEX2_U32, 0 };
 		/* ours alone: private */
-		v[k++] = (struct waitv_word){ hand0, (uint64_t)(uintptr_t)&handler_gen,
+		v[k++] = (struct waitv_word){ hand0, (uint64_t)(uintptr_t)&uipc_handler_count,
 					      FUTEX2_U32 | FUTEX2_PRIV, 0 };
 		clock_gettime(CLOCK_MONOTONIC, &abs);
 		abs.tv_sec += rel->tv_sec;
@@ -123,7 +118,7 @@ int uipc_wait_words(uint32_t *const *w, const uint32_t *val, int n, const struct
 		r = (int)syscall(SYS_futex_waitv, v, k, 0, &abs, CLOCK_MONOTONIC);
 		if (r >= 0 || errno != ENOSYS) {
 			waitv_state = 1;
-			if (r < 0 && errno == EAGAIN && handler_gen != hand0)
+			if (r < 0 && errno == EAGAIN && uipc_handler_count != hand0)
 				errno = EINTR;
 			return r;
 		}
@@ -145,7 +140,7 @@ static void call_program(int sig, siginfo_t *si, void *ctx)
 
 	if (!installed_function(pa))
 		return;
-	handler_gen++;
+	uipc_handler_count++;
 	if (pa->sa_flags & SA_SIGINFO) {
 		void (*h)(int, siginfo_t *, void *) = pa->sa_sigaction;
 

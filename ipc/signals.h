@@ -23,8 +23,15 @@ __attribute__((visibility("hidden"))) void uipc_crit_exit(void);
 /* in a fork child, for a section entered before the fork (atfork) */
 __attribute__((visibility("hidden"))) void uipc_crit_exit_child(void);
 /* counts the program's handlers run on this thread: a caller that spins
- * where the kernel would sleep returns EINTR when it changes */
-__attribute__((visibility("hidden"))) unsigned uipc_handler_gen(void);
+ * where the kernel would sleep returns EINTR when it changes.  Read inline
+ * (one load): a blocking call takes it as its first instruction, so that
+ * "the call began" is as sharp as the kernel's system call entry. */
+__attribute__((visibility("hidden"))) extern __thread unsigned uipc_handler_count;
+
+static inline unsigned uipc_handler_gen(void)
+{
+	return __atomic_load_n(&uipc_handler_count, __ATOMIC_RELAXED);
+}
 /*
  * Sleep on the shared futex words W[0..N) (while each == VAL[i]) for REL,
  * and on this thread's count of the program's handlers (while == HAND0):

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "signals.h"
 
 /* ---- System V semaphores ---- */
 
@@ -23,14 +24,15 @@ int semget(key_t key, int nsems, int semflg)
 	return uipc_semget(key, nsems, semflg);
 }
 
+/* the blocking calls begin at their first load (internal.h) */
 int semop(int semid, struct sembuf *sops, size_t nsops)
 {
-	return uipc_semop(semid, sops, nsops);
+	return sem_semtimedop_from(uipc_handler_gen(), semid, sops, nsops, NULL, false);
 }
 
 int semtimedop(int semid, struct sembuf *sops, size_t nsops, const struct timespec *timeout)
 {
-	return uipc_semtimedop(semid, sops, nsops, timeout);
+	return sem_semtimedop_from(uipc_handler_gen(), semid, sops, nsops, timeout, true);
 }
 
 union semun_any {
@@ -68,8 +70,16 @@ int semctl(int semid, int semnum, int cmd, ...)
 /* uipc_shmget, uipc_shmat, uipc_shmdt, uipc_shmctl: shm.c */
 
 int msgget(key_t key, int msgflg) { return uipc_msgget(key, msgflg); }
-int msgsnd(int q, const void *p, size_t n, int f) { return uipc_msgsnd(q, p, n, f); }
-ssize_t msgrcv(int q, void *p, size_t n, long t, int f) { return uipc_msgrcv(q, p, n, t, f); }
+int msgsnd(int q, const void *p, size_t n, int f)
+{
+	return msg_msgsnd_from(uipc_handler_gen(), q, p, n, f);
+}
+
+ssize_t msgrcv(int q, void *p, size_t n, long t, int f)
+{
+	return msg_msgrcv_from(uipc_handler_gen(), q, p, n, t, f);
+}
+
 int msgctl(int q, int cmd, struct msqid_ds *b) { return uipc_msgctl(q, cmd, b); }
 int shmget(key_t key, size_t size, int f) { return uipc_shmget(key, size, f); }
 void *shmat(int id, const void *a, int f) { return uipc_shmat(id, a, f); }

@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
@@ -332,6 +333,14 @@ void dt_msleep(int ms)
 		;
 }
 
+long long dt_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 long long dt_now_ms(void)
 {
 	struct timespec ts;
@@ -342,21 +351,63 @@ long long dt_now_ms(void)
 /* the linker's bounds of this program's text */
 extern char __executable_start[], etext[];
 
-int dt_interrupted_program(const void *ctx)
+const void *dt_interrupted_ip(const void *ctx)
 {
 	const ucontext_t *uc = ctx;
-	uintptr_t ip;
 
 	if (!uc)
-		return 0;
+		return NULL;
 #if defined(__x86_64__)
-	ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	return (const void *)(uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 #elif defined(__aarch64__)
-	ip = (uintptr_t)uc->uc_mcontext.pc;
+	return (const void *)(uintptr_t)uc->uc_mcontext.pc;
 #else
-	return 0;
+	return NULL;
 #endif
-	return ip >= (uintptr_t)__executable_start && ip < (uintptr_t)etext;
+}
+
+int dt_ip_before_call(const void *ip, const char *const *wrappers)
+{
+	const ElfW(Sym) *sym = NULL;
+	Dl_info di;
+
+	if (!strcmp(dt_mode, "kernel"))
+		return 1;
+	if (!ip)
+		return 0;
+	if ((uintptr_t)ip >= (uintptr_t)__executable_start && (uintptr_t)ip < (uintptr_t)etext)
+		return 1;
+	if (!dladdr1(ip, &di, (void **)&sym, RTLD_DL_SYMENT) || !di.dli_fname)
+		return 0;
+	if (strstr(di.dli_fname, "/ld-linux") || strstr(di.dli_fname, "/ld-musl"))
+		return 1;
+	/* inside the named symbol itself, not past its end (dladdr names the
+	 * nearest exported symbol below IP, which may be another function) */
+	if (!di.dli_sname || !sym || (uintptr_t)ip >= (uintptr_t)di.dli_saddr + sym->st_size)
+		return 0;
+	for (int i = 0; wrappers[i]; i++)
+		if (!strcmp(di.dli_sname, wrappers[i]))
+			return 1;
+	return 0;
+}
+
+const char *dt_ip_where(const void *ip)
+{
+	Dl_info di;
+	const char *slash;
+
+	if (!ip)
+		return "no context (held by the library)";
+	if ((uintptr_t)ip >= (uintptr_t)__executable_start && (uintptr_t)ip < (uintptr_t)etext)
+		return "program";
+	static __thread char where[160];
+
+	if (!dladdr(ip, &di) || !di.dli_fname)
+		return "unknown";
+	slash = strrchr(di.dli_fname, '/');
+	snprintf(where, sizeof(where), "%s+0x%lx", slash ? slash + 1 : di.dli_fname,
+		 (unsigned long)((uintptr_t)ip - (uintptr_t)di.dli_fbase));
+	return where;
 }
 
 /* ------------------------------------------------------------------ */

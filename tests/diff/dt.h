@@ -75,10 +75,22 @@ void dt_msleep(int ms);
 /* normal, or normal/10 once the scenario has failed */
 int dt_deadline_ms(int normal);
 long long dt_now_ms(void);
-/* In an SA_SIGINFO handler: did the signal interrupt this program's own
- * code (CTX's instruction pointer in its text)?  Then it came before the
- * program called into the library or the kernel.  0 without a context. */
-int dt_interrupted_program(const void *ctx);
+long long dt_now_us(void);
+/* In an SA_SIGINFO handler: the instruction pointer CTX interrupted (NULL
+ * without a context), and for diagnostics the object it lies in
+ * ("program", "libuipc.so+0x13e01", ...) */
+const void *dt_interrupted_ip(const void *ctx);
+const char *dt_ip_where(const void *ip);
+/*
+ * For a blocking call that slept through a handler which interrupted IP:
+ * did that handler run before the call began, rather than being missed?
+ * On the kernel always (a handler that runs during the system call ends
+ * it, so it ran in libc's wrapper or before).  Under uipc if IP is in this
+ * program's text, in the dynamic linker (lazy binding), or inside one of
+ * the functions named in WRAPPERS (NULL-terminated: uipc's entry points,
+ * before their first load, see internal.h).
+ */
+int dt_ip_before_call(const void *ip, const char *const *wrappers);
 
 /* ---- result channel: children report the outcome of a blocking call ---- */
 struct dt_msg {

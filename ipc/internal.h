@@ -75,6 +75,13 @@ struct ulock {
 	_Atomic uoff_t frame;
 };
 
+/* Is L free now (no holder, live or dead)?  A hint: it may change at once
+ * (one load of the futex word; a committed state if so, see lock.c). */
+static inline bool ulock_is_free(struct ulock *l)
+{
+	return __atomic_load_n((unsigned *)&l->m.__data.__lock, __ATOMIC_ACQUIRE) == 0;
+}
+
 /* One undo record: where (offset | size << 56 | kind << 60) and the old bytes. */
 struct jentry {
 	uint64_t where;
@@ -332,7 +339,6 @@ UIPC_HIDDEN int ulock_init(struct ulock *l);
 UIPC_HIDDEN int ulock_acquire(struct ns *ns, struct ulock *l);
 UIPC_HIDDEN void ulock_release(struct ns *ns, struct ulock *l);
 UIPC_HIDDEN void ulock_commit(struct ns *ns, struct ulock *l);
-UIPC_HIDDEN bool ulock_is_free(struct ulock *l);
 /* ulock_commit of a guarded section's partner (see j_guard); tests:
  * UIPC_TEST_KILL_BETWEEN_COMMITS=1 kills the process after it (no journaled
  * store lies there to fail at), =in-commit inside it, past its commit point */

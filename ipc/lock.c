@@ -670,12 +670,6 @@ static void break_if_orphaned(struct ns *ns, struct ulock *l)
 				    false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
-/* Is L free now (no holder, live or dead)?  A hint: it may change at once. */
-bool ulock_is_free(struct ulock *l)
-{
-	return __atomic_load_n((unsigned *)&l->m.__data.__lock, __ATOMIC_ACQUIRE) == 0;
-}
-
 /*
  * Critical sections are short: when the lock is taken, spin a little (only
  * reading the word) before sleeping in the kernel, so that two processes

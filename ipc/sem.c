@@ -1168,8 +1168,7 @@ static bool reap_may_help(struct sem_array *sma)
 {
 	/* undo entries exist, or a section that may have changed them is in
 	 * progress or was cut short by a death */
-	return __atomic_load_n(&sma->undo_list, __ATOMIC_ACQUIRE) ||
-	       __atomic_load_n((unsigned *)&sma->glock.m.__data.__lock, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&sma->undo_list, __ATOMIC_ACQUIRE) || !ulock_is_free(&sma->glock);
 }
 
 static int reap_some_holders(struct ns *ns, struct sem_array *sma, int semid);

@@ -633,8 +633,7 @@ static bool att_has(struct ns *ns, struct shmid_kernel *shp, uint32_t proc)
 	struct shm_att *a;
 	bool found = false;
 
-	if (!__atomic_load_n(&shp->att_n, __ATOMIC_ACQUIRE) &&
-	    !__atomic_load_n((unsigned *)&shp->lock.m.__data.__lock, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&shp->att_n, __ATOMIC_ACQUIRE) && ulock_is_free(&shp->lock))
 		return false;
 	if (ulock_acquire(ns, &shp->lock))
 		return false;
@@ -1542,7 +1541,7 @@ static uint32_t proc_index(struct ns *ns, struct uproc *p)
  * the attachers are safe to act on */
 static bool seg_quiet(struct shmid_kernel *shp)
 {
-	return !__atomic_load_n((unsigned *)&shp->lock.m.__data.__lock, __ATOMIC_ACQUIRE);
+	return ulock_is_free(&shp->lock);
 }
 
 /* Under the segment lock: the dead processes among its attachers (and its

@@ -414,17 +414,12 @@ void ids_unlock(struct ns *ns, int type)
 	ulock_release(ns, &ids->lock);
 }
 
-static bool ids_lock_free(struct ipc_ids *ids)
-{
-	return __atomic_load_n((unsigned *)&ids->lock.m.__data.__lock, __ATOMIC_ACQUIRE) == 0;
-}
-
 bool ids_read_begin(struct ns *ns, int type, uint64_t *seq)
 {
 	struct ipc_ids *ids = ids_of(ns, type);
 
 	*seq = atomic_load_explicit(&ids->wseq, memory_order_acquire);
-	return ids_lock_free(ids);
+	return ulock_is_free(&ids->lock);
 }
 
 bool ids_read_end(struct ns *ns, int type, uint64_t seq)
@@ -432,7 +427,7 @@ bool ids_read_end(struct ns *ns, int type, uint64_t seq)
 	struct ipc_ids *ids = ids_of(ns, type);
 
 	atomic_thread_fence(memory_order_acquire);
-	return ids_lock_free(ids) &&
+	return ulock_is_free(&ids->lock) &&
 	       atomic_load_explicit(&ids->wseq, memory_order_relaxed) == seq;
 }
 
@@ -687,12 +682,10 @@ int ipc_ids_check(struct ns *ns, int type, char *report, size_t len, size_t *use
 		count++;
 		max = idx;
 		p = off ? obj_at(ns, off, type) : NULL;
-		if (p && ns_ptr(ns, off, sizeof(*p) + sizeof(struct ulock)) &&
-		    ulock_acquire(ns, ipc_obj_lock(p)) == 0) {
-			/* taking the object's lock rolls back what a killed holder
-			 * left half done: check committed state only */
-			ulock_release(ns, ipc_obj_lock(p));
-		}
+		/* check committed state only (what a killed holder left half
+		 * done is rolled back) */
+		if (p && ns_ptr(ns, off, sizeof(*p) + sizeof(struct ulock)))
+			ipc_settle(ns, p);
 		if (!p)
 			PROBLEM("%s id index %d is marked used but holds no object\n", names[type], idx);
 		else if ((p->id & (ns->ipcmni - 1)) != idx || atomic_load(&p->deleted))

@@ -293,7 +293,6 @@ static long commit_failpoint_left = -1;
  * commits (ulock_commit_partner), "in-commit" inside that commit, just past
  * its commit point (before its deferred work) */
 static enum { KILL_NOWHERE, KILL_AFTER_PARTNER, KILL_IN_PARTNER } kill_partner_at;
-static __thread bool kill_in_this_commit;
 
 __attribute__((constructor)) static void failpoint_init(void)
 {
@@ -784,8 +783,6 @@ static inline void commit_section(struct ns *ns, struct section *s)
 			 * (a seq_cst store is an xchg on x86) */
 			atomic_store_explicit(&f->committed, 1, memory_order_release);
 			atomic_signal_fence(memory_order_seq_cst);
-			if (unlikely(kill_in_this_commit))
-				kill(getpid(), SIGKILL);
 			commit_failpoint();
 			redo_frees(ns, f, s->free_from, n);
 		}
@@ -823,7 +820,10 @@ void ulock_commit(struct ns *ns, struct ulock *l)
  */
 static __attribute__((noinline)) void commit_partner_and_kill(struct ns *ns, struct ulock *l)
 {
-	kill_in_this_commit = kill_partner_at == KILL_IN_PARTNER;
+	/* in-commit: this commit's first commit point, its commit mark (the
+	 * partner has deferred work: the free of the array, the incarnation) */
+	if (kill_partner_at == KILL_IN_PARTNER)
+		__atomic_store_n(&commit_failpoint_left, 1, __ATOMIC_RELAXED);
 	ulock_commit(ns, l);
 	kill(getpid(), SIGKILL);
 }

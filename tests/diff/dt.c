@@ -351,6 +351,11 @@ long long dt_now_ms(void)
 /* the linker's bounds of this program's text */
 extern char __executable_start[], etext[];
 
+static int in_program_text(const void *ip)
+{
+	return (uintptr_t)ip >= (uintptr_t)__executable_start && (uintptr_t)ip < (uintptr_t)etext;
+}
+
 const void *dt_interrupted_ip(const void *ctx)
 {
 	const ucontext_t *uc = ctx;
@@ -375,7 +380,7 @@ int dt_ip_before_call(const void *ip, const char *const *wrappers)
 		return 1;
 	if (!ip)
 		return 0;
-	if ((uintptr_t)ip >= (uintptr_t)__executable_start && (uintptr_t)ip < (uintptr_t)etext)
+	if (in_program_text(ip))
 		return 1;
 	if (!dladdr1(ip, &di, (void **)&sym, RTLD_DL_SYMENT) || !di.dli_fname)
 		return 0;
@@ -393,15 +398,14 @@ int dt_ip_before_call(const void *ip, const char *const *wrappers)
 
 const char *dt_ip_where(const void *ip)
 {
+	static __thread char where[160];
 	Dl_info di;
 	const char *slash;
 
 	if (!ip)
 		return "no context (held by the library)";
-	if ((uintptr_t)ip >= (uintptr_t)__executable_start && (uintptr_t)ip < (uintptr_t)etext)
+	if (in_program_text(ip))
 		return "program";
-	static __thread char where[160];
-
 	if (!dladdr(ip, &di) || !di.dli_fname)
 		return "unknown";
 	slash = strrchr(di.dli_fname, '/');

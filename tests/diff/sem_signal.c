@@ -353,11 +353,12 @@ static void handler_semop(int argc, char **argv)
 /*
  * eintr-early: each try is a new thread (uipc's spin budget is per thread),
  * pinned to the last CPU, whose own timer fires 10-40 us after it starts a
- * blocking semop (the delay cycles through the tries), then every 100 ms.  A try whose first expiry came before
- * the thread marked itself in the call does not count.  A counted call
- * still waiting 90 ms later (late) slept through the first handler, and
- * where that handler ran says why: timer_settime itself takes 6-10 us on
- * a VM, so the expiry often lands just as the call is made.  On the
+ * blocking semop (the delay cycles through the tries), then every 100 ms.
+ * A try whose first expiry came before the thread marked itself in the
+ * call does not count.  A counted call still waiting 90 ms later (late)
+ * slept through the first handler, and where that handler ran says why:
+ * timer_settime itself takes 6-10 us on a VM, so the expiry often lands
+ * just as the call is made.  On the
  * kernel a late call's handler ran before the system call (in the
  * program, the dynamic linker or libc's wrapper: the kernel never sleeps
  * through a handler).  Under uipc it ran before the call began if it ran

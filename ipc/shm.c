@@ -817,6 +817,17 @@ static bool holder_gone(struct ns *ns, const struct shm_spare *e)
 	return proc_is_dead(ns, p);
 }
 
+/* empty the segment file NAME of directory DFD through a fresh fd: done? */
+static bool truncate_named(int dfd, const char *name)
+{
+	int fd = dfd < 0 ? -1 : openat(dfd, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	bool done = fd >= 0 && ftruncate(fd, 0) == 0;
+
+	if (fd >= 0)
+		sys_close(fd);
+	return done;
+}
+
 /* Under the ids lock: rolled-back takes are discarded, dirty entries of
  * dead holders truncated and cleaned (sweep_files). */
 static void pool_fix(struct ns *ns)
@@ -827,7 +838,6 @@ static void pool_fix(struct ns *ns)
 	for (uint32_t k = pool_len(pl); k-- > 0;) {
 		struct shm_spare *e = &pl->e[k];
 		char name[4200];
-		int fd;
 
 		if (e->state == SPARE_TAKING) {
 			pool_discard(ns, pl, k);
@@ -836,13 +846,10 @@ static void pool_fix(struct ns *ns)
 		if (e->state != SPARE_DIRTY || !holder_gone(ns, e))
 			continue;
 		file_base(ns, e->file, name, sizeof(name));
-		fd = dfd < 0 ? -1 : openat(dfd, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-		if (fd >= 0 && ftruncate(fd, 0) == 0)
+		if (truncate_named(dfd, name))
 			J_SET(ns, e->state, SPARE_CLEAN);
 		else
 			pool_discard(ns, pl, k);
-		if (fd >= 0)
-			sys_close(fd);
 	}
 }
 
@@ -913,15 +920,8 @@ static void unlink_seg(struct ns *ns, const struct rmfile *rf, int dfd, const ch
 			if (ftruncate(l_fds[i].fd, 0)) {
 				/* nothing more to do */
 			}
-		} else if (dfd >= 0) {
-			int fd = openat(dfd, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-
-			if (fd >= 0) {
-				if (ftruncate(fd, 0)) {
-					/* nothing more to do */
-				}
-				sys_close(fd);
-			}
+		} else {
+			truncate_named(dfd, name);     /* failing: nothing more to do */
 		}
 	}
 	if (dfd >= 0)

@@ -4,23 +4,32 @@ OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
 WARN     = -Wall -Wextra -Werror
 BASECFLAGS = -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -pthread
-LIBCFLAGS  = $(BASECFLAGS) -Iipc -fPIC -ftls-model=initial-exec
+LIBCFLAGS  = $(BASECFLAGS) -I. -fPIC -ftls-model=initial-exec
 B        = build
 
-LIB_SRCS := $(sort $(wildcard ipc/*.c))
-LIB_OBJS := $(LIB_SRCS:ipc/%.c=$(B)/ipc/%.o)
-LIB_HDRS := $(wildcard ipc/*.h) include/uipc.h Makefile
+# The library, by layer (each folder's header says what it owns and what it
+# may call): entry -> ipc (and aio) -> core -> libc.  tests/unit-layers.t
+# checks the objects keep to that.  Link order is core, ipc, aio, entry:
+# constructors and the CORE_HOOKS tables run in that order.
+LIB_LAYERS := core ipc aio entry
+LIB_SRCS := $(foreach d,$(LIB_LAYERS),$(sort $(wildcard $(d)/*.c)))
+LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
+LIB_HDRS := $(foreach d,$(LIB_LAYERS),$(wildcard $(d)/*.h)) include/uipc.h Makefile
+LIB_MAP  := entry/exports.map
 
 all: $(B)/libuipc.so $(B)/uipc
 
-$(B)/ipc/%.o: ipc/%.c $(LIB_HDRS) | $(B)/ipc
-	$(CC) $(CFLAGS) $(LIBCFLAGS) -c $< -o $@
+define lib_layer_rule
+$(B)/$(1)/%.o: $(1)/%.c $$(LIB_HDRS) | $(B)/$(1)
+	$$(CC) $$(CFLAGS) $$(LIBCFLAGS) -c $$< -o $$@
 
-$(B)/libuipc.so: $(LIB_OBJS) ipc/exports.map
-	$(CC) $(CFLAGS) -shared -pthread -Wl,-z,defs -Wl,--version-script=ipc/exports.map -o $@ $(LIB_OBJS) -ldl
+$(B)/$(1):
+	mkdir -p $$@
+endef
+$(foreach d,$(LIB_LAYERS),$(eval $(call lib_layer_rule,$(d))))
 
-$(B)/ipc:
-	mkdir -p $@
+$(B)/libuipc.so: $(LIB_OBJS) $(LIB_MAP)
+	$(CC) $(CFLAGS) -shared -pthread -Wl,-z,defs -Wl,--version-script=$(LIB_MAP) -o $@ $(LIB_OBJS) -ldl
 
 # The command, the tests and the benchmarks each keep their rules in a fragment.
 include tools/tools.mk

@@ -40,19 +40,19 @@ bench-stress-ng: all
 	bench/stress-ng.sh --lib $(B)/libuipc.so --json $(B)/bench/stress-ng.json $(filter --quick,$(BENCH_ARGS))
 
 # The library without the undo journal (-DUIPC_BENCH_NO_JOURNAL, see j_top() in
-# ipc/lock.c): FOR MEASUREMENT ONLY.  It does not survive a SIGKILL inside a
+# core/lock.c): FOR MEASUREMENT ONLY.  It does not survive a SIGKILL inside a
 # critical section and its error paths that need j_abort are wrong.  Never the
 # default library, never used by the tests: only bench/journal-cost.sh loads
 # it.  Only lock.o differs; every other object is the normal build's, linked
 # in the same order.
-NOJ_OBJS := $(patsubst $(B)/ipc/lock.o,$(B)/nojournal/ipc/lock.o,$(LIB_OBJS))
+NOJ_OBJS := $(patsubst $(B)/core/lock.o,$(B)/nojournal/core/lock.o,$(LIB_OBJS))
 
-$(B)/nojournal/ipc/lock.o: ipc/lock.c $(LIB_HDRS) bench/bench.mk
+$(B)/nojournal/core/lock.o: core/lock.c $(LIB_HDRS) bench/bench.mk
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LIBCFLAGS) -DUIPC_BENCH_NO_JOURNAL -c $< -o $@
 
-$(B)/nojournal/libuipc.so: $(NOJ_OBJS) ipc/exports.map
-	$(CC) $(CFLAGS) -shared -pthread -Wl,-z,defs -Wl,--version-script=ipc/exports.map -o $@ $(NOJ_OBJS) -ldl
+$(B)/nojournal/libuipc.so: $(NOJ_OBJS) $(LIB_MAP)
+	$(CC) $(CFLAGS) -shared -pthread -Wl,-z,defs -Wl,--version-script=$(LIB_MAP) -o $@ $(NOJ_OBJS) -ldl
 
 # what crash safety (the journal) costs the locked paths: locked_paths with
 # the normal library and the no-journal one, alternating, medians; the

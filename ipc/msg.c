@@ -39,9 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "msgring.h"
-#include "signals.h"
+#include "ipc/ipc.h"
+#include "ipc/msgring.h"
 
 #ifndef MSG_STAT_ANY
 #define MSG_STAT_ANY 13
@@ -433,7 +432,7 @@ static void wake_up_q(struct ns *ns, struct wake_q *wq)
 
 		/* w may be gone already: a spurious wake is harmless */
 		if (w && atomic_load(&w->sleeping))
-			syscall(SYS_futex, (int *)&w->status, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+			sys_futex_wake(&w->status, INT_MAX);
 	}
 }
 
@@ -1039,14 +1038,14 @@ static int newque(struct ns *ns, key_t key, int msgflg, long arg)
 	return id;
 }
 
-int uipc_msgget(key_t key, int msgflg)
+int ksys_msgget(key_t key, int msgflg)
 {
 	static const struct ipc_ops ops = { newque, NULL };
 	struct ns *ns = ns_get();
 
 	if (!ns)
-		return -1;
-	return (int)set_errno_ret(ipcget(ns, IPC_MSG_IDS, key, msgflg, 0, &ops));
+		return -errno;
+	return ipcget(ns, IPC_MSG_IDS, key, msgflg, 0, &ops);
 }
 
 /* ---- msgsnd ---- */
@@ -1073,7 +1072,7 @@ static bool w_stopped(struct msgw *w)
 	if (fd < 0)
 		return false;
 	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	sys_close(fd);
 	if (n <= 0)
 		return false;
 	buf[n] = 0;
@@ -1377,9 +1376,8 @@ static int do_msgsnd(struct ns *ns, int msqid, long mtype, const void *text, siz
 	return 0;
 }
 
-/* msgsnd begun when the program's handler count was HAND0: -1 and errno
- * on error */
-int msg_msgsnd_from(unsigned hand0, int msqid, const void *msgp, size_t msgsz, int msgflg)
+/* msgsnd begun when the program's handler count was HAND0 */
+int ksys_msgsnd(unsigned hand0, int msqid, const void *msgp, size_t msgsz, int msgflg)
 {
 	struct ns *ns;
 	char small[512], *text = small;
@@ -1387,18 +1385,18 @@ int msg_msgsnd_from(unsigned hand0, int msqid, const void *msgp, size_t msgsz, i
 	int r;
 
 	if (uipc_copy_from_user(&mtype, msgp, sizeof(mtype)))
-		return (int)set_errno_ret(-EFAULT);
+		return -EFAULT;
 	ns = ns_get();
 	if (!ns)
-		return -1;
+		return -errno;
 	if (msgsz > (size_t)ns->hdr->lim.msgmax || (long)msgsz < 0 || msqid < 0)
-		return (int)set_errno_ret(-EINVAL);
+		return -EINVAL;
 	if (mtype < 1)
-		return (int)set_errno_ret(-EINVAL);
+		return -EINVAL;
 	if (msgsz > sizeof(small)) {
 		text = malloc(msgsz);
 		if (!text)
-			return (int)set_errno_ret(-ENOMEM);
+			return -ENOMEM;
 	}
 	if (uipc_copy_from_user(text, (const char *)msgp + sizeof(long), msgsz))
 		r = -EFAULT;
@@ -1406,12 +1404,7 @@ int msg_msgsnd_from(unsigned hand0, int msqid, const void *msgp, size_t msgsz, i
 		r = do_msgsnd(ns, msqid, mtype, text, msgsz, msgflg, hand0);
 	if (text != small)
 		free(text);
-	return (int)set_errno_ret(r);
-}
-
-int uipc_msgsnd(int msqid, const void *msgp, size_t msgsz, int msgflg)
-{
-	return msg_msgsnd_from(uipc_handler_gen(), msqid, msgp, msgsz, msgflg);
+	return r;
 }
 
 /* ---- msgrcv ---- */
@@ -1745,19 +1738,14 @@ static long do_msgrcv(struct ns *ns, int msqid, void *buf, size_t bufsz, long ms
 }
 
 /* msgrcv begun when the program's handler count was HAND0 */
-ssize_t msg_msgrcv_from(unsigned hand0, int msqid, void *msgp, size_t msgsz, long msgtyp,
-			int msgflg)
+ssize_t ksys_msgrcv(unsigned hand0, int msqid, void *msgp, size_t msgsz, long msgtyp,
+		    int msgflg)
 {
 	struct ns *ns = ns_get();
 
 	if (!ns)
-		return -1;
-	return set_errno_ret(do_msgrcv(ns, msqid, msgp, msgsz, msgtyp, msgflg, hand0));
-}
-
-ssize_t uipc_msgrcv(int msqid, void *msgp, size_t msgsz, long msgtyp, int msgflg)
-{
-	return msg_msgrcv_from(uipc_handler_gen(), msqid, msgp, msgsz, msgtyp, msgflg);
+		return -errno;
+	return do_msgrcv(ns, msqid, msgp, msgsz, msgtyp, msgflg, hand0);
 }
 
 /* ---- msgctl ---- */
@@ -1943,7 +1931,7 @@ out:
 	return err;
 }
 
-int uipc_msgctl(int msqid, int cmd, struct msqid_ds *buf)
+int ksys_msgctl(int msqid, int cmd, struct msqid_ds *buf)
 {
 	struct ns *ns = ns_get();
 	struct msqid_ds ds;
@@ -1951,31 +1939,31 @@ int uipc_msgctl(int msqid, int cmd, struct msqid_ds *buf)
 	int r;
 
 	if (!ns)
-		return -1;
+		return -errno;
 	if (msqid < 0 || cmd < 0)
-		return (int)set_errno_ret(-EINVAL);
+		return -EINVAL;
 	switch (cmd) {
 	case IPC_INFO:
 	case MSG_INFO:
 		r = msgctl_info(ns, cmd, &mi);
 		if (r >= 0 && uipc_copy_to_user(buf, &mi, sizeof(mi)))
 			r = -EFAULT;
-		return (int)set_errno_ret(r);
+		return r;
 	case IPC_STAT:
 	case MSG_STAT:
 	case MSG_STAT_ANY:
 		r = msgctl_stat(ns, msqid, cmd, &ds);
 		if (r >= 0 && uipc_copy_to_user(buf, &ds, sizeof(ds)))
 			r = -EFAULT;
-		return (int)set_errno_ret(r);
+		return r;
 	case IPC_SET:
 		if (uipc_copy_from_user(&ds, buf, sizeof(ds)))
-			return (int)set_errno_ret(-EFAULT);
-		return (int)set_errno_ret(msgctl_down(ns, msqid, cmd, &ds));
+			return -EFAULT;
+		return msgctl_down(ns, msqid, cmd, &ds);
 	case IPC_RMID:
-		return (int)set_errno_ret(msgctl_down(ns, msqid, cmd, NULL));
+		return msgctl_down(ns, msqid, cmd, NULL);
 	default:
-		return (int)set_errno_ret(-EINVAL);
+		return -EINVAL;
 	}
 }
 

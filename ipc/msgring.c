@@ -25,8 +25,8 @@
  */
 #include <string.h>
 
-#include "internal.h"
-#include "msgring.h"
+#include "ipc/ipc.h"
+#include "ipc/msgring.h"
 
 #define TRIES 64               /* contended attempts before the locked path */
 

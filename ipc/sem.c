@@ -18,14 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <linux/futex.h>
-#include <stdarg.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "signals.h"
+#include "ipc/ipc.h"
 
 /* ---- the semaphore word ---- */
 #define W_VAL_MASK   0x7fffULL
@@ -479,7 +477,7 @@ static void wake_up_q(struct ns *ns, struct wake_q *wq, struct sem_array *sma)
 			continue;
 		atomic_store(&q->wake, wq->e[i].seq);
 		if (atomic_load(&q->sleeping))
-			syscall(SYS_futex, (int *)&q->wake, FUTEX_WAKE, 1, NULL, NULL, 0);
+			sys_futex_wake(&q->wake, 1);
 	}
 	(void)sma;
 	/* overflowed wakes: those sleepers notice at their next time slice */
@@ -650,7 +648,7 @@ static bool q_sleeper_stopped(struct semq *q)
 	if (fd < 0)
 		return false;
 	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	sys_close(fd);
 	if (n <= 0)
 		return false;
 	buf[n] = 0;
@@ -1005,16 +1003,16 @@ static int sem_more_checks(struct ns *ns, struct uperm *p, long nsems)
 	return nsems > sma_of(p)->nsems ? -EINVAL : 0;
 }
 
-int uipc_semget(key_t key, int nsems, int semflg)
+int ksys_semget(key_t key, int nsems, int semflg)
 {
 	static const struct ipc_ops ops = { newary, sem_more_checks };
 	struct ns *ns = ns_get();
 
 	if (!ns)
-		return -1;
+		return -errno;
 	if (nsems < 0 || nsems > ns->hdr->lim.semmsl)
-		return set_errno_ret(-EINVAL);
-	return (int)set_errno_ret(ipcget(ns, IPC_SEM_IDS, key, semflg, nsems, &ops));
+		return -EINVAL;
+	return ipcget(ns, IPC_SEM_IDS, key, semflg, nsems, &ops);
 }
 
 /* ---- SEM_UNDO bookkeeping ----
@@ -1770,10 +1768,8 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
  * against semopm, nsops < 1, the sops pointer, then the id and the timeout
  * value.  nsops is an unsigned int in the system call: wider values wrap.
  */
-static __attribute__((noinline)) int semtimedop_common(int semid, struct sembuf *tsops,
-							size_t nsops_arg,
-							const struct timespec *timeout,
-							bool has_timeout, unsigned hand0)
+int ksys_semtimedop(unsigned hand0, int semid, struct sembuf *tsops, size_t nsops_arg,
+		    const struct timespec *timeout, bool has_timeout)
 {
 	unsigned int nsops = (unsigned int)nsops_arg;
 	struct ns *ns;
@@ -1837,25 +1833,6 @@ out:
 	if (sops != fast)
 		free(sops);
 	return r;
-}
-
-/* semop/semtimedop begun when the program's handler count was HAND0
- * (SEM_CALL_BEGINS in internal.h): -1 and errno on error */
-int sem_semtimedop_from(unsigned hand0, int semid, struct sembuf *sops, size_t nsops,
-			const struct timespec *timeout, bool has_timeout)
-{
-	return (int)set_errno_ret(semtimedop_common(semid, sops, nsops, timeout, has_timeout,
-						    hand0));
-}
-
-int uipc_semtimedop(int semid, struct sembuf *sops, size_t nsops, const struct timespec *timeout)
-{
-	return sem_semtimedop_from(uipc_handler_gen(), semid, sops, nsops, timeout, true);
-}
-
-int uipc_semop(int semid, struct sembuf *sops, size_t nsops)
-{
-	return sem_semtimedop_from(uipc_handler_gen(), semid, sops, nsops, NULL, false);
 }
 
 /* ---- semctl ---- */
@@ -2233,27 +2210,17 @@ static int semctl_common(int semid, int semnum, int cmd, union semun arg)
 	}
 }
 
-int uipc_semctl(int semid, int semnum, int cmd, ...)
+/* the raw system call: ARG is the value for SETVAL (an int, as the kernel
+ * reads it), a pointer for the others */
+int ksys_semctl(int semid, int semnum, int cmd, unsigned long arg)
 {
-	union semun arg = { 0 };
-	va_list ap;
+	union semun u = { 0 };
 
-	switch (cmd) {
-	case SETVAL:
-	case GETALL:
-	case SETALL:
-	case IPC_STAT:
-	case IPC_SET:
-	case IPC_INFO:
-	case SEM_INFO:
-	case SEM_STAT:
-	case SEM_STAT_ANY:
-		va_start(ap, cmd);
-		arg = va_arg(ap, union semun);
-		va_end(ap);
-		break;
-	}
-	return (int)set_errno_ret(semctl_common(semid, semnum, cmd, arg));
+	if (cmd == SETVAL)
+		u.val = (int)arg;
+	else
+		u.buf = (struct semid_ds *)(uintptr_t)arg;
+	return semctl_common(semid, semnum, cmd, u);
 }
 
 /* ---- exit_sem ---- */

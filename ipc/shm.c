@@ -44,8 +44,7 @@
 #include <linux/capability.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "signals.h"
+#include "ipc/ipc.h"
 
 #ifndef SHM_STAT_ANY
 #define SHM_STAT_ANY 15
@@ -116,7 +115,7 @@ struct lattach {
  * that shmat maps without opening the file again.  They are moved high
  * (F_DUPFD_CLOEXEC above fd_base()), are close-on-exec, and are guarded:
  * the application's close/dup2/dup3/close_range/closefrom cannot close or
- * replace them (syscalls.c asks shm_fd_guarded), so the number always
+ * replace them (entry/watch.c asks shm_fd_guarded), so the number always
  * names the segment's file.  Memory is not kept alive by them: a segment
  * file is truncated to 0 when the segment is destroyed (always when it
  * goes to the pool, else if another process may hold it open: fd_shared).
@@ -258,21 +257,6 @@ int shm_fd_next_guarded(unsigned lo)
 			best = v;
 	}
 	return best;
-}
-
-static int sys_close(int fd)
-{
-	return (int)syscall(SYS_close, fd);
-}
-
-static void *sys_mmap(void *a, size_t len, int prot, int flags, int fd, off_t off)
-{
-	return (void *)syscall(SYS_mmap, a, len, prot, flags, fd, off);
-}
-
-static int sys_munmap(void *a, size_t len)
-{
-	return (int)syscall(SYS_munmap, a, len);
 }
 
 static void close_guarded(int fd)
@@ -1312,7 +1296,7 @@ static bool enough_memory(uint64_t pages)
 
 		if (fd >= 0) {
 			n = read(fd, buf, sizeof(buf) - 1);
-			close(fd);
+			sys_close(fd);
 			if (n > 0) {
 				buf[n] = 0;
 				m = atoi(buf);
@@ -1339,7 +1323,7 @@ static long meminfo_field(const char *name)
 	if (fd < 0)
 		return -1;
 	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	sys_close(fd);
 	if (n <= 0)
 		return -1;
 	buf[n] = 0;
@@ -1372,7 +1356,7 @@ static int hugetlb_check(uint64_t size, int shmflg)
 
 		if (fd >= 0) {
 			n = read(fd, buf, sizeof(buf) - 1);
-			close(fd);
+			sys_close(fd);
 			if (n > 0) {
 				buf[n] = 0;
 				g = atol(buf);
@@ -1502,13 +1486,13 @@ static int shm_more_checks(struct ns *ns, struct uperm *p, long size)
 static void run_exec_pending(struct ns *ns);
 static void reap_all(struct ns *ns);
 
-int uipc_shmget(key_t key, size_t size, int shmflg)
+int ksys_shmget(key_t key, size_t size, int shmflg)
 {
 	static const struct ipc_ops ops = { newseg, shm_more_checks };
 	struct ns *ns = ns_get();
 
 	if (!ns)
-		return -1;
+		return -errno;
 	run_exec_pending(ns);
 	shm_enter(ns);
 	int r;
@@ -1525,7 +1509,7 @@ int uipc_shmget(key_t key, size_t size, int shmflg)
 		if (shp && reap_dead_attachers(ns, shp))
 			r = ipcget(ns, IPC_SHM_IDS, key, shmflg, (long)size, &ops);
 	}
-	return (int)set_errno_ret(r);
+	return r;
 }
 
 /* ---- dead attachers ---- */
@@ -1949,23 +1933,20 @@ out_fd:
 	return err;
 }
 
-void *uipc_shmat(int shmid, const void *shmaddr, int shmflg)
+/* the address attached, or -errno (the kernel's raw shmat result) */
+long ksys_shmat(int shmid, const void *shmaddr, int shmflg)
 {
 	struct ns *ns = ns_get();
 	long r;
 
 	if (!ns)
-		return (void *)-1;
+		return -errno;
 	run_exec_pending(ns);
 	shm_enter(ns);
 	hooks_enter();
 	r = do_shmat(ns, shmid, shmaddr, shmflg);
 	hooks_leave();
-	if (r < 0 && r > -4096) {
-		errno = (int)-r;
-		return (void *)-1;
-	}
-	return (void *)(uintptr_t)r;
+	return r;
 }
 
 /* ---- shmdt ---- */
@@ -1976,7 +1957,7 @@ void *uipc_shmat(int shmid, const void *shmaddr, int shmflg)
  * detached; then every later fragment of the same segment, mapped from
  * ADDR on too, that ends within the segment's size from ADDR.
  */
-static int ksys_shmdt(struct ns *ns, const void *shmaddr)
+static int do_shmdt(struct ns *ns, const void *shmaddr)
 {
 	uintptr_t addr = (uintptr_t)shmaddr;
 	struct lattach gone[64];
@@ -2039,20 +2020,19 @@ static int ksys_shmdt(struct ns *ns, const void *shmaddr)
 	return 0;
 }
 
-int uipc_shmdt(const void *shmaddr)
+int ksys_shmdt(const void *shmaddr)
 {
 	struct ns *ns = ns_get();
-
-	if (!ns)
-		return -1;
 	int r;
 
+	if (!ns)
+		return -errno;
 	run_exec_pending(ns);
 	shm_enter(ns);
 	hooks_enter();
-	r = ksys_shmdt(ns, shmaddr);
+	r = do_shmdt(ns, shmaddr);
 	hooks_leave();
-	return (int)set_errno_ret(r);
+	return r;
 }
 
 /* ---- the application's own munmap, mmap(MAP_FIXED), mremap, mprotect ----
@@ -2061,7 +2041,7 @@ int uipc_shmdt(const void *shmaddr)
  * tests/diff/shm_vma.c checks): munmap of a whole attachment detaches it,
  * of a part cuts it (each piece left is an attachment), a vma moved by
  * mremap is opened at its new place and closed at the old one, one split
- * by mprotect counts twice.  The hooks (syscalls.c) make the call, then
+ * by mprotect counts twice.  The hooks (entry/watch.c) make the call, then
  * bring the local table and the counts up to date; l_mutex is held across
  * the call so that a concurrent shmat does not add a fragment that the
  * update would then take for an old one.
@@ -2561,7 +2541,7 @@ out:
 	return err;
 }
 
-static int ksys_shmctl(int shmid, int cmd, struct shmid_ds *buf)
+int ksys_shmctl(int shmid, int cmd, struct shmid_ds *buf)
 {
 	struct ns *ns = ns_get();
 	struct shmid_ds ds;
@@ -2615,11 +2595,6 @@ static int ksys_shmctl(int shmid, int cmd, struct shmid_ds *buf)
 	default:
 		return -EINVAL;
 	}
-}
-
-int uipc_shmctl(int shmid, int cmd, struct shmid_ds *buf)
-{
-	return (int)set_errno_ret(ksys_shmctl(shmid, cmd, buf));
 }
 
 /* ---- process lifecycle ---- */
@@ -2950,7 +2925,7 @@ static void shm_atfork_child_unlock(void)
  * registers; an image exec'd by a process that had attachments registers
  * right away (UIPC_SHM_EXEC, set at the first attach), so that nattch drops
  * even if the new program never calls uipc.  This constructor runs after
- * namespace.c's and proc.c's (link order).
+ * core/nsfile.c's and core/proc.c's (link order: core/ first).
  */
 __attribute__((constructor)) static void shm_init(void)
 {

@@ -2,7 +2,7 @@
  * util.c - what the kernel's ipc/util.c owns: ipc_ids (cyclic index
  * allocation with sequence numbers, next_id), the key hash (O(1) key lookup,
  * seed 000), the generic *get logic, and ipc_perm checks against the
- * caller's credentials and capabilities.
+ * caller's credentials and capabilities (core/cred.c).
  */
 #include <linux/capability.h>
 #include <stdio.h>
@@ -10,53 +10,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "ipc/ipc.h"
 
 #define KEY_EMPTY 0ULL
 #define KEY_TOMB  0xffffffffULL
-
-/* ---- credentials ---- */
-
-static __thread struct ucred_cache tls_cred;
-static _Atomic unsigned cred_gen = 1;
-static __thread unsigned tls_cred_gen;
-
-void cred_invalidate(void)
-{
-	atomic_fetch_add(&cred_gen, 1);
-}
-
-const struct ucred_cache *cur_cred(void)
-{
-	struct ucred_cache *c = &tls_cred;
-	unsigned gen = atomic_load_explicit(&cred_gen, memory_order_acquire);
-
-	if (likely(c->valid && tls_cred_gen == gen))
-		return c;
-	{
-		struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-		struct __user_cap_data_struct d[2];
-		int n;
-
-		c->euid = geteuid();
-		c->egid = getegid();
-		n = getgroups(256, c->groups);
-		c->ngroups = n < 0 ? 0 : n;
-		memset(d, 0, sizeof(d));
-		if (syscall(SYS_capget, &h, d) == 0)
-			c->caps = (uint64_t)d[0].effective | ((uint64_t)d[1].effective << 32);
-		else
-			c->caps = 0;
-		c->valid = 1;
-		tls_cred_gen = gen;
-	}
-	return c;
-}
-
-bool has_cap(int cap)
-{
-	return (cur_cred()->caps >> cap) & 1;
-}
 
 static bool in_group(const struct ucred_cache *c, gid_t g)
 {

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/unit-dlopen.t - uipc's dlopen (ipc/dlopen.c): a library loaded with
+# tests/unit-dlopen.t - uipc's dlopen (entry/dlopen.c): a library loaded with
 # RTLD_DEEPBIND (as PHP loads its sysvmsg/sysvsem/sysvshm extensions) must
 # still reach uipc, not the kernel; and dlopen must keep libc's view of the
 # caller: a bare name found through the calling program's RUNPATH, $ORIGIN

@@ -88,7 +88,7 @@ const char *dt_ip_where(const void *ip);
  * it, so it ran in libc's wrapper or before).  Under uipc if IP is in this
  * program's text, in the dynamic linker (lazy binding), or inside one of
  * the functions named in WRAPPERS (NULL-terminated: uipc's entry points,
- * before their first load, see internal.h).
+ * before their first load, see ipc/ipc.h).
  */
 int dt_ip_before_call(const void *ip, const char *const *wrappers);
 

@@ -31,7 +31,7 @@
 
 #define KEY_TMP  0x7b7b01
 #define KEY_TMP2 0x7b7b02
-#define POOL_CAP 16         /* SHM_POOL_CAP (ipc/internal.h) */
+#define POOL_CAP 16         /* SHM_POOL_CAP (core/layout.h) */
 
 static int workload(int a)
 {

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "../../ipc/internal.h"
+#include "../../core/layout.h"
 
 int main(void)
 {

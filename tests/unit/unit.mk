@@ -24,7 +24,7 @@ $(UNIT_DIR):
 	mkdir -p $@
 
 # prints an offset in the namespace layout: rebuilt when the layout changes
-$(UNIT_DIR)/ids_offset: ipc/internal.h
+$(UNIT_DIR)/ids_offset: core/layout.h
 
 # the crash tests share crashkit.h
 $(UNIT_DIR)/crash_sem $(UNIT_DIR)/crash_msg $(UNIT_DIR)/crash_shm: tests/unit/crashkit.h

@@ -1,8 +1,10 @@
 /*
- * syscalls.c - the libc-facing entry points.  With LD_PRELOAD these replace
- * glibc's semget(), semop(), ... with uipc's; they also watch the calls that
- * change what uipc caches about the process (credentials) or must run its
- * exit work (_exit).
+ * watch.c - the libc calls uipc must watch, besides the System V ones:
+ * the fd calls that must not close the segment files' fds that shm keeps,
+ * the memory-map calls that change attachments (an attachment is a vma the
+ * kernel counts), sigaction and signal (handlers are chained through
+ * core/signals.c), the calls that change credentials (the cached ones are
+ * forgotten), and _exit (the kernel's exit work runs for it too).
  */
 #include <dlfcn.h>
 #include <sys/syscall.h>
@@ -12,79 +14,11 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <linux/close_range.h>
+#include <signal.h>
+#include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "signals.h"
-
-/* ---- System V semaphores ---- */
-
-int semget(key_t key, int nsems, int semflg)
-{
-	return uipc_semget(key, nsems, semflg);
-}
-
-/* the blocking calls begin at their first load (internal.h) */
-int semop(int semid, struct sembuf *sops, size_t nsops)
-{
-	return sem_semtimedop_from(uipc_handler_gen(), semid, sops, nsops, NULL, false);
-}
-
-int semtimedop(int semid, struct sembuf *sops, size_t nsops, const struct timespec *timeout)
-{
-	return sem_semtimedop_from(uipc_handler_gen(), semid, sops, nsops, timeout, true);
-}
-
-union semun_any {
-	int val;
-	void *ptr;
-};
-
-int semctl(int semid, int semnum, int cmd, ...)
-{
-	union semun_any arg = { 0 };
-	va_list ap;
-
-	va_start(ap, cmd);
-	switch (cmd) {
-	case SETVAL:
-	case GETALL:
-	case SETALL:
-	case IPC_STAT:
-	case IPC_SET:
-	case IPC_INFO:
-	case SEM_INFO:
-	case SEM_STAT:
-	case SEM_STAT_ANY:
-		arg = va_arg(ap, union semun_any);
-		break;
-	}
-	va_end(ap);
-	return uipc_semctl(semid, semnum, cmd, arg);
-}
-
-/* ---- message queues and shared memory ---- */
-
-/* uipc_msgget, uipc_msgsnd, uipc_msgrcv, uipc_msgctl: msg.c */
-
-/* uipc_shmget, uipc_shmat, uipc_shmdt, uipc_shmctl: shm.c */
-
-int msgget(key_t key, int msgflg) { return uipc_msgget(key, msgflg); }
-int msgsnd(int q, const void *p, size_t n, int f)
-{
-	return msg_msgsnd_from(uipc_handler_gen(), q, p, n, f);
-}
-
-ssize_t msgrcv(int q, void *p, size_t n, long t, int f)
-{
-	return msg_msgrcv_from(uipc_handler_gen(), q, p, n, t, f);
-}
-
-int msgctl(int q, int cmd, struct msqid_ds *b) { return uipc_msgctl(q, cmd, b); }
-int shmget(key_t key, size_t size, int f) { return uipc_shmget(key, size, f); }
-void *shmat(int id, const void *a, int f) { return uipc_shmat(id, a, f); }
-int shmdt(const void *a) { return uipc_shmdt(a); }
-int shmctl(int id, int cmd, struct shmid_ds *b) { return uipc_shmctl(id, cmd, b); }
+#include "entry/entry.h"
 
 /* ---- fds: the segment files' fds shm.c keeps are not the application's ---- */
 
@@ -245,6 +179,27 @@ int posix_madvise(void *addr, size_t len, int advice)
 	errno = e;
 	return r;
 }
+
+/* ---- signal handlers: chained, so none runs inside a uipc critical section ---- */
+
+int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return sig_program_action(sig, act, old);
+}
+
+sighandler_t signal(int sig, sighandler_t h)
+{
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = h;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(sig, &sa, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
 
 /* ---- credentials: forget the cached ones whenever they may change ---- */
 

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "entry/entry.h"
 
 typedef void *(*dlopen_fn)(const char *, int);
 

@@ -19,7 +19,8 @@
  *   runs; from the first time a thread sleeps in uipc a SIGCONT handler is
  *   installed (it also counts continues, see uipc_cont_gen).
  *
- * sigaction() and signal() report exactly what the program installed.
+ * The program's sigaction() and signal() (entry/watch.c) come here, and
+ * report exactly what the program installed.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -34,8 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "signals.h"
+#include "core/core.h"
 
 #define NSIGS 65
 
@@ -338,8 +338,10 @@ __attribute__((constructor)) static void signals_init(void)
 	pthread_once(&install_once, install);
 }
 
-/* The program's view of every signal: what it installed, not our handlers. */
-int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+/* The program's sigaction: its view of every signal is what it installed,
+ * not our handlers.  libc's conventions (-1 and errno), as the call it
+ * stands for. */
+int sig_program_action(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	int r = 0;
 
@@ -373,19 +375,6 @@ int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 	}
 	pthread_mutex_unlock(&act_mutex);
 	return r;
-}
-
-sighandler_t signal(int sig, sighandler_t h)
-{
-	struct sigaction sa, old;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = h;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(sig, &sa, &old) < 0)
-		return SIG_ERR;
-	return old.sa_handler;
 }
 
 void uipc_sleep_begin(void)

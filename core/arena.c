@@ -19,7 +19,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "internal.h"
+#include "core/core.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -59,7 +59,7 @@ int arena_populate(struct ns *ns, uoff_t off, uint64_t len)
 
 	if (end > ns->size)
 		return -ENOMEM;
-	if (madvise(ns->base + start, end - start, MADV_POPULATE_WRITE) == 0)
+	if (sys_madvise(ns->base + start, end - start, MADV_POPULATE_WRITE) == 0)
 		return 0;
 	if (errno == EINVAL) {
 		/* kernel without MADV_POPULATE_WRITE: touch the pages */

@@ -1,5 +1,5 @@
 /*
- * signals.h - the layer between the program's signal handlers and uipc:
+ * core/signals.h - the layer between the program's signal handlers and uipc:
  * fault-tolerant copies (EFAULT instead of a crash, as the kernel's
  * copy_from_user) and EINTR for sleepers that a stop/continue interrupts.
  */
@@ -10,23 +10,25 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "core/layout.h"
+
 /* 0 on success, -EFAULT if any byte of the source or destination faulted */
-__attribute__((visibility("hidden"))) int uipc_copy_from_user(void *dst, const void *src, size_t len);
-__attribute__((visibility("hidden"))) int uipc_copy_to_user(void *dst, const void *src, size_t len);
+UIPC_HIDDEN int uipc_copy_from_user(void *dst, const void *src, size_t len);
+UIPC_HIDDEN int uipc_copy_to_user(void *dst, const void *src, size_t len);
 
 /* around a blocking wait: a stop and continue must interrupt it (EINTR) */
-__attribute__((visibility("hidden"))) void uipc_sleep_begin(void);
+UIPC_HIDDEN void uipc_sleep_begin(void);
 /* around every uipc critical section: a signal arriving inside one has its
  * handler run at the end of the outermost, as after a system call */
-__attribute__((visibility("hidden"))) void uipc_crit_enter(void);
-__attribute__((visibility("hidden"))) void uipc_crit_exit(void);
+UIPC_HIDDEN void uipc_crit_enter(void);
+UIPC_HIDDEN void uipc_crit_exit(void);
 /* in a fork child, for a section entered before the fork (atfork) */
-__attribute__((visibility("hidden"))) void uipc_crit_exit_child(void);
+UIPC_HIDDEN void uipc_crit_exit_child(void);
 /* counts the program's handlers run on this thread: a caller that spins
  * where the kernel would sleep returns EINTR when it changes.  Read inline
  * (one load): a blocking call takes it as its first instruction, so that
  * "the call began" is as sharp as the kernel's system call entry. */
-__attribute__((visibility("hidden"))) extern __thread unsigned uipc_handler_count;
+UIPC_HIDDEN extern __thread unsigned uipc_handler_count;
 
 static inline unsigned uipc_handler_gen(void)
 {
@@ -41,12 +43,17 @@ static inline unsigned uipc_handler_gen(void)
  * handler ran), EAGAIN (a word differed), ETIMEDOUT.  Without futex_waitv
  * (kernels before 5.16) it is FUTEX_WAIT on W[0] alone.
  */
-__attribute__((visibility("hidden"))) int uipc_wait_words(uint32_t *const *w, const uint32_t *val,
+UIPC_HIDDEN int uipc_wait_words(uint32_t *const *w, const uint32_t *val,
 							  int n, const struct timespec *rel,
 							  unsigned hand0);
 /* -1 when futex_waitv is known to be missing */
-__attribute__((visibility("hidden"))) int uipc_waitv_state(void);
+UIPC_HIDDEN int uipc_waitv_state(void);
+/* the program's sigaction (entry/watch.c): what it installs is recorded and
+ * chained; -1 and errno, as libc's */
+struct sigaction;
+UIPC_HIDDEN int sig_program_action(int sig, const struct sigaction *act,
+							    struct sigaction *old);
 /* counts the continues (SIGCONT) this process went through */
-__attribute__((visibility("hidden"))) unsigned uipc_cont_gen(void);
+UIPC_HIDDEN unsigned uipc_cont_gen(void);
 
 #endif

@@ -19,8 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "signals.h"
+#include "core/core.h"
 
 static pid_t g_pid;                  /* cached getpid(), reset in the fork child */
 static uint32_t g_proc_idx = UINT32_MAX;
@@ -28,9 +27,38 @@ static uint32_t g_stale_idx = UINT32_MAX; /* a dead process with our pid */
 static pthread_mutex_t reg_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t thread_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
-/* this thread's slot; read inline by cur_thread() (internal.h) */
+/* this thread's slot; read inline by cur_thread() (core.h) */
 __thread struct uthread *uipc_tls_thread;
 static struct ns *g_ns_for_hooks;
+
+/* ---- the layers' hooks (CORE_HOOKS in core.h), in link order ---- */
+
+extern const struct core_hooks __start_uipc_core_hooks[] UIPC_HIDDEN;
+extern const struct core_hooks __stop_uipc_core_hooks[] UIPC_HIDDEN;
+
+#define for_each_hooks(h) \
+	for (const struct core_hooks *h = __start_uipc_core_hooks; h < __stop_uipc_core_hooks; h++)
+
+static void run_exit_hooks(struct ns *ns, struct uproc *p)
+{
+	for_each_hooks(h)
+		if (h->proc_exit)
+			h->proc_exit(ns, p);
+}
+
+static void run_fork_child_hooks(void)
+{
+	for_each_hooks(h)
+		if (h->fork_child)
+			h->fork_child();
+}
+
+static void run_exec_hooks(uint32_t proc_idx)
+{
+	for_each_hooks(h)
+		if (h->exec_note)
+			h->exec_note(proc_idx);
+}
 
 int cur_pid(void)
 {
@@ -62,7 +90,7 @@ static uint64_t read_stat(pid_t pid, char *state)
 	if (fd < 0)
 		return 0;
 	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	sys_close(fd);
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;
@@ -171,8 +199,8 @@ static uint32_t register_proc(struct ns *ns)
 		p = proc_at(ns, i);
 		if (p && atomic_load(&p->state) == SLOT_WORD(pid, SLOT_LIVE)) {
 			if (p->starttime == start) {
-				/* shm: the old image's attachments are gone */
-				shm_note_exec(i);
+				/* the old image's attachments are gone */
+				run_exec_hooks(i);
 				return i;
 			}
 			/* a dead process whose pid we got: its exit work is done
@@ -423,8 +451,7 @@ void proc_reap(struct ns *ns, struct uproc *p)
 	}
 	if (!atomic_compare_exchange_strong(&p->state, &w, SLOT_WORD(me, SLOT_DEAD)))
 		return;
-	sem_exit_proc(ns, p);
-	shm_exit_proc(ns, p);   /* shm: detach the dead process's attachments */
+	run_exit_hooks(ns, p);
 	atomic_store(&p->state, SLOT_WORD(0, SLOT_FREE));
 }
 
@@ -458,10 +485,11 @@ static void atfork_child(void)
 	uipc_tls_thread = NULL;
 	j_forget_held();
 	pthread_mutex_init(&reg_mutex, NULL);
-	shm_fork_child();       /* shm: the child inherits the attachments */
+	run_fork_child_hooks(); /* e.g. shm: the child inherits the attachments */
 }
 
-/* The kernel's exit_sem(): apply this process's SEM_UNDO adjustments. */
+/* The kernel's exit work (exit_sem, exit_shm, ...): every layer's
+ * proc_exit for this process. */
 void proc_exit_work(void)
 {
 	struct ns *ns;
@@ -476,8 +504,7 @@ void proc_exit_work(void)
 	p = proc_at(ns, idx);
 	if (!p)
 		return;
-	sem_exit_proc(ns, p);
-	shm_exit_proc(ns, p);   /* shm: exit detaches (the kernel's exit_shm) */
+	run_exit_hooks(ns, p);
 }
 
 static void exit_hook(void)

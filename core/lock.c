@@ -19,8 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "signals.h"
+#include "core/core.h"
 
 #define FUTEX_TID_MASK_    0x3fffffffu
 #define FUTEX_OWNER_DIED_  0x40000000u

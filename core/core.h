@@ -1,0 +1,231 @@
+/*
+ * core/core.h - what core/ gives the layers above it.
+ *
+ * Owns: the namespace file and its mapping (nsfile.c), the allocator inside
+ * it (arena.c), robust locks and the undo journal (lock.c), the process and
+ * thread registry with fork/exec/exit following and liveness (proc.c), the
+ * caller's credentials (cred.c), the signal layer with futex waits and
+ * fault-tolerant user copies (signals.c, signals.h), and the real system
+ * calls uipc makes for itself (sys.h).  The kernel gives its ipc/ all of
+ * this for free; user space must build it.
+ *
+ * May call: libc and the kernel.  Never ipc/, aio/ or entry/: where core
+ * must have the layers above act (a new namespace's tables, a process's
+ * exit work, a fork child), it calls the hooks they register with
+ * CORE_HOOKS() below.  tests/unit-layers.t checks this on the objects.
+ *
+ * Returns: 0 or -errno, unless a prototype says otherwise (ns_get and the
+ * registry's lookups return a pointer, NULL when there is none).
+ */
+#ifndef UIPC_CORE_H
+#define UIPC_CORE_H
+
+#include "core/layout.h"
+#include "core/signals.h"
+#include "core/sys.h"
+
+/* ---- process-local view of a namespace ---- */
+
+/* where the fixed tables are: computed from the id mode, checked against the
+ * header when the namespace is opened, then used from this private copy
+ * (a corrupted header must not send a process outside its tables) */
+struct ns_layout {
+	uoff_t procs, threads, heap_start;
+	uoff_t entries[IPC_NR_IDS], used[IPC_NR_IDS], populated[IPC_NR_IDS];
+};
+
+struct ns {
+	struct ns_layout lay;
+	char *base;                /* the mapping */
+	uint64_t size;             /* mapped bytes (== hdr->arena_size) */
+	struct uipc_hdr *hdr;
+	int shift;                 /* IPCMNI shift of this namespace */
+	int32_t ipcmni;
+	char path[4096];
+};
+
+/* bounds-checked translation of an offset into a pointer; NULL if outside
+ * the mapping (offset 0 is "none", the header's magic word) */
+static inline void *ns_ptr(struct ns *ns, uoff_t off, size_t len)
+{
+	if (unlikely(off < 8 || off > ns->size || len > ns->size - off))
+		return NULL;
+	return ns->base + off;
+}
+
+static inline uoff_t ns_off(struct ns *ns, const void *p)
+{
+	return p ? (uoff_t)((const char *)p - ns->base) : 0;
+}
+
+/* ---- hooks: what the layers above do when core drives a lifecycle ----
+ *
+ * Each layer that has work at these points registers one table with
+ * CORE_HOOKS(name) = { ... }; the linker gathers the tables in one section
+ * and core walks them in link order (so they exist before any constructor
+ * runs).  A member may be NULL.
+ */
+struct core_hooks {
+	/* a namespace file being built (NS not yet published): lay out the
+	 * layer's tables and defaults.  0 or -errno. */
+	int (*ns_init)(struct ns *ns);
+	/* the exit work of process P: its own (exit, _exit) or, by a survivor,
+	 * that of a process that died without doing it (SIGKILL).  Idempotent:
+	 * a worker killed in the middle is replaced. */
+	void (*proc_exit)(struct ns *ns, struct uproc *p);
+	/* in the child of a fork, before it returns to the program */
+	void (*fork_child)(void);
+	/* the process registered again after an exec (slot PROC_IDX) */
+	void (*exec_note)(uint32_t proc_idx);
+};
+
+#define CORE_HOOKS(name)                                                     \
+	static const struct core_hooks name                                  \
+		__attribute__((used, section("uipc_core_hooks"), aligned(sizeof(void *))))
+
+/* ---- nsfile.c: the namespace file ---- */
+UIPC_HIDDEN struct ns *ns_get(void);          /* the current ns; NULL + errno */
+UIPC_HIDDEN void ns_open_for_fork(void);     /* quietly, before a fork */
+UIPC_HIDDEN int ns_mlockall(int flags);      /* mlockall, the arena left out */
+UIPC_HIDDEN int ns_munlockall(void);
+/* a corrupt arena was seen (said once per process, on stderr) */
+UIPC_HIDDEN void ns_corrupt(struct ns *ns, const char *what);
+/* include/uipc.h's namespace calls, returning 0 or -errno */
+UIPC_HIDDEN int ns_path(const char *name, char *buf, size_t len);
+UIPC_HIDDEN int ns_create(const char *name, const struct uipc_ns_opts *opts);
+UIPC_HIDDEN int ns_remove(const char *name);
+UIPC_HIDDEN int ns_select(const char *name);
+
+/* ---- lock.c ---- */
+UIPC_HIDDEN int ulock_init(struct ulock *l);
+UIPC_HIDDEN int ulock_acquire(struct ns *ns, struct ulock *l);
+UIPC_HIDDEN void ulock_release(struct ns *ns, struct ulock *l);
+UIPC_HIDDEN void ulock_commit(struct ns *ns, struct ulock *l);
+/* ulock_commit of a guarded section's partner (see j_guard); tests:
+ * UIPC_TEST_KILL_BETWEEN_COMMITS=1 kills the process after it (no journaled
+ * store lies there to fail at), =in-commit inside it, past its commit point */
+UIPC_HIDDEN void ulock_commit_partner(struct ns *ns, struct ulock *l);
+UIPC_HIDDEN void j_store(struct ns *ns, void *p, const void *val, unsigned size);
+UIPC_HIDDEN void j_abort(struct ns *ns);
+UIPC_HIDDEN void lock_recover_frame(struct ns *ns, struct jframe *f);
+UIPC_HIDDEN void j_guard(struct ns *ns, const uint64_t *word, struct ulock *partner);
+UIPC_HIDDEN void j_store_at_commit(struct ns *ns, uint64_t *word, uint64_t v);
+UIPC_HIDDEN struct jentry *j_slot(struct ns *ns, struct jframe *f, uint32_t i, bool grow);
+UIPC_HIDDEN void j_push(struct jframe *f, struct jentry *e, uint64_t where, uint64_t old);
+UIPC_HIDDEN struct jframe *j_top(struct ns *ns);
+UIPC_HIDDEN struct jframe *j_target(struct ns *ns, struct ulock *l);
+UIPC_HIDDEN void j_target_restore(struct jframe *prev);
+UIPC_HIDDEN void j_forget_held(void);
+
+UIPC_HIDDEN void j_store_1(struct ns *ns, void *p, uint8_t v);
+UIPC_HIDDEN void j_store_2(struct ns *ns, void *p, uint16_t v);
+UIPC_HIDDEN void j_store_4(struct ns *ns, void *p, uint32_t v);
+UIPC_HIDDEN void j_store_8(struct ns *ns, void *p, uint64_t v);
+
+/* J_SET's dispatch: SIZE is a constant, so only one call is left, with the
+ * value in a register */
+static inline __attribute__((always_inline)) void j_set(struct ns *ns, void *p, const void *val,
+							 unsigned size)
+{
+	union { uint8_t b; uint16_t h; uint32_t w; uint64_t q; } u;
+
+	switch (size) {
+	case 1: memcpy(&u.b, val, 1); j_store_1(ns, p, u.b); break;
+	case 2: memcpy(&u.h, val, 2); j_store_2(ns, p, u.h); break;
+	case 4: memcpy(&u.w, val, 4); j_store_4(ns, p, u.w); break;
+	case 8: memcpy(&u.q, val, 8); j_store_8(ns, p, u.q); break;
+	default:
+		if (size % 8 == 0) {
+			/* a wide store is journaled in 8-byte pieces */
+			for (unsigned i = 0; i < size; i += 8) {
+				memcpy(&u.q, (const char *)val + i, 8);
+				j_store_8(ns, (char *)p + i, u.q);
+			}
+		} else {
+			j_store(ns, p, val, size);
+		}
+		break;
+	}
+}
+
+#define J_SET(ns, lv, v) do {                                    \
+		__typeof__(lv) _jv = (v);                         \
+		j_set((ns), &(lv), &_jv, sizeof(lv));             \
+	} while (0)
+
+/* ---- arena.c ---- */
+/* POOL_SEM and POOL_SHM blocks are only ever reused for objects of the same
+ * kind and are not zeroed on reuse: a caller that looked an object up just
+ * before its removal may still take its lock (see newary, newseg) */
+enum { POOL_GENERAL = 0, POOL_SEM = 1, POOL_SHM = 2, POOL_NR = 3 };
+UIPC_HIDDEN uoff_t arena_alloc(struct ns *ns, uint64_t size, int pool);
+UIPC_HIDDEN uoff_t arena_alloc_raw(struct ns *ns, uint64_t size, int pool);
+UIPC_HIDDEN uint64_t arena_block_gen(struct ns *ns, uoff_t off);
+/* the word that holds it: it changes only when the block is freed or
+ * allocated again (a guard for j_guard); NULL for a bad offset */
+UIPC_HIDDEN const uint64_t *arena_gen_word(struct ns *ns, uoff_t off);
+UIPC_HIDDEN int arena_check(struct ns *ns, char *report, size_t len);
+UIPC_HIDDEN void arena_free(struct ns *ns, uoff_t off);
+UIPC_HIDDEN void arena_free_now(struct ns *ns, uoff_t off, struct jentry *mark);
+UIPC_HIDDEN int arena_populate(struct ns *ns, uoff_t off, uint64_t len);
+UIPC_HIDDEN void arena_init(struct uipc_hdr *h, uoff_t heap_start);
+
+/* ---- proc.c ---- */
+UIPC_HIDDEN struct uthread *cur_thread_slow(struct ns *ns);
+UIPC_HIDDEN extern __thread struct uthread *uipc_tls_thread;
+
+/* this thread's slot, registered on first use: inline, since every lock
+ * acquire asks (a call into proc.c cost more than the answer) */
+static inline struct uthread *cur_thread(struct ns *ns)
+{
+	struct uthread *t = uipc_tls_thread;
+
+	return likely(t) ? t : cur_thread_slow(ns);
+}
+UIPC_HIDDEN struct uproc *cur_proc(struct ns *ns);   /* NULL: no slot (ENOMEM) */
+UIPC_HIDDEN int cur_pid(void);
+UIPC_HIDDEN bool thread_alive(struct ns *ns, struct uthread *t);
+UIPC_HIDDEN struct uproc *proc_at(struct ns *ns, uint32_t idx);
+/* the exit work of this process (exit, _exit): every layer's proc_exit */
+UIPC_HIDDEN void proc_exit_work(void);
+UIPC_HIDDEN bool proc_is_dead(struct ns *ns, struct uproc *p);
+UIPC_HIDDEN void proc_note_continue(void);
+UIPC_HIDDEN bool tid_is_registered(struct ns *ns, pid_t tid);
+UIPC_HIDDEN void proc_reap(struct ns *ns, struct uproc *p);
+
+/* ---- cred.c: the caller's credentials, cached ---- */
+struct ucred_cache {
+	uid_t euid;
+	gid_t egid;
+	int ngroups;
+	gid_t groups[256];
+	uint64_t caps;             /* effective capabilities, low 64 bits */
+	int valid;
+};
+UIPC_HIDDEN const struct ucred_cache *cur_cred(void);
+/* the credentials may have changed (entry/'s set*id and capset wrappers) */
+UIPC_HIDDEN void cred_invalidate(void);
+UIPC_HIDDEN bool has_cap(int cap);
+
+/* ---- small helpers ---- */
+
+/* a pause in a spin loop */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	__asm__ volatile("" ::: "memory");
+#endif
+}
+
+/* CLOCK_MONOTONIC in nanoseconds (vDSO: no system call) */
+static inline int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+#endif /* UIPC_CORE_H */

@@ -1,0 +1,54 @@
+/*
+ * cred.c - the caller's credentials and capabilities, as the permission
+ * checks of the layers above need them: effective uid and gid,
+ * supplementary groups, effective capabilities.  Cached per thread (the
+ * kernel's are per thread too) and read again after entry/ saw a call that
+ * may change them (cred_invalidate).
+ */
+#include <linux/capability.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/core.h"
+
+static __thread struct ucred_cache tls_cred;
+static _Atomic unsigned cred_gen = 1;
+static __thread unsigned tls_cred_gen;
+
+void cred_invalidate(void)
+{
+	atomic_fetch_add(&cred_gen, 1);
+}
+
+const struct ucred_cache *cur_cred(void)
+{
+	struct ucred_cache *c = &tls_cred;
+	unsigned gen = atomic_load_explicit(&cred_gen, memory_order_acquire);
+
+	if (likely(c->valid && tls_cred_gen == gen))
+		return c;
+	{
+		struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+		struct __user_cap_data_struct d[2];
+		int n;
+
+		c->euid = geteuid();
+		c->egid = getegid();
+		n = getgroups(256, c->groups);
+		c->ngroups = n < 0 ? 0 : n;
+		memset(d, 0, sizeof(d));
+		if (syscall(SYS_capget, &h, d) == 0)
+			c->caps = (uint64_t)d[0].effective | ((uint64_t)d[1].effective << 32);
+		else
+			c->caps = 0;
+		c->valid = 1;
+		tls_cred_gen = gen;
+	}
+	return c;
+}
+
+bool has_cap(int cap)
+{
+	return (cur_cred()->caps >> cap) & 1;
+}

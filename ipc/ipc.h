@@ -1,0 +1,129 @@
+/*
+ * ipc/ipc.h - the System V IPC layer: what the kernel's ipc/ holds, and its
+ * util.h.
+ *
+ * Owns: ids and keys with the generic *get and the ipc_perm checks
+ * (util.c), semaphores (sem.c), message queues (msg.c, with the lock-free
+ * ring in msgring.c), shared memory (shm.c), and the IPC namespace: its
+ * tables and limits at creation, the sysctls, fsck and statistics
+ * (namespace.c).
+ * May call: core/ (core/core.h) and libc.  Never entry/ or aio/.
+ * Gives entry/: the ksys_* calls below, one per system call, and shm.c's
+ * hooks for the program's memory-map and fd calls.
+ * Returns: 0 or -errno (ksys_shmat: the address or -errno), never errno;
+ * entry/ turns results into the libc convention.
+ *
+ * Lock order (docs/internals.md): an ids lock, then an object's lock, then
+ * a process lock, then the allocator's.
+ */
+#ifndef UIPC_IPC_H
+#define UIPC_IPC_H
+
+#include <sys/ipc.h>
+#include <sys/msg.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
+#include <time.h>
+
+#include "core/core.h"
+
+/* the time stamps of *_ds (seconds) */
+static inline int64_t ipc_now(void)
+{
+	return (int64_t)time(NULL);
+}
+
+/* ---- the system calls, for entry/ ----
+ *
+ * The blocking calls begin where their entry point reads the program's
+ * handler count (uipc_handler_gen(), one load, its first instruction):
+ * from there a handler that runs interrupts a sleep, as the kernel's pending
+ * signal does once the system call has begun.  So they take that count,
+ * HAND0, from their caller, and no call lies before that point.
+ */
+UIPC_HIDDEN int ksys_semget(key_t key, int nsems, int semflg);
+UIPC_HIDDEN int ksys_semtimedop(unsigned hand0, int semid, struct sembuf *sops, size_t nsops,
+				const struct timespec *timeout, bool has_timeout);
+/* ARG is the raw system call's fourth argument: the value for SETVAL, a
+ * pointer for the others */
+UIPC_HIDDEN int ksys_semctl(int semid, int semnum, int cmd, unsigned long arg);
+UIPC_HIDDEN int ksys_msgget(key_t key, int msgflg);
+UIPC_HIDDEN int ksys_msgsnd(unsigned hand0, int msqid, const void *msgp, size_t msgsz,
+			    int msgflg);
+UIPC_HIDDEN ssize_t ksys_msgrcv(unsigned hand0, int msqid, void *msgp, size_t msgsz,
+				long msgtyp, int msgflg);
+UIPC_HIDDEN int ksys_msgctl(int msqid, int cmd, struct msqid_ds *buf);
+UIPC_HIDDEN int ksys_shmget(key_t key, size_t size, int shmflg);
+UIPC_HIDDEN long ksys_shmat(int shmid, const void *shmaddr, int shmflg);
+UIPC_HIDDEN int ksys_shmdt(const void *shmaddr);
+UIPC_HIDDEN int ksys_shmctl(int shmid, int cmd, struct shmid_ds *buf);
+
+/* ---- namespace.c: the IPC namespace (include/uipc.h's calls) ---- */
+UIPC_HIDDEN int ipc_ns_stats(struct uipc_ns_stats *st);
+/* fsck: the number of problems found, or -errno */
+UIPC_HIDDEN int ipc_ns_check(char *report, size_t len);
+UIPC_HIDDEN int ipc_sysctl_get(const char *name, char *buf, size_t len);
+UIPC_HIDDEN int ipc_sysctl_set(const char *name, const char *value);
+
+/* ---- util.c: ids, keys, permissions ---- */
+struct ipc_ops {
+	int (*getnew)(struct ns *ns, key_t key, int flg, long arg);
+	int (*more_checks)(struct ns *ns, struct uperm *p, long arg);
+};
+UIPC_HIDDEN int ipcget(struct ns *ns, int type, key_t key, int flg, long arg,
+		       const struct ipc_ops *ops);
+UIPC_HIDDEN int ids_lock(struct ns *ns, int type);
+UIPC_HIDDEN void ids_unlock(struct ns *ns, int type);
+UIPC_HIDDEN bool ids_read_begin(struct ns *ns, int type, uint64_t *seq);
+UIPC_HIDDEN bool ids_read_end(struct ns *ns, int type, uint64_t seq);
+UIPC_HIDDEN int ipc_addid(struct ns *ns, int type, struct uperm *p, int limit);
+UIPC_HIDDEN void ipc_rmid(struct ns *ns, int type, struct uperm *p);
+UIPC_HIDDEN struct uperm *ipc_obtain(struct ns *ns, int type, int id);
+UIPC_HIDDEN struct uperm *ipc_obtain_check(struct ns *ns, int type, int id, int *err);
+/* P, found in its table under the ids lock, removed?  (a dead holder of
+ * its lock is rolled back first: ipc_settle in util.c) */
+UIPC_HIDDEN bool ipc_removed(struct ns *ns, struct uperm *p);
+UIPC_HIDDEN int ipc_get_maxidx(struct ns *ns, int type);
+UIPC_HIDDEN int ipc_ids_check(struct ns *ns, int type, char *report, size_t len, size_t *used);
+UIPC_HIDDEN struct uperm *ipc_obtain_for_stat(struct ns *ns, int type, int id, bool by_index,
+					      bool any, int *err);
+UIPC_HIDDEN int ipcperms(struct uperm *p, int flag);
+UIPC_HIDDEN bool ipc_owner_or_admin(struct uperm *p);
+UIPC_HIDDEN void ipc_update_perm(struct ns *ns, struct uperm *p, const struct ipc_perm *in);
+UIPC_HIDDEN void ipc_fill_perm(struct ns *ns, const struct uperm *p, struct ipc_perm *out);
+UIPC_HIDDEN int ipc_ids_init(struct ns *ns, int type, uoff_t entries, uoff_t used,
+			     uoff_t populated);
+
+/* ---- sem.c ---- */
+UIPC_HIDDEN void sem_exit_proc(struct ns *ns, struct uproc *p);
+UIPC_HIDDEN int sem_array_bytes(int nsems);
+/* fsck (ipc_ns_check): one object's invariants, checked under its lock;
+ * the number of problems, appended to REPORT at *USED */
+UIPC_HIDDEN int sem_check_obj(struct ns *ns, struct uperm *p, char *report, size_t len, size_t *used);
+UIPC_HIDDEN int msg_check_obj(struct ns *ns, struct uperm *p, char *report, size_t len, size_t *used);
+UIPC_HIDDEN int shm_check_obj(struct ns *ns, struct uperm *p, char *report, size_t len, size_t *used);
+UIPC_HIDDEN int shm_check_tot(struct ns *ns, char *report, size_t len, size_t *used);
+
+/* ---- shm.c ---- */
+UIPC_HIDDEN void shm_exit_proc(struct ns *ns, struct uproc *p); /* exit, reaper */
+UIPC_HIDDEN void shm_note_exec(uint32_t proc_idx);  /* register_proc after exec */
+UIPC_HIDDEN void shm_fork_child(void);              /* atfork child */
+UIPC_HIDDEN void shm_destroy_orphaned(struct ns *ns); /* shm_rmid_forced set to 1 */
+/* the segment files' fds shm.c keeps (entry/watch.c's close/dup2/... hooks) */
+UIPC_HIDDEN bool shm_fd_guarded(int fd);
+UIPC_HIDDEN int shm_fd_next_guarded(unsigned lo);
+UIPC_HIDDEN void shm_fd_evict(int fd);
+UIPC_HIDDEN void shm_note_umask(mode_t m);
+/* the application's own munmap/mmap/mremap/mprotect (attachments are vmas):
+ * libc's conventions, -1 and errno, as the calls they stand in for */
+UIPC_HIDDEN int shm_hook_munmap(void *addr, size_t len);
+UIPC_HIDDEN void *shm_hook_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+UIPC_HIDDEN void *shm_hook_mremap(void *old, size_t olen, size_t nlen, int flags, void *naddr);
+UIPC_HIDDEN int shm_hook_mprotect(void *addr, size_t len, int prot);
+UIPC_HIDDEN int shm_hook_mlock(void *addr, size_t len, int flags);
+UIPC_HIDDEN int shm_hook_munlock(void *addr, size_t len);
+UIPC_HIDDEN int shm_hook_madvise(void *addr, size_t len, int advice);
+UIPC_HIDDEN int shm_hook_mlockall(int flags);
+UIPC_HIDDEN int shm_hook_munlockall(void);
+
+#endif /* UIPC_IPC_H */

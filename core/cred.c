@@ -38,7 +38,7 @@ const struct ucred_cache *cur_cred(void)
 		n = getgroups(256, c->groups);
 		c->ngroups = n < 0 ? 0 : n;
 		memset(d, 0, sizeof(d));
-		if (syscall(SYS_capget, &h, d) == 0)
+		if (sys_syscall(SYS_capget, &h, d) == 0)
 			c->caps = (uint64_t)d[0].effective | ((uint64_t)d[1].effective << 32);
 		else
 			c->caps = 0;

@@ -67,7 +67,7 @@ static void say(const char *fmt, ...)
 	if (n > (int)sizeof(buf) - 2)
 		n = (int)sizeof(buf) - 2;
 	buf[n++] = '\n';
-	if (write(2, buf, (size_t)n) < 0)
+	if (sys_write(2, buf, (size_t)n) < 0)
 		return;
 }
 
@@ -257,11 +257,11 @@ static void *map_arena(int fd, uint64_t size)
 	m = sys_mmap(NULL, size, PROT_NONE, MAP_SHARED | MAP_NORESERVE, fd, 0);
 	if (m == MAP_FAILED)
 		return m;
-	if (syscall(SYS_munlock, m, size) == 0 &&
-	    syscall(SYS_mprotect, m, size, PROT_READ | PROT_WRITE) == 0)
+	if (sys_syscall(SYS_munlock, m, size) == 0 &&
+	    sys_syscall(SYS_mprotect, m, size, PROT_READ | PROT_WRITE) == 0)
 		return m;
 	e = errno;
-	syscall(SYS_munmap, m, size);
+	sys_syscall(SYS_munmap, m, size);
 	errno = e;
 	return MAP_FAILED;
 }
@@ -272,7 +272,7 @@ static void lock_mappings_but(const char *skip, uint64_t len)
 {
 	char buf[8192], *line;
 	size_t have = 0;
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	int fd = sys_open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return;
@@ -291,13 +291,13 @@ static void lock_mappings_but(const char *skip, uint64_t len)
 			*nl = 0;
 			if (sscanf(line, "%lx-%lx", &a, &b) == 2 &&
 			    (b <= (uintptr_t)skip || a >= (uintptr_t)skip + len))
-				syscall(SYS_mlock, a, b - a);
+				sys_syscall(SYS_mlock, a, b - a);
 			line = nl + 1;
 		}
 		have = (size_t)(buf + have - line);
 		memmove(buf, line, have);
 	}
-	syscall(SYS_close, fd);
+	sys_syscall(SYS_close, fd);
 }
 
 /*
@@ -313,15 +313,15 @@ int ns_mlockall(int flags)
 	int r;
 
 	if (!(flags & MCL_CURRENT) || !ns) {
-		r = (int)syscall(SYS_mlockall, flags);
+		r = (int)sys_syscall(SYS_mlockall, flags);
 	} else {
-		r = (int)syscall(SYS_mlockall, flags | MCL_ONFAULT);
+		r = (int)sys_syscall(SYS_mlockall, flags | MCL_ONFAULT);
 		if (r == 0) {
-			syscall(SYS_munlock, ns->base, ns->size);
+			sys_syscall(SYS_munlock, ns->base, ns->size);
 			if (!(flags & MCL_ONFAULT)) {
 				lock_mappings_but(ns->base, ns->size);
 				if (flags & MCL_FUTURE)
-					syscall(SYS_mlockall, MCL_FUTURE);
+					sys_syscall(SYS_mlockall, MCL_FUTURE);
 			}
 		}
 	}
@@ -332,7 +332,7 @@ int ns_mlockall(int flags)
 
 int ns_munlockall(void)
 {
-	int r = (int)syscall(SYS_munlockall);
+	int r = (int)sys_syscall(SYS_munlockall);
 
 	if (r == 0)
 		__atomic_store_n(&g_future_locked, false, __ATOMIC_RELAXED);
@@ -432,7 +432,7 @@ static int create_file(const char *path, const struct uipc_ns_opts *o)
 	}
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d.%lx", path, (int)getpid(),
 		 (unsigned long)random());
-	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = sys_open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	r = 0;
@@ -456,7 +456,7 @@ static int create_file(const char *path, const struct uipc_ns_opts *o)
 
 static int open_path(const char *path, struct ns **out, bool owner_check)
 {
-	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	int fd = sys_open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	int r;
 
 	if (fd < 0)

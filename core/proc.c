@@ -86,7 +86,7 @@ static uint64_t read_stat(pid_t pid, char *state)
 	int field;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = sys_open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	n = read(fd, buf, sizeof(buf) - 1);
@@ -240,7 +240,7 @@ static uint32_t register_proc(struct ns *ns)
  */
 static void hold_proc_alive(struct uproc *p)
 {
-	pid_t tid = (pid_t)syscall(SYS_gettid);
+	pid_t tid = (pid_t)sys_syscall(SYS_gettid);
 	int r;
 
 	if (!p || atomic_load(&p->alive_tid) != 0)
@@ -315,7 +315,7 @@ static void make_key(void)
 
 static struct uthread *register_thread(struct ns *ns)
 {
-	pid_t tid = (pid_t)syscall(SYS_gettid);
+	pid_t tid = (pid_t)sys_syscall(SYS_gettid);
 	uint32_t pidx = cur_proc_idx(ns);
 	pthread_mutexattr_t a;
 	struct uthread *t;
@@ -427,7 +427,7 @@ bool proc_is_dead(struct ns *ns, struct uproc *p)
 void proc_reap(struct ns *ns, struct uproc *p)
 {
 	uint64_t w = atomic_load(&p->state);
-	int32_t me = (int32_t)syscall(SYS_gettid), r;
+	int32_t me = (int32_t)sys_syscall(SYS_gettid), r;
 
 	if (p == cur_proc(ns))
 		return;
@@ -496,7 +496,7 @@ void proc_exit_work(void)
 	struct uproc *p;
 	uint32_t idx = __atomic_load_n(&g_proc_idx, __ATOMIC_ACQUIRE);
 
-	if (idx == UINT32_MAX || (pid_t)syscall(SYS_getpid) != g_pid)
+	if (idx == UINT32_MAX || (pid_t)sys_syscall(SYS_getpid) != g_pid)
 		return; /* never registered, or a vfork child sharing our memory */
 	ns = ns_get();
 	if (!ns)
@@ -513,7 +513,7 @@ static void exit_hook(void)
 	struct uproc *p;
 
 	proc_exit_work();
-	if ((pid_t)syscall(SYS_getpid) != g_pid || g_proc_idx == UINT32_MAX)
+	if ((pid_t)sys_syscall(SYS_getpid) != g_pid || g_proc_idx == UINT32_MAX)
 		return;
 	ns = ns_get();
 	p = ns ? proc_at(ns, g_proc_idx) : NULL;

@@ -115,7 +115,7 @@ int uipc_wait_words(uint32_t *const *w, const uint32_t *val, int n, const struct
 			abs.tv_sec++;
 			abs.tv_nsec -= 1000000000L;
 		}
-		r = (int)syscall(SYS_futex_waitv, v, k, 0, &abs, CLOCK_MONOTONIC);
+		r = (int)sys_syscall(SYS_futex_waitv, v, k, 0, &abs, CLOCK_MONOTONIC);
 		if (r >= 0 || errno != ENOSYS) {
 			waitv_state = 1;
 			if (r < 0 && errno == EAGAIN && uipc_handler_count != hand0)
@@ -124,7 +124,7 @@ int uipc_wait_words(uint32_t *const *w, const uint32_t *val, int n, const struct
 		}
 		waitv_state = -1;
 	}
-	r = (int)syscall(SYS_futex, (int *)w[0], FUTEX_WAIT, val[0], rel, NULL, 0);
+	r = (int)sys_syscall(SYS_futex, (int *)w[0], FUTEX_WAIT, val[0], rel, NULL, 0);
 	return r < 0 ? -1 : 0;
 }
 

@@ -11,6 +11,7 @@
 #ifndef UIPC_CORE_SYS_H
 #define UIPC_CORE_SYS_H
 
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <stdint.h>
@@ -18,30 +19,100 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+/*
+ * The kernel's own convention: the result, or -errno.  entry/ interposes
+ * libc's syscall() too (raw callers of the System V numbers reach uipc), so
+ * uipc's own system calls are made here, by instruction, and never through
+ * that name.
+ */
+static inline long sys_raw6(long nr, long a, long b, long c, long d, long e, long f)
+{
+#if defined(__x86_64__)
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+#elif defined(__aarch64__)
+	register long x8 __asm__("x8") = nr;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+	register long x4 __asm__("x4") = e;
+	register long x5 __asm__("x5") = f;
+
+	__asm__ volatile("svc 0"
+			 : "+r"(x0)
+			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+			 : "memory", "cc");
+	return x0;
+#else
+	/* elsewhere libc's, which entry/ passes through unchanged */
+	long r = syscall(nr, a, b, c, d, e, f);
+
+	return r == -1 ? -errno : r;
+#endif
+}
+
+/* libc's convention for a raw result: -1 and errno */
+static inline long sys_ret(long r)
+{
+	if ((unsigned long)r > -4096UL) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+/* syscall(NR, ...) with libc's convention, up to six arguments */
+#define sys_syscall(...) sys_syscall_(__VA_ARGS__, 0, 0, 0, 0, 0, 0, 0)
+#define sys_syscall_(nr, a, b, c, d, e, f, ...)                                     \
+	sys_ret(sys_raw6((long)(nr), (long)(a), (long)(b), (long)(c), (long)(d),       \
+			 (long)(e), (long)(f)))
+
+/* open and openat (entry/ interposes them for /proc's IPC files) */
+#define sys_open(...) sys_open_(__VA_ARGS__, 0, 0)
+#define sys_open_(path, flags, mode, ...) \
+	((int)sys_syscall(SYS_openat, AT_FDCWD, (path), (flags), (mode)))
+#define sys_openat(...) sys_openat_(__VA_ARGS__, 0, 0)
+#define sys_openat_(dfd, path, flags, mode, ...) \
+	((int)sys_syscall(SYS_openat, (dfd), (path), (flags), (mode)))
+
+static inline ssize_t sys_write(int fd, const void *buf, size_t len)
+{
+	return (ssize_t)sys_syscall(SYS_write, fd, buf, len);
+}
+
 static inline int sys_close(int fd)
 {
-	return (int)syscall(SYS_close, fd);
+	return (int)sys_syscall(SYS_close, fd);
 }
 
 static inline void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+	return (void *)sys_syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 }
 
 static inline int sys_munmap(void *addr, size_t len)
 {
-	return (int)syscall(SYS_munmap, addr, len);
+	return (int)sys_syscall(SYS_munmap, addr, len);
 }
 
 static inline int sys_madvise(void *addr, size_t len, int advice)
 {
-	return (int)syscall(SYS_madvise, addr, len, advice);
+	return (int)sys_syscall(SYS_madvise, addr, len, advice);
 }
 
 /* wake up to N sleepers on the shared (not process-private) futex word W */
 static inline void sys_futex_wake(void *w, int n)
 {
-	syscall(SYS_futex, w, FUTEX_WAKE, n, NULL, NULL, 0);
+	sys_syscall(SYS_futex, w, FUTEX_WAKE, n, NULL, NULL, 0);
 }
 
 #endif /* UIPC_CORE_SYS_H */

@@ -38,7 +38,7 @@ int close(int fd)
 		errno = EBADF;
 		return -1;
 	}
-	return real_ ? real_(fd) : (int)syscall(SYS_close, fd);
+	return real_ ? real_(fd) : (int)sys_syscall(SYS_close, fd);
 }
 
 /* dup2/dup3 onto one: it moves out of the way first */
@@ -51,7 +51,7 @@ int dup2(int oldfd, int newfd)
 	}
 	if (unlikely(shm_fd_guarded(newfd)))
 		shm_fd_evict(newfd);
-	return real_ ? real_(oldfd, newfd) : (int)syscall(SYS_dup2, oldfd, newfd);
+	return real_ ? real_(oldfd, newfd) : (int)sys_syscall(SYS_dup2, oldfd, newfd);
 }
 
 int dup3(int oldfd, int newfd, int flags)
@@ -63,21 +63,21 @@ int dup3(int oldfd, int newfd, int flags)
 	}
 	if (unlikely(shm_fd_guarded(newfd)))
 		shm_fd_evict(newfd);
-	return real_ ? real_(oldfd, newfd, flags) : (int)syscall(SYS_dup3, oldfd, newfd, flags);
+	return real_ ? real_(oldfd, newfd, flags) : (int)sys_syscall(SYS_dup3, oldfd, newfd, flags);
 }
 
 /* a range is closed around them */
 int close_range(unsigned first, unsigned last, int flags)
 {
 	if (flags & CLOSE_RANGE_CLOEXEC)
-		return (int)syscall(SYS_close_range, first, last, flags);
+		return (int)sys_syscall(SYS_close_range, first, last, flags);
 	for (;;) {
 		int g = shm_fd_next_guarded(first), r;
 
 		if (g == INT_MAX || (unsigned)g > last)
-			return (int)syscall(SYS_close_range, first, last, flags);
+			return (int)sys_syscall(SYS_close_range, first, last, flags);
 		if ((unsigned)g > first) {
-			r = (int)syscall(SYS_close_range, first, (unsigned)g - 1, flags);
+			r = (int)sys_syscall(SYS_close_range, first, (unsigned)g - 1, flags);
 			if (r)
 				return r;
 		}
@@ -96,7 +96,7 @@ void closefrom(int lowfd)
 
 mode_t umask(mode_t mask)
 {
-	mode_t old = (mode_t)syscall(SYS_umask, mask);
+	mode_t old = (mode_t)sys_syscall(SYS_umask, mask);
 
 	shm_note_umask(mask);
 	return old;
@@ -242,7 +242,7 @@ void _exit(int status)
 	if (real)
 		real(status);
 	for (;;)
-		syscall(SYS_exit_group, status);
+		sys_syscall(SYS_exit_group, status);
 }
 
 void _Exit(int status)

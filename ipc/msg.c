@@ -1068,7 +1068,7 @@ static bool w_stopped(struct msgw *w)
 	if (mono_ns() - w->since < STOP_CHECK_AFTER_NS)
 		return false;
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", w->pid, SLOT_ID(w->tword));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = sys_open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
 	n = read(fd, buf, sizeof(buf) - 1);

@@ -644,7 +644,7 @@ static bool q_sleeper_stopped(struct semq *q)
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", q->pid, SLOT_ID(q->tword));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = sys_open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
 	n = read(fd, buf, sizeof(buf) - 1);

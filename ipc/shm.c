@@ -339,7 +339,7 @@ static int seg_dirfd(struct ns *ns)
 	if (!slash)
 		return -1;
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - ns->path), ns->path);
-	fd = open(dir[0] ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	fd = sys_open(dir[0] ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	h = fd_hide(fd);
@@ -804,7 +804,7 @@ static bool holder_gone(struct ns *ns, const struct shm_spare *e)
 /* empty the segment file NAME of directory DFD through a fresh fd: done? */
 static bool truncate_named(int dfd, const char *name)
 {
-	int fd = dfd < 0 ? -1 : openat(dfd, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	int fd = dfd < 0 ? -1 : sys_openat(dfd, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	bool done = fd >= 0 && ftruncate(fd, 0) == 0;
 
 	if (fd >= 0)
@@ -942,7 +942,7 @@ static void release_file(struct ns *ns, const struct rmfile *rf)
 	}
 	pthread_mutex_unlock(&l_mutex);
 	if (fd < 0 && dfd >= 0) {
-		fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		fd = sys_openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 		if (fd >= 0)
 			fd = fd_hide(fd);
 	}
@@ -1135,7 +1135,7 @@ static int cur_umask(void)
 
 	if (m == -2) {
 		char buf[2048], *p;
-		int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+		int fd = sys_open("/proc/self/status", O_RDONLY | O_CLOEXEC);
 		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
 
 		if (fd >= 0)
@@ -1167,7 +1167,7 @@ static int create_file(struct ns *ns, uint64_t file, uint64_t size, int *fdp)
 		return -ENOMEM;
 	file_base(ns, file, name, sizeof(name));
 again:
-	fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	fd = sys_openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0 && errno == EEXIST && tries++ == 0) {
 		/* left by a creation of this number that died before it
 		 * committed (the number went back with its section): no live
@@ -1229,7 +1229,7 @@ static int pool_take(struct ns *ns, uint64_t size, uint64_t *filep, int *fdp)
 			char name[4200];
 
 			file_base(ns, file, name, sizeof(name));
-			fd = dfd < 0 ? -1 : openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+			fd = dfd < 0 ? -1 : sys_openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 			if (fd < 0 && errno == ENOENT) {
 				pool_remove(ns, pl, k);  /* removed behind our back */
 				continue;
@@ -1289,7 +1289,7 @@ static bool enough_memory(uint64_t pages)
 	/* read once per process: the limits are not on any fast path */
 	if (mode < 0) {
 		char buf[64];
-		int fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
+		int fd = sys_open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
 		int m = 0;
 		ssize_t n;
 		struct sysinfo si;
@@ -1317,7 +1317,7 @@ static bool enough_memory(uint64_t pages)
 static long meminfo_field(const char *name)
 {
 	char buf[4096], *p;
-	int fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
+	int fd = sys_open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
 	ssize_t n;
 
 	if (fd < 0)
@@ -1350,7 +1350,7 @@ static int hugetlb_check(uint64_t size, int shmflg)
 		hsize = 1ULL << 30;
 	if (!has_cap(CAP_IPC_LOCK)) {
 		char buf[32];
-		int fd = open("/proc/sys/vm/hugetlb_shm_group", O_RDONLY | O_CLOEXEC);
+		int fd = sys_open("/proc/sys/vm/hugetlb_shm_group", O_RDONLY | O_CLOEXEC);
 		long g = -1;
 		ssize_t n;
 
@@ -1613,7 +1613,7 @@ static int open_seg(struct ns *ns, uoff_t off, uint64_t gen, uint64_t file, int 
 	if (dfd < 0)
 		return -ENOMEM;
 	file_base(ns, file, name, sizeof(name));
-	fd = openat(dfd, name, oflag | O_NOFOLLOW | O_CLOEXEC);
+	fd = sys_openat(dfd, name, oflag | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -EIDRM : -errno;
 	/* cached by the caller once the segment is marked (fd_keep) */
@@ -1900,7 +1900,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 		J_SET(ns, shp->atime, ipc_now());
 		J_SET(ns, shp->lpid, (int32_t)cur_pid());
 		if (shp->perm.mode & SHM_MODE_LOCKED)
-			syscall(SYS_mlock2, m, len, MLOCK_ONFAULT);
+			sys_syscall(SYS_mlock2, m, len, MLOCK_ONFAULT);
 		ulock_release(ns, &shp->lock);
 		pthread_mutex_lock(&l_mutex);
 		local_add((struct lattach){ (uintptr_t)m, len, 0, len, prot, l_vmf_future, shmid,
@@ -2089,10 +2089,10 @@ void *shm_hook_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t o
 	long r;
 
 	if (likely(!(flags & MAP_FIXED) || !any_attached()))
-		return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+		return (void *)sys_syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 	hooks_enter();
 	pthread_mutex_lock(&l_mutex);
-	r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+	r = sys_syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 	if (r != -1 && len)
 		frag_unmap((uintptr_t)r, PAGE_ALIGN(len), &ds);
 	pthread_mutex_unlock(&l_mutex);
@@ -2117,17 +2117,17 @@ void *shm_hook_mremap(void *old, size_t olen, size_t nlen, int flags, void *nadd
 	int i;
 
 	if (likely(!any_attached()))
-		return (void *)syscall(SYS_mremap, old, olen, nlen, flags, naddr);
+		return (void *)sys_syscall(SYS_mremap, old, olen, nlen, flags, naddr);
 	hooks_enter();
 	pthread_mutex_lock(&l_mutex);
 	if (!overlaps(o, olen ? olen : 1)) {
 		/* not an attachment; but a fixed destination may cover one */
-		r = syscall(SYS_mremap, old, olen, nlen, flags, naddr);
+		r = sys_syscall(SYS_mremap, old, olen, nlen, flags, naddr);
 		if (r != -1 && (uintptr_t)r != o)
 			frag_unmap((uintptr_t)r, PAGE_ALIGN(nlen), &ds);
 		goto out;
 	}
-	r = syscall(SYS_mremap, old, olen, nlen, flags, naddr);
+	r = sys_syscall(SYS_mremap, old, olen, nlen, flags, naddr);
 	if (r == -1)
 		goto out;
 	n = (uintptr_t)r;
@@ -2248,7 +2248,7 @@ static long do_syscall3(void *arg)
 {
 	struct sysargs *s = arg;
 
-	return syscall(s->nr, s->a, s->b, s->c);
+	return sys_syscall(s->nr, s->a, s->b, s->c);
 }
 
 int shm_hook_mprotect(void *addr, size_t len, int prot)
@@ -2292,7 +2292,7 @@ int shm_hook_madvise(void *addr, size_t len, int advice)
 	case MADV_NORMAL:     c.clear = VMF_SEQ | VMF_RAND; break;
 	default:
 		/* the others leave the vma flags of a shared mapping alone */
-		return (int)syscall(SYS_madvise, addr, len, advice);
+		return (int)sys_syscall(SYS_madvise, addr, len, advice);
 	}
 	return (int)vma_call((uintptr_t)addr, len, &c, do_syscall3, &sa);
 }
@@ -2531,9 +2531,9 @@ static int shmctl_do_lock(struct ns *ns, int shmid, int cmd)
 		if (l_att[i].obj != ns_off(ns, shp) || l_att[i].gen != gen)
 			continue;
 		if (cmd == SHM_LOCK)
-			syscall(SYS_mlock2, (void *)l_att[i].addr, l_att[i].len, MLOCK_ONFAULT);
+			sys_syscall(SYS_mlock2, (void *)l_att[i].addr, l_att[i].len, MLOCK_ONFAULT);
 		else
-			syscall(SYS_munlock, (void *)l_att[i].addr, l_att[i].len);
+			sys_syscall(SYS_munlock, (void *)l_att[i].addr, l_att[i].len);
 	}
 	pthread_mutex_unlock(&l_mutex);
 out:
@@ -2876,7 +2876,7 @@ static void shm_atfork_prepare(void)
 		dfd = seg_dirfd(ns);
 		/* read without the lock: the child checks (seg_file_is) */
 		file_base(ns, file, name, sizeof(name));
-		fd = dfd < 0 ? -1 : openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		fd = dfd < 0 ? -1 : sys_openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			continue;
 		l_fork_fds[l_nfork++] = (struct fdent){ fd_hide(fd), ns_off(ns, shp), gen, file };

@@ -1,0 +1,119 @@
+/*
+ * syscall.c - glibc's syscall(): the door of programs that make System V
+ * IPC calls by number (syscall(SYS_semget, ...)) instead of by name.
+ *
+ * The twelve IPC numbers go to the ipc/ layer with the raw system calls'
+ * conventions, which differ from the libc names' in places: semctl's fourth
+ * argument is an unsigned long (not a union semun), shmat returns the
+ * address as a long, and on x86-64 a cmd with IPC_64 (0x100) OR'ed in is an
+ * unknown command (EINVAL): the kernel parses the IPC version only on the
+ * architectures that have the old structures, and so does ksys_*ctl.
+ * Every other number goes to the kernel untouched, all six argument
+ * registers forwarded: a range check and a switch are all it costs.
+ *
+ * The blocking numbers read the program's handler count first, as sysv.c's
+ * semop() does (ipc/ipc.h): syscall() loads it before anything else, for
+ * every number, since one thread-local load is cheaper than deciding
+ * whether it is needed.
+ *
+ * More doors open here by adding a case to uipc_syscall(): native AIO
+ * (aio/) and the namespace calls have their places marked below.
+ */
+#include <stdarg.h>
+
+#include "entry/entry.h"
+
+/* the arguments, as the kernel receives them: six registers */
+struct sys_args {
+	long a, b, c, d, e, f;
+};
+
+/*
+ * The numbers uipc serves: sets *RET to the raw result (a value or -errno)
+ * and returns true; false for a number that goes to the kernel.
+ */
+static bool uipc_syscall(long nr, const struct sys_args *x, unsigned hand0, long *ret)
+{
+	switch (nr) {
+	case SYS_semget:
+		*ret = ksys_semget((key_t)x->a, (int)x->b, (int)x->c);
+		return true;
+	case SYS_semop:
+		*ret = ksys_semtimedop(hand0, (int)x->a, (struct sembuf *)x->b, (size_t)x->c,
+				       NULL, false);
+		return true;
+	case SYS_semtimedop:
+		*ret = ksys_semtimedop(hand0, (int)x->a, (struct sembuf *)x->b, (size_t)x->c,
+				       (const struct timespec *)x->d, true);
+		return true;
+	case SYS_semctl:
+		*ret = ksys_semctl((int)x->a, (int)x->b, (int)x->c, (unsigned long)x->d);
+		return true;
+	case SYS_msgget:
+		*ret = ksys_msgget((key_t)x->a, (int)x->b);
+		return true;
+	case SYS_msgsnd:
+		*ret = ksys_msgsnd(hand0, (int)x->a, (const void *)x->b, (size_t)x->c, (int)x->d);
+		return true;
+	case SYS_msgrcv:
+		*ret = ksys_msgrcv(hand0, (int)x->a, (void *)x->b, (size_t)x->c, x->d, (int)x->e);
+		return true;
+	case SYS_msgctl:
+		*ret = ksys_msgctl((int)x->a, (int)x->b, (struct msqid_ds *)x->c);
+		return true;
+	case SYS_shmget:
+		*ret = ksys_shmget((key_t)x->a, (size_t)x->b, (int)x->c);
+		return true;
+	case SYS_shmat:
+		*ret = ksys_shmat((int)x->a, (const void *)x->b, (int)x->c);
+		return true;
+	case SYS_shmdt:
+		*ret = ksys_shmdt((const void *)x->a);
+		return true;
+	case SYS_shmctl:
+		*ret = ksys_shmctl((int)x->a, (int)x->b, (struct shmid_ds *)x->c);
+		return true;
+	/*
+	 * Native AIO, when aio/ exists: one case each, e.g.
+	 *	case SYS_io_setup:
+	 *		*ret = ksys_io_setup((unsigned)x->a, (aio_context_t *)x->b);
+	 *		return true;
+	 * and likewise SYS_io_destroy, SYS_io_submit, SYS_io_cancel,
+	 * SYS_io_getevents and SYS_io_pgetevents (the last two blocking: pass
+	 * HAND0 on).  IPC namespaces: SYS_unshare, SYS_setns and SYS_clone3,
+	 * when entry/ serves their libc names.
+	 */
+	}
+	return false;
+}
+
+/* the kernel's raw result in libc's convention: -1 and errno in the top
+ * page, anything else is a value (shmat's address included) */
+static long raw_ret(long r)
+{
+	if (unlikely((unsigned long)r > -4096UL)) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+long syscall(long nr, ...)
+{
+	unsigned hand0 = uipc_handler_gen();
+	struct sys_args x;
+	va_list ap;
+	long r;
+
+	va_start(ap, nr);
+	x.a = va_arg(ap, long);
+	x.b = va_arg(ap, long);
+	x.c = va_arg(ap, long);
+	x.d = va_arg(ap, long);
+	x.e = va_arg(ap, long);
+	x.f = va_arg(ap, long);
+	va_end(ap);
+	if (unlikely(uipc_syscall(nr, &x, hand0, &r)))
+		return raw_ret(r);
+	return raw_ret(sys_raw6(nr, x.a, x.b, x.c, x.d, x.e, x.f));
+}

@@ -64,6 +64,19 @@ UIPC_HIDDEN int ipc_ns_stats(struct uipc_ns_stats *st);
 UIPC_HIDDEN int ipc_ns_check(char *report, size_t len);
 UIPC_HIDDEN int ipc_sysctl_get(const char *name, char *buf, size_t len);
 UIPC_HIDDEN int ipc_sysctl_set(const char *name, const char *value);
+/* a write of LEN bytes of BUF to /proc/sys/kernel/NAME, parsed as the
+ * kernel's proc handlers do: the bytes consumed, or -errno (EINVAL for a
+ * bad first value, ERANGE for semmni; -ENOENT: not an IPC sysctl) */
+UIPC_HIDDEN ssize_t ipc_sysctl_write(const char *name, const char *buf, size_t len);
+/* is NAME ("kernel.msgmax" or "/proc/sys/kernel/msgmax") an IPC sysctl? */
+UIPC_HIDDEN bool ipc_sysctl_known(const char *name);
+/*
+ * /proc/sysvipc/{sem,msg,shm} (TYPE: IPC_SEM_IDS, ...): the kernel's text,
+ * header and one line per object of the caller's namespace, handed to EMIT
+ * a line at a time.  0, or the first non-zero EMIT result, or -errno.
+ */
+typedef int (*ipc_emit_fn)(void *arg, const char *text, size_t len);
+UIPC_HIDDEN int ipc_proc_show(int type, ipc_emit_fn emit, void *arg);
 
 /* ---- util.c: ids, keys, permissions ---- */
 struct ipc_ops {
@@ -102,6 +115,11 @@ UIPC_HIDDEN int sem_array_bytes(int nsems);
 UIPC_HIDDEN int sem_check_obj(struct ns *ns, struct uperm *p, char *report, size_t len, size_t *used);
 UIPC_HIDDEN int msg_check_obj(struct ns *ns, struct uperm *p, char *report, size_t len, size_t *used);
 UIPC_HIDDEN int shm_check_obj(struct ns *ns, struct uperm *p, char *report, size_t len, size_t *used);
+/* one line of /proc/sysvipc/{sem,msg,shm}: the object at index IDX; its
+ * length, 0 when there is none */
+UIPC_HIDDEN int sem_proc_show(int idx, char *buf, size_t len);
+UIPC_HIDDEN int msg_proc_show(int idx, char *buf, size_t len);
+UIPC_HIDDEN int shm_proc_show(int idx, char *buf, size_t len);
 UIPC_HIDDEN int shm_check_tot(struct ns *ns, char *report, size_t len, size_t *used);
 
 /* ---- shm.c ---- */

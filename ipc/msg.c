@@ -2111,3 +2111,26 @@ int msg_check_obj(struct ns *ns, struct uperm *perm, char *report, size_t len, s
 	msq_unlock(ns, q);
 	return bad;
 }
+
+/* ---- /proc/sysvipc/msg ---- */
+
+/* the line of the queue at index IDX, as the kernel's /proc/sysvipc/msg
+ * prints it (every queue, whatever the reader's permissions); its length,
+ * or 0 when nothing lives at IDX */
+int msg_proc_show(int idx, char *buf, size_t len)
+{
+	struct msqid_ds ds;
+	int id = ksys_msgctl(idx, MSG_STAT_ANY, &ds);
+	int n;
+
+	if (id < 0)
+		return 0;
+	n = snprintf(buf, len,
+		     "%10d %10d  %4o  %10lu %10lu %5u %5u %5u %5u %5u %5u %10llu %10llu %10llu\n",
+		     ds.msg_perm.__key, id, ds.msg_perm.mode, (unsigned long)ds.__msg_cbytes,
+		     (unsigned long)ds.msg_qnum, ds.msg_lspid, ds.msg_lrpid, ds.msg_perm.uid,
+		     ds.msg_perm.gid, ds.msg_perm.cuid, ds.msg_perm.cgid,
+		     (unsigned long long)ds.msg_stime, (unsigned long long)ds.msg_rtime,
+		     (unsigned long long)ds.msg_ctime);
+	return n < 0 || (size_t)n >= len ? 0 : n;
+}

@@ -7,6 +7,7 @@
  * sysctls (kernel.sem, kernel.msgmni, kernel.sem_next_id, ...), statistics,
  * and fsck over every object.
  */
+#include <ctype.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,36 +205,139 @@ int ipc_sysctl_get(const char *name, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ERANGE : 0;
 }
 
-static int set_sem_limits(struct ns *ns, const char *value)
+bool ipc_sysctl_known(const char *name)
+{
+	return find_sysctl(name) != NULL;
+}
+
+/* ---- writing a sysctl: the kernel's proc_dointvec parsing ----
+ *
+ * As /proc/sys does: spaces skipped, each number in C notation (0x hex, 0
+ * octal), a '-' allowed only where the value is signed, each followed by a
+ * space, tab or newline or the end; the values parsed before a bad one are
+ * kept (the write succeeds with them), a bad first one fails it (EINVAL),
+ * and the result is the number of bytes consumed.
+ */
+
+struct sysctl_text {
+	const char *p;
+	size_t left;
+};
+
+static void skip_spaces(struct sysctl_text *t)
+{
+	while (t->left && isspace((unsigned char)*t->p)) {
+		t->p++;
+		t->left--;
+	}
+}
+
+/* one number: its magnitude in *V, its sign in *NEG; 0 or -EINVAL */
+static int get_number(struct sysctl_text *t, unsigned long long *v, bool *neg)
+{
+	char tmp[22], *end;
+	size_t n = t->left < sizeof(tmp) - 1 ? t->left : sizeof(tmp) - 1, used;
+	const char *q = tmp;
+
+	memcpy(tmp, t->p, n);
+	tmp[n] = 0;
+	*neg = tmp[0] == '-' && t->left > 1;
+	if (*neg)
+		q++;
+	if (!isdigit((unsigned char)*q))
+		return -EINVAL;
+	errno = 0;
+	*v = strtoull(q, &end, 0);
+	if (errno)
+		return -EINVAL;
+	used = (size_t)(end - tmp);
+	if (used == sizeof(tmp) - 1)
+		return -EINVAL;
+	if (used < t->left && !memchr(" \t\n", *end, 3))
+		return -EINVAL;
+	t->p += used;
+	t->left -= used;
+	return 0;
+}
+
+/* the value of one number for entry E (one of the int or unsigned long
+ * kinds), checked against its range; 0 or -EINVAL */
+static int convert(struct ns *ns, const struct sysctl_ent *e, unsigned long long mag, bool neg,
+		   int64_t *out)
+{
+	long long v;
+
+	if (e->max == -2) {     /* unsigned long: no sign, no bounds */
+		if (neg)
+			return -EINVAL;
+		*out = (int64_t)mag;
+		return 0;
+	}
+	if (mag > (unsigned long long)INT_MAX + neg)
+		return -EINVAL;
+	v = neg ? -(long long)mag : (long long)mag;
+	if (e->kind != 2 && (v < e->min || v > (e->max == -1 ? ns->ipcmni : e->max)))
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* parse up to N values of E from BUF into V; the count parsed (*COUNT)
+ * and the bytes consumed, or -errno: a bad value after good ones is the
+ * write's error too, the good ones applied all the same (*COUNT) */
+static ssize_t parse_values(struct ns *ns, const struct sysctl_ent *e, const char *buf,
+			    size_t len, int64_t *v, int n, int *count)
+{
+	struct sysctl_text t = { buf, len < 4095 ? len : 4095 };
+	unsigned long long mag;
+	int err = 0, i;
+	bool neg;
+
+	for (i = 0; i < n && t.left; i++) {
+		skip_spaces(&t);
+		if (!t.left)
+			break;
+		err = get_number(&t, &mag, &neg);
+		if (!err)
+			err = convert(ns, e, mag, neg, &v[i]);
+		if (err)
+			break;
+	}
+	*count = i;
+	if (!err && t.left)
+		skip_spaces(&t);
+	if (i == 0 && !err)
+		err = -EINVAL;
+	return err ? err : (ssize_t)(len - t.left);
+}
+
+/* kernel.sem: the first COUNT of semmsl, semmns, semopm, semmni */
+static int set_sem_limits(struct ns *ns, const int64_t *v, int count)
 {
 	struct uipc_limits *l = &ns->hdr->lim;
-	long long v[4] = { l->semmsl, l->semmns, l->semopm, l->semmni };
-	int r, n;
+	int r = ulock_acquire(ns, &ns->hdr->ns_lock);
 
-	/* like proc_dointvec: one to four numbers, the rest stay as they are */
-	n = sscanf(value, "%lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3]);
-	if (n < 1)
-		return -EINVAL;
-	for (int i = 0; i < 4; i++)
-		if (v[i] < INT_MIN || v[i] > INT_MAX)
-			return -EINVAL;
-	/* as the kernel: the values are written, then a semmni outside
-	 * [0, ipc_mni] is put back and the write fails with ERANGE */
-	r = ulock_acquire(ns, &ns->hdr->ns_lock);
 	if (r)
 		return r;
-	J_SET(ns, l->semmsl, (int32_t)v[0]);
-	J_SET(ns, l->semmns, (int32_t)v[1]);
-	J_SET(ns, l->semopm, (int32_t)v[2]);
-	if (v[3] >= 0 && v[3] <= ns->ipcmni)
-		J_SET(ns, l->semmni, (int32_t)v[3]);
-	else
-		r = -ERANGE;
+	/* as the kernel: the values are written, then a semmni outside
+	 * [0, ipc_mni] is put back and the write fails with ERANGE */
+	if (count > 0)
+		J_SET(ns, l->semmsl, (int32_t)v[0]);
+	if (count > 1)
+		J_SET(ns, l->semmns, (int32_t)v[1]);
+	if (count > 2)
+		J_SET(ns, l->semopm, (int32_t)v[2]);
+	if (count > 3) {
+		if (v[3] >= 0 && v[3] <= ns->ipcmni)
+			J_SET(ns, l->semmni, (int32_t)v[3]);
+		else
+			r = -ERANGE;
+	}
 	ulock_release(ns, &ns->hdr->ns_lock);
 	return r;
 }
 
-static int set_next_id(struct ns *ns, int type, long long v)
+static int set_next_id(struct ns *ns, int type, int64_t v)
 {
 	struct ipc_ids *ids = &ns->hdr->ids[type];
 	int r = ids_lock(ns, type);
@@ -245,28 +349,12 @@ static int set_next_id(struct ns *ns, int type, long long v)
 	return 0;
 }
 
-static int set_limit(struct ns *ns, const struct sysctl_ent *e, const char *value)
+static int set_limit(struct ns *ns, const struct sysctl_ent *e, int64_t v)
 {
 	struct uipc_limits *l = &ns->hdr->lim;
-	char *end;
-	unsigned long long u;
-	long long v;
+	uint64_t u = (uint64_t)v;
 	int r;
 
-	errno = 0;
-	if (e->max == -2) {
-		u = strtoull(value, &end, 10);
-		if (errno || end == value || (*end && *end != '\n'))
-			return -EINVAL;
-		v = 0;
-	} else {
-		v = strtoll(value, &end, 10);
-		if (errno || end == value || (*end && *end != '\n'))
-			return -EINVAL;
-		if (v < e->min || v > (e->max == -1 ? ns->ipcmni : e->max))
-			return -EINVAL;
-		u = (unsigned long long)v;
-	}
 	if (e->kind == 1)
 		return set_next_id(ns, (int)e->off, v);
 	r = ulock_acquire(ns, &ns->hdr->ns_lock);
@@ -284,17 +372,75 @@ static int set_limit(struct ns *ns, const struct sysctl_ent *e, const char *valu
 	return 0;
 }
 
-int ipc_sysctl_set(const char *name, const char *value)
+ssize_t ipc_sysctl_write(const char *name, const char *buf, size_t len)
 {
 	const struct sysctl_ent *e = name ? find_sysctl(name) : NULL;
+	int64_t v[4];
 	struct ns *ns;
+	ssize_t used;
+	int count, r;
 
-	if (!e || !value)
+	if (!e || !buf)
 		return -ENOENT;
+	if (!len)
+		return 0;
 	ns = ns_get();
 	if (!ns)
 		return -errno;
-	if (e->kind == 2)
-		return set_sem_limits(ns, value);
-	return set_limit(ns, e, value);
+	used = parse_values(ns, e, buf, len, v, e->kind == 2 ? 4 : 1, &count);
+	if (count == 0)
+		return used;
+	r = e->kind == 2 ? set_sem_limits(ns, v, count) : set_limit(ns, e, v[0]);
+	return r ? r : used;
+}
+
+int ipc_sysctl_set(const char *name, const char *value)
+{
+	ssize_t r = value ? ipc_sysctl_write(name, value, strlen(value)) : -ENOENT;
+
+	return r < 0 ? (int)r : 0;
+}
+
+/* ---- /proc/sysvipc: the objects, as the kernel lists them ---- */
+
+static const char *const proc_header[IPC_NR_IDS] = {
+	[IPC_SEM_IDS] = "       key      semid perms      nsems   uid   gid  cuid  cgid"
+			"      otime      ctime\n",
+	[IPC_MSG_IDS] = "       key      msqid perms      cbytes       qnum lspid lrpid"
+			"   uid   gid  cuid  cgid      stime      rtime      ctime\n",
+	[IPC_SHM_IDS] = "       key      shmid perms                  size  cpid  lpid"
+			" nattch   uid   gid  cuid  cgid      atime      dtime      ctime"
+			"                   rss                  swap\n",
+};
+
+int ipc_proc_show(int type, ipc_emit_fn emit, void *arg)
+{
+	static int (*const show[IPC_NR_IDS])(int, char *, size_t) = {
+		[IPC_SEM_IDS] = sem_proc_show,
+		[IPC_MSG_IDS] = msg_proc_show,
+		[IPC_SHM_IDS] = shm_proc_show,
+	};
+	struct ns *ns = ns_get();
+	char line[512];
+	int r, max;
+
+	if (!ns)
+		return -errno;
+	if (type < 0 || type >= IPC_NR_IDS)
+		return -EINVAL;
+	r = emit(arg, proc_header[type], strlen(proc_header[type]));
+	if (r || (r = ids_lock(ns, type)))
+		return r;
+	max = ipc_get_maxidx(ns, type);
+	ids_unlock(ns, type);
+	/* index order, as the kernel walks its idr; an object created
+	 * meanwhile past MAX is not listed, as with a reader that started
+	 * before it */
+	for (int i = 0; i <= max && !r; i++) {
+		int n = show[type](i, line, sizeof(line));
+
+		if (n > 0)
+			r = emit(arg, line, (size_t)n);
+	}
+	return r;
 }

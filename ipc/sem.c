@@ -2450,3 +2450,23 @@ int sem_check_obj(struct ns *ns, struct uperm *perm, char *report, size_t len, s
 	sem_unlock(ns, sma, locknum);
 	return bad;
 }
+
+/* ---- /proc/sysvipc/sem ---- */
+
+/* the line of the array at index IDX, as the kernel's /proc/sysvipc/sem
+ * prints it (every array, whatever the reader's permissions); its length,
+ * or 0 when nothing lives at IDX */
+int sem_proc_show(int idx, char *buf, size_t len)
+{
+	struct semid_ds ds;
+	int id = ksys_semctl(idx, 0, SEM_STAT_ANY, (unsigned long)&ds);
+	int n;
+
+	if (id < 0)
+		return 0;
+	n = snprintf(buf, len, "%10d %10d  %4o %10u %5u %5u %5u %5u %10llu %10llu\n",
+		     ds.sem_perm.__key, id, ds.sem_perm.mode, (unsigned)ds.sem_nsems,
+		     ds.sem_perm.uid, ds.sem_perm.gid, ds.sem_perm.cuid, ds.sem_perm.cgid,
+		     (unsigned long long)ds.sem_otime, (unsigned long long)ds.sem_ctime);
+	return n < 0 || (size_t)n >= len ? 0 : n;
+}

@@ -3079,3 +3079,55 @@ int shm_check_tot(struct ns *ns, char *report, size_t len, size_t *used)
 			    (unsigned long long)pages, (unsigned long long)ns->hdr->shm_tot);
 	return bad + shm_check_pool(ns, report, len, used);
 }
+
+/* ---- /proc/sysvipc/shm ---- */
+
+/* the bytes of segment ID's file in memory: the kernel's rss column (its
+ * page-cache pages; a tmpfs file's blocks are those pages) */
+static unsigned long shm_rss_bytes(int id)
+{
+	struct ns *ns = ns_get();
+	struct shmid_kernel *shp = NULL;
+	char path[4200];
+	struct uperm *p;
+	struct stat st;
+	int err = 0, i = -1, r;
+
+	if (!ns || ids_lock(ns, IPC_SHM_IDS))
+		return 0;
+	p = ipc_obtain_check(ns, IPC_SHM_IDS, id, &err);
+	path[0] = 0;
+	if (p && ns_ptr(ns, ns_off(ns, p), sizeof(struct shmid_kernel))) {
+		shp = shp_of(p);
+		file_name(ns, shp->file, path, sizeof(path));
+		/* this process's own fd on the file, when it has one: a reader
+		 * that may not search the namespace's directory still sees it */
+		i = fd_find(ns_off(ns, p), shp->gen, shp->file);
+	}
+	r = i >= 0 ? fstat(l_fds[i].fd, &st) : path[0] ? stat(path, &st) : -1;
+	ids_unlock(ns, IPC_SHM_IDS);
+	return r ? 0 : (unsigned long)st.st_blocks * 512;
+}
+
+/* the line of the segment at index IDX, as the kernel's /proc/sysvipc/shm
+ * prints it (every segment, whatever the reader's permissions; rss in
+ * bytes, swap 0: tmpfs pages of uipc's files are the host's to swap); its
+ * length, or 0 when nothing lives at IDX */
+int shm_proc_show(int idx, char *buf, size_t len)
+{
+	struct shmid_ds ds;
+	int id = ksys_shmctl(idx, SHM_STAT_ANY, &ds);
+	int n;
+
+	if (id < 0)
+		return 0;
+	n = snprintf(buf, len,
+		     "%10d %10d  %4o %21lu %5u %5u  %5lu %5u %5u %5u %5u %10llu %10llu %10llu "
+		     "%21lu %21lu\n",
+		     ds.shm_perm.__key, id, ds.shm_perm.mode, (unsigned long)ds.shm_segsz,
+		     ds.shm_cpid, ds.shm_lpid, (unsigned long)ds.shm_nattch, ds.shm_perm.uid,
+		     ds.shm_perm.gid, ds.shm_perm.cuid, ds.shm_perm.cgid,
+		     (unsigned long long)ds.shm_atime, (unsigned long long)ds.shm_dtime,
+		     (unsigned long long)ds.shm_ctime, shm_rss_bytes(id), 0UL);
+	return n < 0 || (size_t)n >= len ? 0 : n;
+}

@@ -4,7 +4,8 @@
  * Owns: the libc-named System V calls that LD_PRELOAD puts in front of
  * glibc's (sysv.c), include/uipc.h's API (api.c), the libc calls uipc must
  * watch: credentials, fd calls, memory-map calls, sigaction, _exit
- * (watch.c), dlopen (dlopen.c), and the export map (exports.map), which
+ * (watch.c), dlopen (dlopen.c), syscall() (syscall.c), the /proc files of
+ * System V IPC and the open/fopen/write calls that reach them (procfs.c), and the export map (exports.map), which
  * lists every symbol libuipc.so exports.
  * May call: ipc/ (ipc/ipc.h), aio/ when it exists, and core/.
  * The only layer that writes errno: the layers below return -errno, and
@@ -25,6 +26,18 @@ static inline long set_errno_ret(long r)
 		return -1;
 	}
 	return r;
+}
+
+/* ---- procfs.c: the fds of /proc files opened for writing ---- */
+UIPC_HIDDEN extern uint8_t procfs_fd_slot[];
+UIPC_HIDDEN void procfs_forget_slow(int fd);
+
+/* FD is being closed or replaced (close, dup2, dup3): one load when it is
+ * not one of ours */
+static inline void procfs_forget(int fd)
+{
+	if (unlikely((unsigned)fd < 65536 && procfs_fd_slot[fd]))
+		procfs_forget_slow(fd);
 }
 
 #endif /* UIPC_ENTRY_H */

@@ -38,6 +38,7 @@ int close(int fd)
 		errno = EBADF;
 		return -1;
 	}
+	procfs_forget(fd);
 	return real_ ? real_(fd) : (int)sys_syscall(SYS_close, fd);
 }
 
@@ -51,6 +52,7 @@ int dup2(int oldfd, int newfd)
 	}
 	if (unlikely(shm_fd_guarded(newfd)))
 		shm_fd_evict(newfd);
+	procfs_forget(newfd);
 	return real_ ? real_(oldfd, newfd) : (int)sys_syscall(SYS_dup2, oldfd, newfd);
 }
 
@@ -63,6 +65,7 @@ int dup3(int oldfd, int newfd, int flags)
 	}
 	if (unlikely(shm_fd_guarded(newfd)))
 		shm_fd_evict(newfd);
+	procfs_forget(newfd);
 	return real_ ? real_(oldfd, newfd, flags) : (int)sys_syscall(SYS_dup3, oldfd, newfd, flags);
 }
 

@@ -1,0 +1,482 @@
+/*
+ * procfs.c - the /proc files of System V IPC, opened through libc:
+ * /proc/sysvipc/{sem,msg,shm} and the IPC sysctls under /proc/sys/kernel
+ * (sem, msgmax, msgmnb, msgmni, shmmax, shmall, shmmni, shm_rmid_forced,
+ * sem_next_id, msg_next_id, shm_next_id) show the caller's uipc namespace.
+ *
+ * open() and its relatives (open64, openat, openat64, the fortified
+ * __open_2 family, fopen, fopen64) look at the path first: anything that
+ * does not begin "/proc/sys" goes on to libc at the cost of two byte
+ * compares.  A file of ours is generated when it is opened (ipc/ writes the
+ * kernel's text: ipc_proc_show, ipc_sysctl_get) into a memfd, reopened
+ * with the access mode asked for, so that read, lseek, fstat and close
+ * behave as on a file; O_CLOEXEC is honoured.
+ *
+ * Writes: a sysctl is set by write(), parsed by ipc_sysctl_write as the
+ * kernel's proc handlers parse (an error is the write's error, as the
+ * kernel reports it); a write at a non-zero position is ignored, as the
+ * kernel's strict mode does.  write() is interposed for that, and pays one
+ * load for an fd that is not ours: FD_SLOT below.  Opening for writing
+ * needs euid 0, as the files' mode (0644, root's) asks; /proc/sysvipc
+ * opened for writing by root fails each write with EIO, as the kernel's
+ * seq_file does.  stdio writes bypass write() (glibc calls itself inside),
+ * so fopen for writing returns a stream whose writes come here
+ * (fopencookie).
+ */
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "entry/entry.h"
+
+/* ---- which file ---- */
+
+enum { PROC_SYSCTL = IPC_NR_IDS };  /* 0..2: /proc/sysvipc/{sem,msg,shm} */
+
+/* the cheap test every open pays */
+static inline bool maybe_ours(const char *path)
+{
+	return path && path[0] == '/' && path[1] == 'p' && !strncmp(path, "/proc/sys", 9);
+}
+
+/* the kind of file PATH names, or -1 */
+static int proc_kind(const char *path)
+{
+	static const char *const sysvipc[IPC_NR_IDS] = {
+		[IPC_SEM_IDS] = "/proc/sysvipc/sem",
+		[IPC_MSG_IDS] = "/proc/sysvipc/msg",
+		[IPC_SHM_IDS] = "/proc/sysvipc/shm",
+	};
+
+	for (int t = 0; t < IPC_NR_IDS; t++)
+		if (!strcmp(path, sysvipc[t]))
+			return t;
+	if (!strncmp(path, "/proc/sys/kernel/", 17) && ipc_sysctl_known(path))
+		return PROC_SYSCTL;
+	return -1;
+}
+
+/* ---- the fds opened for writing: one load to tell them from others ---- */
+
+#define PROC_MAX_FDS 65536
+#define PROC_SLOTS 64
+
+/* a writable fd of ours: its file (an fd closed behind our back, by
+ * fclose or the kernel at exec, may be reused for another file) */
+struct proc_slot {
+	dev_t dev;
+	ino_t ino;
+	int kind;
+	char name[64];
+};
+
+UIPC_HIDDEN uint8_t procfs_fd_slot[PROC_MAX_FDS];  /* slot + 1, or 0 */
+static struct proc_slot slots[PROC_SLOTS];
+static uint64_t slots_used;                          /* bitmap */
+
+static int slot_take(int fd, int kind, const char *path)
+{
+	struct stat st;
+	int s;
+
+	if ((unsigned)fd >= PROC_MAX_FDS || fstat(fd, &st))
+		return -EMFILE;
+	for (;;) {
+		uint64_t used = __atomic_load_n(&slots_used, __ATOMIC_ACQUIRE);
+
+		if (!~used)
+			return -EMFILE;
+		s = __builtin_ctzll(~used);
+		if (__atomic_compare_exchange_n(&slots_used, &used, used | 1ULL << s, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			break;
+	}
+	slots[s].dev = st.st_dev;
+	slots[s].ino = st.st_ino;
+	slots[s].kind = kind;
+	snprintf(slots[s].name, sizeof(slots[s].name), "%s", path);
+	__atomic_store_n(&procfs_fd_slot[fd], (uint8_t)(s + 1), __ATOMIC_RELEASE);
+	return 0;
+}
+
+void procfs_forget_slow(int fd)
+{
+	int s = __atomic_exchange_n(&procfs_fd_slot[fd], 0, __ATOMIC_ACQ_REL);
+
+	if (s)
+		__atomic_fetch_and(&slots_used, ~(1ULL << (s - 1)), __ATOMIC_RELEASE);
+}
+
+/* FD's slot, if FD is still the file we opened; NULL otherwise */
+static struct proc_slot *slot_of(int fd)
+{
+	int s = procfs_fd_slot[fd];
+	struct stat st;
+
+	if (!s)
+		return NULL;
+	if (fstat(fd, &st) == 0 && st.st_dev == slots[s - 1].dev &&
+	    st.st_ino == slots[s - 1].ino)
+		return &slots[s - 1];
+	procfs_forget_slow(fd);
+	return NULL;
+}
+
+/* ---- generating a file ---- */
+
+static int emit_fd(void *arg, const char *text, size_t len)
+{
+	int fd = *(int *)arg;
+
+	while (len) {
+		ssize_t w = sys_write(fd, text, len);
+
+		if (w < 0)
+			return -errno;
+		text += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+/* the file's text in a new memfd; the fd, or -errno */
+static int generate(int kind, const char *path)
+{
+	int fd = memfd_create("uipc-proc", MFD_CLOEXEC), r;
+	char buf[256];
+
+	if (fd < 0)
+		return -errno;
+	if (kind == PROC_SYSCTL) {
+		r = ipc_sysctl_get(path, buf, sizeof(buf) - 1);
+		if (!r) {
+			strcat(buf, "\n");
+			r = emit_fd(&fd, buf, strlen(buf));
+		}
+	} else {
+		r = ipc_proc_show(kind, emit_fd, &fd);
+	}
+	if (r) {
+		sys_close(fd);
+		return r;
+	}
+	return fd;
+}
+
+/* FD (the memfd) opened again with the caller's access mode and O_CLOEXEC
+ * (a new open file, at offset 0); the new fd, or -errno */
+static int reopen(int fd, int flags)
+{
+	char self[64];
+	int nfd;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	nfd = sys_open(self, (flags & O_ACCMODE) | (flags & O_CLOEXEC));
+	nfd = nfd < 0 ? -errno : nfd;
+	sys_close(fd);
+	return nfd;
+}
+
+static int check_open(int kind, int flags)
+{
+	if (flags & O_DIRECTORY)
+		return -ENOTDIR;
+	if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
+		return -EEXIST;
+	/* sysctls are 0644 and /proc/sysvipc 0444, both root's */
+	if ((flags & O_ACCMODE) != O_RDONLY && geteuid() != 0)
+		return -EACCES;
+	(void)kind;
+	return 0;
+}
+
+/* open one of our files; the fd or -errno */
+static int proc_open(int kind, const char *path, int flags)
+{
+	int r = check_open(kind, flags), fd;
+
+	if (r)
+		return r;
+	fd = generate(kind, path);
+	if (fd < 0)
+		return fd;
+	fd = reopen(fd, flags);
+	if (fd < 0 || (flags & O_ACCMODE) == O_RDONLY)
+		return fd;
+	r = slot_take(fd, kind, path);
+	if (r) {
+		sys_close(fd);
+		return r;
+	}
+	return fd;
+}
+
+/* ---- writing ---- */
+
+/* a write to FD, one of ours: the count, or -errno */
+static ssize_t proc_write(int fd, const struct proc_slot *s, const void *buf, size_t n)
+{
+	char text[4096];
+	size_t len = n < sizeof(text) - 1 ? n : sizeof(text) - 1;
+	ssize_t r;
+
+	if (s->kind != PROC_SYSCTL)
+		return -EIO;
+	if (!n)
+		return 0;
+	/* the kernel's strict mode: only a write at position 0 is parsed */
+	if (lseek(fd, 0, SEEK_CUR) != 0)
+		return (ssize_t)n;
+	if (uipc_copy_from_user(text, buf, len))
+		return -EFAULT;
+	text[len] = 0;
+	r = ipc_sysctl_write(s->name, text, len);
+	if (r > 0)
+		lseek(fd, r, SEEK_CUR);
+	return r;
+}
+
+#define REAL(name, type)                                                  \
+	static type real_;                                                \
+	if (unlikely(!real_))                                             \
+		real_ = (type)dlsym(RTLD_NEXT, name)
+
+typedef ssize_t (*write_fn)(int, const void *, size_t);
+
+ssize_t write(int fd, const void *buf, size_t n)
+{
+	REAL("write", write_fn);
+	if (unlikely((unsigned)fd < PROC_MAX_FDS && procfs_fd_slot[fd])) {
+		struct proc_slot *s = slot_of(fd);
+
+		if (s)
+			return set_errno_ret(proc_write(fd, s, buf, n));
+	}
+	return real_ ? real_(fd, buf, n) : sys_write(fd, buf, n);
+}
+
+/* ---- the open family ---- */
+
+typedef int (*open_fn)(const char *, int, ...);
+typedef int (*openat_fn)(int, const char *, int, ...);
+typedef int (*open2_fn)(const char *, int);
+typedef int (*openat2_fn)(int, const char *, int);
+
+/* the mode argument, present with O_CREAT or O_TMPFILE */
+#define OPEN_MODE(flags, last)                                               \
+	mode_t mode = 0;                                                     \
+	if ((flags) & (O_CREAT | __O_TMPFILE)) {                             \
+		va_list ap;                                                  \
+		va_start(ap, last);                                          \
+		mode = (mode_t)va_arg(ap, int);                              \
+		va_end(ap);                                                  \
+	}
+
+/* PATH is ours: the result of opening it, in libc's convention; -2 when
+ * it is not ours after all */
+static int try_ours(const char *path, int flags)
+{
+	int kind = proc_kind(path);
+
+	if (kind < 0)
+		return -2;
+	return (int)set_errno_ret(proc_open(kind, path, flags));
+}
+
+#define OPEN_BODY(sym, ...)                                                  \
+	REAL(sym, open_fn);                                                  \
+	if (unlikely(maybe_ours(path))) {                                    \
+		int fd_ = try_ours(path, flags);                             \
+		if (fd_ != -2)                                               \
+			return fd_;                                          \
+	}                                                                    \
+	return real_ ? real_(__VA_ARGS__) : -1
+
+int open(const char *path, int flags, ...)
+{
+	OPEN_MODE(flags, flags);
+	OPEN_BODY("open", path, flags, mode);
+}
+
+int open64(const char *path, int flags, ...)
+{
+	OPEN_MODE(flags, flags);
+	OPEN_BODY("open64", path, flags, mode);
+}
+
+#define OPENAT_BODY(sym, ...)                                                \
+	REAL(sym, openat_fn);                                                \
+	if (unlikely(maybe_ours(path))) {                                    \
+		int fd_ = try_ours(path, flags);                             \
+		if (fd_ != -2)                                               \
+			return fd_;                                          \
+	}                                                                    \
+	return real_ ? real_(__VA_ARGS__) : -1
+
+int openat(int dfd, const char *path, int flags, ...)
+{
+	OPEN_MODE(flags, flags);
+	OPENAT_BODY("openat", dfd, path, flags, mode);
+}
+
+int openat64(int dfd, const char *path, int flags, ...)
+{
+	OPEN_MODE(flags, flags);
+	OPENAT_BODY("openat64", dfd, path, flags, mode);
+}
+
+#define OPEN2_BODY(sym, type, ...)                                           \
+	REAL(sym, type);                                                     \
+	if (unlikely(maybe_ours(path))) {                                    \
+		int fd_ = try_ours(path, flags);                             \
+		if (fd_ != -2)                                               \
+			return fd_;                                          \
+	}                                                                    \
+	return real_ ? real_(__VA_ARGS__) : -1
+
+int __open_2(const char *path, int flags)
+{
+	OPEN2_BODY("__open_2", open2_fn, path, flags);
+}
+
+int __open64_2(const char *path, int flags)
+{
+	OPEN2_BODY("__open64_2", open2_fn, path, flags);
+}
+
+int __openat_2(int dfd, const char *path, int flags)
+{
+	OPEN2_BODY("__openat_2", openat2_fn, dfd, path, flags);
+}
+
+int __openat64_2(int dfd, const char *path, int flags)
+{
+	OPEN2_BODY("__openat64_2", openat2_fn, dfd, path, flags);
+}
+
+/* ---- fopen ---- */
+
+/* fopen's MODE as open flags (glibc's letters: r w a, +, e, x) */
+static int fopen_flags(const char *mode)
+{
+	int flags;
+
+	switch (mode[0]) {
+	case 'r': flags = O_RDONLY; break;
+	case 'w': flags = O_WRONLY | O_CREAT | O_TRUNC; break;
+	case 'a': flags = O_WRONLY | O_CREAT | O_APPEND; break;
+	default: return -1;
+	}
+	for (const char *m = mode + 1; *m && *m != ','; m++) {
+		if (*m == '+')
+			flags = (flags & ~O_ACCMODE) | O_RDWR;
+		else if (*m == 'e')
+			flags |= O_CLOEXEC;
+		else if (*m == 'x')
+			flags |= O_EXCL;
+	}
+	return flags;
+}
+
+static ssize_t cookie_read(void *c, char *buf, size_t n)
+{
+	return read(*(int *)c, buf, n);
+}
+
+static ssize_t cookie_write(void *c, const char *buf, size_t n)
+{
+	ssize_t r = write(*(int *)c, buf, n);
+
+	/* stdio takes 0 for an error and keeps errno */
+	return r < 0 ? 0 : r;
+}
+
+static int cookie_seek(void *c, off64_t *off, int whence)
+{
+	off_t r = lseek(*(int *)c, *off, whence);
+
+	if (r < 0)
+		return -1;
+	*off = r;
+	return 0;
+}
+
+static int cookie_close(void *c)
+{
+	int fd = *(int *)c;
+
+	free(c);
+	return close(fd);
+}
+
+/* a stream on FD, one of ours: fdopen for reading, a cookie stream when
+ * it writes (stdio's own writes would not reach write() above) */
+static FILE *proc_stream(int fd, int flags, const char *mode)
+{
+	static const cookie_io_functions_t io = {
+		cookie_read, cookie_write, cookie_seek, cookie_close,
+	};
+	int *c;
+	FILE *f;
+
+	if ((flags & O_ACCMODE) == O_RDONLY) {
+		f = fdopen(fd, mode);
+	} else {
+		c = malloc(sizeof(*c));
+		f = c ? (*c = fd, fopencookie(c, mode, io)) : NULL;
+		if (!f)
+			free(c);
+	}
+	if (!f)
+		close(fd);
+	return f;
+}
+
+typedef FILE *(*fopen_fn)(const char *, const char *);
+
+static FILE *fopen_ours(const char *path, const char *mode, bool *ours)
+{
+	int kind = proc_kind(path), flags, fd;
+
+	*ours = kind >= 0;
+	if (!*ours)
+		return NULL;
+	flags = fopen_flags(mode);
+	if (flags < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	fd = (int)set_errno_ret(proc_open(kind, path, flags));
+	return fd < 0 ? NULL : proc_stream(fd, flags, mode);
+}
+
+FILE *fopen(const char *path, const char *mode)
+{
+	REAL("fopen", fopen_fn);
+	if (unlikely(maybe_ours(path))) {
+		bool ours;
+		FILE *f = fopen_ours(path, mode, &ours);
+
+		if (ours)
+			return f;
+	}
+	return real_ ? real_(path, mode) : NULL;
+}
+
+FILE *fopen64(const char *path, const char *mode)
+{
+	REAL("fopen64", fopen_fn);
+	if (unlikely(maybe_ours(path))) {
+		bool ours;
+		FILE *f = fopen_ours(path, mode, &ours);
+
+		if (ours)
+			return f;
+	}
+	return real_ ? real_(path, mode) : NULL;
+}

@@ -56,6 +56,10 @@ struct run bench_runs[] = {
 	{ .name = "shm-cycle-1m", .argv = { "shm_cycle", "1048576" }, .reps = 2, .timeout = T },
 	{ .name = "shm-attach-1m", .argv = { "shm_attach", "1048576" }, .reps = 3, .timeout = T },
 	{ .name = "shm-bw-64m", .argv = { "shm_bw", "64", "20" }, .reps = 3, .timeout = T },
+	/* 11. the doors of issue 16, on the calls they let through */
+	{ .name = "doors-getpid", .argv = { "doors", "getpid" }, .reps = 5, .timeout = T },
+	{ .name = "doors-open", .argv = { "doors", "open" }, .reps = 5, .timeout = T },
+	{ .name = "doors-write", .argv = { "doors", "write" }, .reps = 5, .timeout = T },
 };
 const int bench_nruns = sizeof(bench_runs) / sizeof(bench_runs[0]);
 
@@ -170,6 +174,13 @@ const struct row bench_rows[] = {
 	     "shm-bw-64m", "gbps", +1, TGT_RATIO_MIN, 1),
 	VAL("shm.bw.64m.write", "... writer alone", "GB/s", "shm-bw-64m", "write_gbps", +1),
 	VAL("shm.bw.64m.read", "... reader alone", "GB/s", "shm-bw-64m", "read_gbps", +1),
+
+	GROUP("11. calls uipc lets through (kernel side: no library loaded)"),
+	VAL("doors.getpid", "syscall(SYS_getpid)", "ns/op", "doors-getpid", "ns_per_op", -1),
+	VAL("doors.open", "open + close of a regular file", "ns/op", "doors-open",
+	    "ns_per_op", -1),
+	VAL("doors.write", "write of 1 byte to /dev/null", "ns/op", "doors-write",
+	    "ns_per_op", -1),
 
 	GROUP("7. arena usage (uipc_ns_stats)"),
 	UIPC("arena.sem_array_bytes", "bytes per semaphore array (header)", "B",

@@ -40,4 +40,16 @@ static inline void procfs_forget(int fd)
 		procfs_forget_slow(fd);
 }
 
+/* NEWFD, the result of dup/dup2/dup3 of OLDFD: when OLDFD is one of ours,
+ * NEWFD becomes one too (a shell's "> /proc/sys/kernel/msgmax" is a dup2
+ * onto fd 1).  Returns NEWFD. */
+UIPC_HIDDEN int procfs_dup_slow(int oldfd, int newfd);
+
+static inline int procfs_dup(int oldfd, int newfd)
+{
+	if (unlikely((unsigned)oldfd < 65536 && procfs_fd_slot[oldfd] && newfd >= 0))
+		return procfs_dup_slow(oldfd, newfd);
+	return newfd;
+}
+
 #endif /* UIPC_ENTRY_H */

@@ -71,6 +71,8 @@ static int proc_kind(const char *path)
 struct proc_slot {
 	dev_t dev;
 	ino_t ino;
+	struct timespec mtime;  /* the memfd's, when opened: changed by a write
+				 * that bypassed write() (stdio) */
 	int kind;
 	char name[64];
 };
@@ -98,18 +100,62 @@ static int slot_take(int fd, int kind, const char *path)
 	}
 	slots[s].dev = st.st_dev;
 	slots[s].ino = st.st_ino;
+	slots[s].mtime = st.st_mtim;
 	slots[s].kind = kind;
 	snprintf(slots[s].name, sizeof(slots[s].name), "%s", path);
 	__atomic_store_n(&procfs_fd_slot[fd], (uint8_t)(s + 1), __ATOMIC_RELEASE);
 	return 0;
 }
 
-void procfs_forget_slow(int fd)
+static void slot_release(int fd)
 {
 	int s = __atomic_exchange_n(&procfs_fd_slot[fd], 0, __ATOMIC_ACQ_REL);
 
 	if (s)
 		__atomic_fetch_and(&slots_used, ~(1ULL << (s - 1)), __ATOMIC_RELEASE);
+}
+
+static struct proc_slot *slot_of(int fd);
+
+/*
+ * What reached the file without passing write(): stdio's own writes to an
+ * fd open()ed here (a shell's builtin echo after "> file" writes through
+ * stdout's buffer), applied when the fd goes, once (the text is removed).
+ * The kernel would have applied them at the write and reported an error
+ * there; here an error is lost.
+ */
+static void apply_bypassed(int fd, const struct proc_slot *s)
+{
+	char self[64], text[4096];
+	struct stat st;
+	ssize_t n;
+	int rfd;
+
+	if (s->kind != PROC_SYSCTL || fstat(fd, &st) || st.st_size == 0 ||
+	    (st.st_mtim.tv_sec == s->mtime.tv_sec && st.st_mtim.tv_nsec == s->mtime.tv_nsec))
+		return;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	rfd = sys_open(self, O_RDWR | O_CLOEXEC);
+	if (rfd < 0)
+		return;
+	n = pread(rfd, text, sizeof(text) - 1, 0);
+	if (n > 0) {
+		text[n] = 0;
+		ipc_sysctl_write(s->name, text, (size_t)n);
+	}
+	if (ftruncate(rfd, 0)) {
+		/* nothing to undo: the next close applies the same text */
+	}
+	sys_close(rfd);
+}
+
+void procfs_forget_slow(int fd)
+{
+	struct proc_slot *sl = slot_of(fd);
+
+	if (sl)
+		apply_bypassed(fd, sl);
+	slot_release(fd);
 }
 
 /* FD's slot, if FD is still the file we opened; NULL otherwise */
@@ -123,8 +169,18 @@ static struct proc_slot *slot_of(int fd)
 	if (fstat(fd, &st) == 0 && st.st_dev == slots[s - 1].dev &&
 	    st.st_ino == slots[s - 1].ino)
 		return &slots[s - 1];
-	procfs_forget_slow(fd);
+	slot_release(fd);
 	return NULL;
+}
+
+int procfs_dup_slow(int oldfd, int newfd)
+{
+	struct proc_slot *s = slot_of(oldfd);
+
+	/* past PROC_SLOTS copies, the copy writes without effect */
+	if (s)
+		slot_take(newfd, s->kind, s->name);
+	return newfd;
 }
 
 /* ---- generating a file ---- */
@@ -205,6 +261,12 @@ static int proc_open(int kind, const char *path, int flags)
 	fd = generate(kind, path);
 	if (fd < 0)
 		return fd;
+	/* a writer starts from an empty file: what stdio puts there without
+	 * passing write() is the value (apply_bypassed) */
+	if ((flags & O_ACCMODE) == O_WRONLY && ftruncate(fd, 0)) {
+		sys_close(fd);
+		return -errno;
+	}
 	fd = reopen(fd, flags);
 	if (fd < 0 || (flags & O_ACCMODE) == O_RDONLY)
 		return fd;

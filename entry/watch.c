@@ -42,7 +42,8 @@ int close(int fd)
 	return real_ ? real_(fd) : (int)sys_syscall(SYS_close, fd);
 }
 
-/* dup2/dup3 onto one: it moves out of the way first */
+/* dup2/dup3 onto one: it moves out of the way first (and a copy of a
+ * writable /proc file of procfs.c's writes to it too) */
 int dup2(int oldfd, int newfd)
 {
 	REAL("dup2", fd2_fn);
@@ -53,7 +54,7 @@ int dup2(int oldfd, int newfd)
 	if (unlikely(shm_fd_guarded(newfd)))
 		shm_fd_evict(newfd);
 	procfs_forget(newfd);
-	return real_ ? real_(oldfd, newfd) : (int)sys_syscall(SYS_dup2, oldfd, newfd);
+	return procfs_dup(oldfd, real_ ? real_(oldfd, newfd) : (int)sys_syscall(SYS_dup2, oldfd, newfd));
 }
 
 int dup3(int oldfd, int newfd, int flags)
@@ -66,7 +67,19 @@ int dup3(int oldfd, int newfd, int flags)
 	if (unlikely(shm_fd_guarded(newfd)))
 		shm_fd_evict(newfd);
 	procfs_forget(newfd);
-	return real_ ? real_(oldfd, newfd, flags) : (int)sys_syscall(SYS_dup3, oldfd, newfd, flags);
+	return procfs_dup(oldfd, real_ ? real_(oldfd, newfd, flags) :
+				 (int)sys_syscall(SYS_dup3, oldfd, newfd, flags));
+}
+
+/* a copy of one of procfs.c's writable files writes to it too */
+int dup(int oldfd)
+{
+	REAL("dup", fd1_fn);
+	if (unlikely(shm_fd_guarded(oldfd))) {
+		errno = EBADF;
+		return -1;
+	}
+	return procfs_dup(oldfd, real_ ? real_(oldfd) : (int)sys_syscall(SYS_dup, oldfd));
 }
 
 /* a range is closed around them */

@@ -449,7 +449,38 @@ static void sysctl_nobody(int argc, char **argv)
 	read_sysctl("msgmax");
 }
 
+/* the ways shells and fd juggling reach a sysctl: write() through a dup,
+ * sh's and bash's "> file" (bash's echo writes through stdio) */
+static void sysctl_shell(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	int fd = open("/proc/sys/kernel/msgmax", O_WRONLY), fd2 = dup(fd), r;
+
+	close(fd);
+	say_write("write \"2222\" through a dup", fd2, "2222", 4);
+	close(fd2);
+	read_sysctl("msgmax");
+	fd = open("/proc/sys/kernel/msgmnb", O_WRONLY);
+	dup2(fd, 10);
+	close(fd);
+	say_write("write \"3333\" through dup2", 10, "3333", 4);
+	close(10);
+	read_sysctl("msgmnb");
+	r = system("echo 4444 > /proc/sys/kernel/msgmax");
+	dt_out("sh: echo 4444 > msgmax: status %d", r);
+	read_sysctl("msgmax");
+	r = system("bash -c 'echo 5555 > /proc/sys/kernel/msgmnb'");
+	dt_out("bash: echo 5555 > msgmnb: status %d", r);
+	read_sysctl("msgmnb");
+	r = system("bash -c 'echo 9 8 7 6 | tee /proc/sys/kernel/sem > /dev/null'");
+	dt_out("tee sem: status %d", r);
+	read_sysctl("sem");
+	r = system("bash -c 'cat /proc/sys/kernel/sem /proc/sysvipc/sem | wc -c'");
+	dt_out("cat: status %d", r);
+}
+
 const struct dt_case dt_cases[] = {
+	{ "sysctl-shell", sysctl_shell, 0 },
 	{ "sysvipc", sysvipc, 0 },
 	{ "sysvipc-doors", sysvipc_doors, 0 },
 	{ "sysctl-read", sysctl_read, 0 },

@@ -51,6 +51,11 @@ cases=(
 	"ipcrm of absent ids and keys|$ALL|sh -c 'ipcrm -s 99 -q 98 -m 97 -M 0x4242; echo rc=\$?'"
 	"ipcrm -a, then ipcs|$ALL|sh -c 'ipcrm -a; echo rc=\$?; ipcs'"
 	"ipcrm --all=shm|$ALL|sh -c 'ipcrm --all=shm; echo rc=\$?; ipcs -m'"
+	"another user: ipcs|$ALL|$AS_OTHER ipcs"
+	"another user: ipcs -m -i of a segment it cannot read|$ALL|$AS_OTHER ipcs -m -i 1"
+	"another user: lsipc -m|$ALL|$AS_OTHER lsipc -m"
+	"another user: lsipc -s --json|$ALL|$AS_OTHER lsipc -s --json"
+	"another user: ipcrm -q 0 (not the owner)|$ALL|$AS_OTHER ipcrm -q 0; echo rc=\$?"
 	"ipcmk -Q -S -M, then lsipc|$ALL|sh -c 'ipcmk -Q -p 0640; ipcmk -S 4; ipcmk -M 8192 -p 0600; lsipc -q -o ID,PERMS,USEDBYTES,MSGS; lsipc -s -o ID,PERMS,NSEMS; lsipc -m -o ID,PERMS,SIZE,NATTCH'"
 )
 
@@ -83,6 +88,11 @@ side() {
 		timeout 30 unshare --ipc -- "$FIX" -p "$out.pids" $ops -- sh -c "$cmd" >"$out" 2>"$out.err"
 	else
 		new_ns
+		# a command run as another user needs a namespace open to it
+		case $cmd in *setpriv*)
+			chmod 0711 "$UDIR"
+			"$UIPC" ns create "$NS" --shared --mode 0666 ;;
+		esac
 		# shellcheck disable=SC2086
 		timeout 30 "$UIPC" run --ns "$NS" -- "$FIX" -p "$out.pids" $ops -- sh -c "$cmd" \
 			>"$out" 2>"$out.err"

@@ -56,10 +56,12 @@ cases=(
 	"another user: lsipc -m|$ALL|$AS_OTHER lsipc -m"
 	"another user: lsipc -s --json|$ALL|$AS_OTHER lsipc -s --json"
 	"another user: ipcrm -q 0 (not the owner)|$ALL|$AS_OTHER ipcrm -q 0; echo rc=\$?"
+	"procps sysctl: read, -w good and bad values|$ALL|sysctl kernel.sem kernel.msgmax kernel.shm_next_id; sysctl -w kernel.msgmax=0x20 kernel.sem='5 6 7 8'; sysctl -w kernel.msgmni=99999; sysctl -w kernel.shmmax=-1; echo rc=\$?; sysctl kernel.msgmax kernel.sem kernel.msgmni kernel.shmmax"
+	"shell redirections into /proc/sys/kernel|$ALL|echo 3000 > /proc/sys/kernel/msgmnb; echo bad > /proc/sys/kernel/msgmax; echo rc=\$?; cat /proc/sys/kernel/msgmnb /proc/sys/kernel/msgmax"
 	"ipcmk -Q -S -M, then lsipc|$ALL|sh -c 'ipcmk -Q -p 0640; ipcmk -S 4; ipcmk -M 8192 -p 0600; lsipc -q -o ID,PERMS,USEDBYTES,MSGS; lsipc -s -o ID,PERMS,NSEMS; lsipc -m -o ID,PERMS,SIZE,NATTCH'"
 )
 
-plan ${#cases[@]}
+plan $((${#cases[@]} + 1))
 
 # fold PID and the spaces around it into " Pn " (width-independent)
 norm_pids() {	# norm_pids FILE PIDFILE
@@ -123,4 +125,12 @@ for c in "${cases[@]}"; do
 		diff -u "$k" "$u" | tail -n +3 | head -40 | diag
 	fi
 done
+
+# `uipc sysctl` and the files agree, whichever wrote last
+new_ns
+"$UIPC" run --ns "$NS" -- sh -c 'echo "9 8 7 6" > /proc/sys/kernel/sem; echo 4444 > /proc/sys/kernel/msgmax'
+a=$("$UIPC" sysctl --ns "$NS" -n kernel.sem kernel.msgmax | tr '\t\n' '  ')
+"$UIPC" sysctl --ns "$NS" kernel.msgmnb=777 >/dev/null
+b=$("$UIPC" run --ns "$NS" -- cat /proc/sys/kernel/sem /proc/sys/kernel/msgmax /proc/sys/kernel/msgmnb | tr '\t\n' '  ')
+is "$a / $b" "9 8 7 6 4444  / 9 8 7 6 4444 777 " "uipc sysctl reads what the files wrote, the files read what uipc sysctl wrote"
 done_testing

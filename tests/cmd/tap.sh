@@ -4,7 +4,8 @@
 # the helpers that run one fixture on both sides and compare the outputs:
 #   kernel: unshare --ipc  ipcfix OPS -- ipcs ARGS      (a fresh kernel namespace)
 #   uipc:   uipc run --ns N -- ipcfix OPS -- uipc ipcs ARGS   (a fresh uipc one)
-# Pids (recorded by ipcfix) become P0, P1, ... and times <TIME> before comparing.
+# Pids (recorded by ipcfix) become P0, P1, ... and times <TIME> before comparing;
+# either side can run in a fresh pid namespace, to choose its pids' widths.
 set -u
 
 T_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -205,12 +206,31 @@ normalize() {
 		-e "s/Try 'uipc help (ipcs|ipcrm|ipcmk)'/Try '\\1 --help'/" "$f"
 }
 
+# Pid namespaces (root only, as kernel IPC namespaces).
+have_pid_ns() {
+	unshare --pid --fork --mount-proc true 2>/dev/null
+}
+
+# pidns LAST: in the array PIDNS, the words that run a command in a fresh
+# pid namespace whose next pid is LAST+1 (nothing when LAST is empty), so
+# that a test chooses how many digits the pids of each side have: set
+# T_KERNEL_LAST_PID and T_UIPC_LAST_PID.  ns_last_pid is the namespace's
+# own: nothing outside it changes.
+pidns() {
+	PIDNS=()
+	[ -n "$1" ] || return 0
+	# shellcheck disable=SC2016
+	PIDNS=(unshare --pid --fork --kill-child --mount-proc -- sh -c \
+		'echo "$0" >/proc/sys/kernel/ns_last_pid || exit 125; "$@"; exit $?' "$1")
+}
+
 # run_kernel OUT "OPS" CMD...: fixture + CMD in a fresh kernel namespace
 run_kernel() {
 	local out=$1 ops=$2 rc
 	shift 2
+	pidns "${T_KERNEL_LAST_PID:-}"
 	# shellcheck disable=SC2086
-	timeout 30 unshare --ipc -- "$FIX" -p "$out.pids" $ops -- "$@" >"$out" 2>"$out.err"
+	timeout 30 "${PIDNS[@]}" unshare --ipc -- "$FIX" -p "$out.pids" $ops -- "$@" >"$out" 2>"$out.err"
 	rc=$?
 	echo "[exit $rc]" >>"$out"
 	cat "$out.err" >>"$out"
@@ -227,8 +247,9 @@ run_uipc() {
 		chmod 0711 "$UDIR"
 		"$UIPC" ns create "$NS" --shared --mode 0666
 	fi
+	pidns "${T_UIPC_LAST_PID:-}"
 	# shellcheck disable=SC2086
-	timeout 30 "$UIPC" run --ns "$NS" -- "$FIX" -p "$out.pids" $ops -- "$@" >"$out" 2>"$out.err"
+	timeout 30 "${PIDNS[@]}" "$UIPC" run --ns "$NS" -- "$FIX" -p "$out.pids" $ops -- "$@" >"$out" 2>"$out.err"
 	rc=$?
 	echo "[exit $rc]" >>"$out"
 	cat "$out.err" >>"$out"

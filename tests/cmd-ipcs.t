@@ -83,7 +83,7 @@ pid_cases=(
 	"-q -i|$MSGS|-q -i 0"
 	"-m -i|$SHMS|-m -i 0"
 )
-pid_widths=("999 9999" "9999 999" "99999 999")	# last pids before kernel's, uipc's
+pid_widths=("999 9999" "9999 999")	# last pids before kernel's, uipc's
 
 plan $((${#sem_cases[@]} + ${#other_cases[@]} + ${#msg_cases[@]} + ${#shm_cases[@]} + ${#all_cases[@]} +
 	${#pid_widths[@]} * ${#pid_cases[@]}))

@@ -17,7 +17,7 @@ $(B)/ipc/%.o: ipc/%.c $(LIB_HDRS) | $(B)/ipc
 	$(CC) $(CFLAGS) $(LIBCFLAGS) -c $< -o $@
 
 $(B)/libuipc.so: $(LIB_OBJS) ipc/exports.map
-	$(CC) $(CFLAGS) -shared -pthread -Wl,-z,defs -Wl,--version-script=ipc/exports.map -o $@ $(LIB_OBJS) -ldl
+	$(CC) $(CFLAGS) -shared -pthread -Wl,-z,defs -Wl,--version-script=ipc/exports.map -Wl,-soname,libuipc.so.0 -o $@ $(LIB_OBJS) -ldl
 
 $(B)/ipc:
 	mkdir -p $@
@@ -26,6 +26,7 @@ $(B)/ipc:
 include tools/tools.mk
 include tests/tests.mk
 include bench/bench.mk
+include install.mk
 
 clean:
 	rm -rf $(B)

@@ -67,16 +67,17 @@ install-paths-check:
 		esac; \
 	done
 
-$(INST_B)/run.o: tools/run.c $(TOOL_HDRS) $(INST_B)/paths
+$(INST_B)/run.o: tools/run.c $(TOOL_HDRS) $(INST_B)/paths install.mk
 	$(CC) $(CFLAGS) $(BASECFLAGS) -DUIPC_LIBDIR='"$(LIBDIR)"' \
 		-DUIPC_LIBDIR_FROM_BIN='"$(LIB_FROM_BIN)"' -DUIPC_SONAME='"$(UIPC_SONAME)"' \
 		-c $< -o $@
 
-$(INST_B)/uipc: $(filter-out $(B)/tools/run.o,$(TOOL_OBJS)) $(INST_B)/run.o $(B)/libuipc.so $(INST_B)/paths
+$(INST_B)/uipc: $(filter-out $(B)/tools/run.o,$(TOOL_OBJS)) $(INST_B)/run.o $(B)/libuipc.so \
+		$(INST_B)/paths install.mk
 	$(CC) $(CFLAGS) $(BASECFLAGS) -o $@ $(filter %.o,$^) -L$(B) -luipc \
 		-Wl,-rpath,'$$ORIGIN/$(LIB_FROM_BIN)'
 
-$(INST_B)/uipc.pc: uipc.pc.in $(INST_B)/paths
+$(INST_B)/uipc.pc: uipc.pc.in $(INST_B)/paths install.mk
 	sed -e 's|@PREFIX@|$(PREFIX)|g' \
 	    -e 's|@LIBDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|g' \
 	    -e 's|@INCLUDEDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))|g' \

@@ -67,20 +67,20 @@ err=$(groff -man -ww -z "$MAN1" 2>&1)
 is "$err" "" "man/uipc.1: groff -man -ww -z gives no warning"
 err=$(groff -man -ww -z "$MAN7" 2>&1)
 is "$err" "" "man/uipc.7: groff -man -ww -z gives no warning"
-out=$(MANWIDTH=80 man -l --warnings=w "$MAN1" 2>"$T_WORK/man1.err")
-if [ ! -s "$T_WORK/man1.err" ] && printf '%s' "$out" | grep -q '^EXIT STATUS'; then
-	ok 0 "man -l man/uipc.1 renders, without a warning"
-else
-	ok 1 "man -l man/uipc.1 renders, without a warning"
-	diag <"$T_WORK/man1.err"
-fi
-out=$(MANWIDTH=80 man -l --warnings=w "$MAN7" 2>"$T_WORK/man7.err")
-if [ ! -s "$T_WORK/man7.err" ] && printf '%s' "$out" | grep -q '^SEE ALSO'; then
-	ok 0 "man -l man/uipc.7 renders, without a warning"
-else
-	ok 1 "man -l man/uipc.7 renders, without a warning"
-	diag <"$T_WORK/man7.err"
-fi
+# man -l renders PAGE without a warning, with section HEADING in it
+man_renders() {
+	local page=$1 heading=$2 name out
+	name=$(basename "$page")
+	out=$(MANWIDTH=80 man -l --warnings=w "$page" 2>"$T_WORK/$name.err")
+	if [ ! -s "$T_WORK/$name.err" ] && printf '%s' "$out" | grep -q "^$heading"; then
+		ok 0 "man -l man/$name renders, without a warning"
+	else
+		ok 1 "man -l man/$name renders, without a warning"
+		diag <"$T_WORK/$name.err"
+	fi
+}
+man_renders "$MAN1" "EXIT STATUS"
+man_renders "$MAN7" "SEE ALSO"
 missing=""
 for s in NAME SYNOPSIS DESCRIPTION OPTIONS COMMANDS ENVIRONMENT FILES "EXIT STATUS" "SEE ALSO"; do
 	grep -qE "^\.SH \"?$s\"?\$" "$MAN1" || missing="$missing [$s]"

@@ -193,6 +193,10 @@ static _Atomic uint32_t exec_pending = NO_PROC;
 #define VMF_NOHUGE   32u
 #define VMF_SEQ      64u
 #define VMF_RAND     128u
+/* an SHM_RDONLY attachment: the kernel's vma lacks VM_MAYWRITE (its file
+ * was opened read-only), so it can never be made writable.  Never set or
+ * cleared by a change, kept by splits. */
+#define VMF_NOWRITE  256u
 static uint32_t l_vmf_future;       /* mlockall(MCL_FUTURE): new vmas get these */
 /* the namespace directory (O_PATH), guarded like the cached fds */
 static int l_dirfd = -1;
@@ -1914,8 +1918,9 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 			syscall(SYS_mlock2, m, len, MLOCK_ONFAULT);
 		ulock_release(ns, &shp->lock);
 		pthread_mutex_lock(&l_mutex);
-		local_add((struct lattach){ (uintptr_t)m, len, 0, len, prot, l_vmf_future, shmid,
-					    ns_off(ns, shp), gen });
+		local_add((struct lattach){ (uintptr_t)m, len, 0, len, prot,
+					    l_vmf_future | (shmflg & SHM_RDONLY ? VMF_NOWRITE : 0),
+					    shmid, ns_off(ns, shp), gen });
 		if (keep >= 0 && !fd_keep(ns_off(ns, shp), gen, file, keep))
 			close_guarded(keep);
 		pthread_mutex_unlock(&l_mutex);
@@ -2260,6 +2265,31 @@ static long do_syscall3(void *arg)
 	struct sysargs *s = arg;
 
 	return syscall(s->nr, s->a, s->b, s->c);
+}
+
+/*
+ * mprotect(PROT_WRITE) of an SHM_RDONLY attachment fails with EACCES on the
+ * kernel (its file is open read-only).  uipc maps every attachment from a
+ * read-write fd (the fd cache serves all attaches, and a child that changed
+ * its uid can only use the fds it inherited), so the hook refuses it: true
+ * if [ADDR, ADDR+LEN) holds such an attachment.  Bad arguments are left to
+ * the kernel (its EINVAL comes first).
+ */
+bool shm_mprotect_denied(void *addr, size_t len, int prot)
+{
+	uintptr_t a = (uintptr_t)addr, end = a + len;
+	bool denied = false;
+
+	if (!(prot & PROT_WRITE) || !any_attached() || (a & (UIPC_PAGE - 1)) || end < a ||
+	    (prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC | 0x8 /* PROT_SEM */ | PROT_GROWSDOWN |
+		      PROT_GROWSUP)))
+		return false;
+	pthread_mutex_lock(&l_mutex);
+	for (int i = 0; i < l_n && !denied; i++)
+		denied = (l_att[i].vmf & VMF_NOWRITE) && l_att[i].addr < end &&
+			 a < l_att[i].addr + l_att[i].len;
+	pthread_mutex_unlock(&l_mutex);
+	return denied;
 }
 
 int shm_hook_mprotect(void *addr, size_t len, int prot)

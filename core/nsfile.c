@@ -640,6 +640,24 @@ static int create_file(const char *path, const struct uipc_ns_opts *o)
 	return r;
 }
 
+/* Why the open of PATH (BASE in DFD) failed with R (-ELOOP: a symbolic
+ * link; -EACCES: the mode), saying who owns what is there: a name taken
+ * by another user must be recognisable as such. */
+static void explain_refusal(int dfd, const char *base, const char *path, int r, bool shared)
+{
+	struct stat st;
+
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		st.st_uid = (uid_t)-1;
+	if (r == -ELOOP)
+		say("uipc: %s is a symbolic link (uid %u); refusing it", path, (unsigned)st.st_uid);
+	else if (!shared && st.st_uid != geteuid())
+		check_file(&st, path, false);  /* "belongs to uid ..." */
+	else
+		say("uipc: %s (uid %u, mode %04o): no permission to open it", path,
+		    (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+}
+
 /* Open and check the namespace file PATH (never through a symbolic link). */
 static int open_path(const char *path, struct ns **out, bool shared)
 {
@@ -651,11 +669,9 @@ static int open_path(const char *path, struct ns **out, bool shared)
 		return dfd;
 	fd = openat(dfd, base, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	r = fd < 0 ? -errno : 0;
+	if (r == -ELOOP || r == -EACCES)
+		explain_refusal(dfd, base, path, r, shared);
 	sys_close(dfd);
-	if (r == -ELOOP)
-		say("uipc: %s is a symbolic link; refusing it", path);
-	else if (r == -EACCES)
-		say("uipc: %s: no permission to open it", path);
 	if (r)
 		return r;
 	r = map_checked(fd, path, out, shared);

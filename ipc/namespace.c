@@ -8,6 +8,7 @@
  * and fsck over every object.
  */
 #include <limits.h>
+#include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,6 +285,17 @@ static int set_limit(struct ns *ns, const struct sysctl_ent *e, const char *valu
 	return 0;
 }
 
+/*
+ * The limits are the namespace's, for all its members: as only a privileged
+ * user may write /proc/sys/kernel/msgmni, only the namespace's owner may
+ * change them, or CAP_SYS_ADMIN.  The owner is the file's (fstat at open),
+ * which members cannot rewrite, not the header's creator_uid, which they can.
+ */
+static bool may_set_limits(struct ns *ns)
+{
+	return cur_cred()->euid == ns->file_uid || has_cap(CAP_SYS_ADMIN);
+}
+
 int ipc_sysctl_set(const char *name, const char *value)
 {
 	const struct sysctl_ent *e = name ? find_sysctl(name) : NULL;
@@ -294,6 +306,8 @@ int ipc_sysctl_set(const char *name, const char *value)
 	ns = ns_get();
 	if (!ns)
 		return -errno;
+	if (!may_set_limits(ns))
+		return -EPERM;
 	if (e->kind == 2)
 		return set_sem_limits(ns, value);
 	return set_limit(ns, e, value);

@@ -39,9 +39,12 @@ static const char usage_text[] =
 	"                   show help (of a command)\n"
 	"\n"
 	"Options:\n"
-	" --ns NAME        namespace to use (default: $UIPC_NS, else \"default\")\n"
-	" --dir DIR        directory of namespace files (default: $UIPC_DIR,\n"
-	"                  else /dev/shm)\n"
+	" --ns NAME        namespace to use (default: $UIPC_NS, else \"default\");\n"
+	"                  NAME is private to the user, shared:NAME a shared one\n"
+	"                  (made by `uipc ns create --shared`)\n"
+	" --dir DIR        directory of namespace files (default: $UIPC_DIR, else\n"
+	"                  $XDG_RUNTIME_DIR if it is this user's with mode 0700\n"
+	"                  (not for root), else /dev/shm)\n"
 	" -h, --help       display this help\n"
 	"\n"
 	"Environment: UIPC_NS, UIPC_DIR, UIPC_NS_EXTENDED, UIPC_NS_SIZE, UIPC_LIB.\n";
@@ -66,7 +69,7 @@ static const struct {
 	  "CMD's exit status is passed through; 127 if CMD is not found.\n"
 	  "\n"
 	  "Options:\n"
-	  " --ns NAME    namespace (sets UIPC_NS)\n"
+	  " --ns NAME    namespace (sets UIPC_NS); shared:NAME for a shared one\n"
 	  " --dir DIR    directory of namespace files (sets UIPC_DIR)\n" },
 	{ "ipcs", cmd_ipcs,
 	  "Usage:\n"

@@ -240,16 +240,18 @@ run_kernel() {
 # run_uipc OUT "OPS" CMD...: fixture + CMD in a fresh uipc namespace (a
 # shared one, open to every user, when T_SHARED=1)
 run_uipc() {
-	local out=$1 ops=$2 rc
+	local out=$1 ops=$2 rc ns
 	shift 2
 	new_ns
+	ns=$NS
 	if [ "${T_SHARED:-0}" = 1 ]; then
 		chmod 0711 "$UDIR"
 		"$UIPC" ns create "$NS" --shared --mode 0666
+		ns=shared:$NS	# a shared namespace is reached by that name only
 	fi
 	pidns "${T_UIPC_LAST_PID:-}"
 	# shellcheck disable=SC2086
-	timeout 30 "${PIDNS[@]}" "$UIPC" run --ns "$NS" -- "$FIX" -p "$out.pids" $ops -- "$@" >"$out" 2>"$out.err"
+	timeout 30 "${PIDNS[@]}" "$UIPC" run --ns "$ns" -- "$FIX" -p "$out.pids" $ops -- "$@" >"$out" 2>"$out.err"
 	rc=$?
 	echo "[exit $rc]" >>"$out"
 	cat "$out.err" >>"$out"

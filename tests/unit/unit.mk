@@ -14,7 +14,8 @@ UNIT_PROGS := \
 	$(UNIT_DIR)/shm_fds \
 	$(UNIT_DIR)/mlock_arena \
 	$(UNIT_DIR)/rmid_crash \
-	$(UNIT_DIR)/chaos_mixed
+	$(UNIT_DIR)/chaos_mixed \
+	$(UNIT_DIR)/trust_shm
 TEST_PROGS += $(UNIT_PROGS)
 
 $(UNIT_DIR)/%: tests/unit/%.c | $(UNIT_DIR)

@@ -38,6 +38,7 @@ A=$(id -u "$ua") B=$(id -u "$ub")
 # all, like /dev/shm
 chmod 1777 "$D"
 mkdir "$D/bin" && cp "$top/build/uipc" "$top/build/libuipc.so" "$top/build/tests/unit/trust_shm" "$D/bin/" &&
+	ln -s libuipc.so "$D/bin/libuipc.so.0" &&	# uipc asks for the soname
 	chmod 755 "$D/bin" && chmod a+rx "$D"/bin/*
 lib=$D/bin/libuipc.so uipc=$D/bin/uipc tshm=$D/bin/trust_shm
 export UIPC_NS_SIZE=128M

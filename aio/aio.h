@@ -36,6 +36,7 @@ struct kioctx {
 	uint32_t id;                 /* table slot */
 	uint32_t nr_events;          /* ring->nr, our copy (the ring is writable by all) */
 	uint32_t max_reqs;           /* what io_setup asked: fs.aio-nr's share */
+	uint32_t reqs_limit;         /* requests in flight or unread, at most */
 	uint32_t tail;               /* our copy of ring->tail (completion lock) */
 	_Atomic uint32_t inflight;   /* submitted, not yet in the ring */
 	_Atomic uint32_t users;      /* calls inside the context right now */

@@ -123,6 +123,17 @@ static uint32_t ring_events(unsigned nr_events, size_t *len, int *err)
 	return (uint32_t)((*len - sizeof(struct aio_ring)) / sizeof(struct io_event));
 }
 
+/* how many requests a ring of NR events takes: the kernel hands its
+ * nr - 1 free slots to the CPUs in batches of (nr - 1) / (4 per CPU), and
+ * a submitter runs dry when less than a batch is left, so a thread that
+ * stays on one CPU gets whole batches only */
+static uint32_t reqs_limit(uint32_t nr)
+{
+	uint32_t avail = nr - 1, batch = avail / ((unsigned)get_nprocs_conf() * 4);
+
+	return batch ? avail / batch * batch : avail;
+}
+
 static struct kioctx *ctx_get_free(void)
 {
 	struct kioctx *ctx = free_ctxs;
@@ -157,6 +168,7 @@ static int ring_setup(struct kioctx *ctx, uint32_t nr, size_t len)
 	ctx->user_id = (uint64_t)(uintptr_t)r;
 	ctx->nr_events = nr;
 	ctx->tail = 0;
+	ctx->reqs_limit = reqs_limit(nr);
 	return 0;
 }
 

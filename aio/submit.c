@@ -44,18 +44,18 @@ static bool get_reqs_available(struct kioctx *ctx)
 	uint32_t cur = atomic_load(&ctx->inflight);
 
 	do {
-		if (cur + aio_ring_used(ctx) >= ctx->nr_events - 1)
+		if (cur + aio_ring_used(ctx) >= ctx->reqs_limit)
 			return false;
 	} while (!atomic_compare_exchange_weak(&ctx->inflight, &cur, cur + 1));
 	return true;
 }
 
-/* ---- the file's kind, remembered per descriptor ---- */
+/* ---- the file's kind ---- */
 
-enum { FD_UNKNOWN, FD_NOWAIT, FD_MEMFS };
-#define FD_CACHE 4096
-static uint8_t fd_kind[FD_CACHE];
-static uint8_t fd_uses[FD_CACHE];
+/* RWF_* bits this kernel's preadv2/pwritev2 know besides RWF_NOWAIT:
+ * HIPRI, DSYNC, SYNC, APPEND, NOAPPEND, DONTCACHE, NOSIGNAL (ATOMIC is
+ * left out: refused without O_DIRECT) */
+#define RWF_KNOWN 0x1b7
 
 /* tmpfs and ramfs: RWF_NOWAIT is refused there but nothing waits */
 static bool on_memfs(int fd)
@@ -64,6 +64,30 @@ static bool on_memfs(int fd)
 
 	return fstatfs(fd, &sf) == 0 &&
 	       (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
+}
+
+/*
+ * Descriptors found on tmpfs, so that their requests skip the RWF_NOWAIT
+ * try and the fstatfs.  The number may name another file later: then a
+ * buffered request runs inline, blocking, which is what the kernel itself
+ * does with buffered I/O (O_DIRECT is told by the flags, not this cache,
+ * and RWF_NOWAIT requests do not use it); a check every 256 uses brings
+ * such a descriptor back to the workers.
+ */
+#define FD_CACHE 4096
+static uint8_t fd_memfs[FD_CACHE];
+
+static bool known_memfs(int fd)
+{
+	static uint8_t uses[FD_CACHE];
+
+	return fd < FD_CACHE && fd_memfs[fd] && uses[fd]++ != 0;
+}
+
+static void note_memfs(int fd, bool memfs)
+{
+	if (fd < FD_CACHE)
+		fd_memfs[fd] = memfs;
 }
 
 /* ---- issue ---- */
@@ -78,42 +102,58 @@ static int queue_req(struct aio_kiocb *req, int fd)
 	return aio_queue_work(req);
 }
 
+/* the RWF_NOWAIT try said EOPNOTSUPP: on tmpfs run it blocking (or refuse
+ * the program's own RWF_NOWAIT, as the kernel does at submission); on a
+ * disk filesystem it is the program's unknown flags (refused), its
+ * RWF_NOWAIT the file cannot honour (an event), or work for a thread.
+ * The result: bytes or -errno. */
+static int64_t nowait_refused(struct aio_kiocb *req, int fd, bool *blocking, bool *refuse)
+{
+	bool user_nowait = req->rw_flags & RWF_NOWAIT;
+
+	if (req->rw_flags & ~(RWF_KNOWN | RWF_NOWAIT)) {
+		*refuse = true;
+		return -EOPNOTSUPP;
+	}
+	if (on_memfs(fd)) {
+		note_memfs(fd, true);
+		if (user_nowait) {
+			*refuse = true;
+			return -EOPNOTSUPP;
+		}
+		*blocking = true;
+		return aio_do_io(req, 0);
+	}
+	note_memfs(fd, false);
+	return -EOPNOTSUPP;
+}
+
 /* a read or write: at once when it can, else in the background.
  * 0 (submitted: completed or queued) or -errno (not submitted) */
 static int issue_rw(struct aio_kiocb *req, int fd, int fl, int64_t total)
 {
-	bool user_nowait = req->rw_flags & RWF_NOWAIT;
-	int kind = fd < FD_CACHE ? fd_kind[fd] : FD_UNKNOWN;
-	bool blocking = false;
+	bool user_nowait = req->rw_flags & RWF_NOWAIT, blocking = false, refuse = false;
 	int64_t n;
 
 	if (fl & O_DIRECT)
 		return queue_req(req, fd);
 	req->fd = fd;
-	if (kind == FD_MEMFS && !user_nowait && fd_uses[fd]++ != 0) {
+	if (!user_nowait && known_memfs(fd)) {
 		blocking = true;
 		n = aio_do_io(req, 0);
-		goto done;
+	} else {
+		n = aio_do_io(req, RWF_NOWAIT);
+		if (n == -EOPNOTSUPP)
+			n = nowait_refused(req, fd, &blocking, &refuse);
 	}
-	n = aio_do_io(req, RWF_NOWAIT);
-	if (n == -EOPNOTSUPP && !user_nowait && on_memfs(fd)) {
-		if (fd < FD_CACHE) {
-			fd_kind[fd] = FD_MEMFS;
-			fd_uses[fd] = 1;
-		}
-		blocking = true;
-		n = aio_do_io(req, 0);
-	} else if (fd < FD_CACHE && n >= 0) {
-		fd_kind[fd] = FD_NOWAIT;
-	}
-done:
 	req->fd = -1;
-	if (n == -EOPNOTSUPP)
-		return -EOPNOTSUPP;          /* the kernel refuses such flags at submission */
-	/* a blocking call's short count is final (end of file), as is an
-	 * error other than "would block" */
-	if (n == total || (blocking && n >= 0) || (n < 0 && n != -EAGAIN) ||
-	    (n == -EAGAIN && user_nowait)) {
+	if (refuse || (blocking && n == -EOPNOTSUPP))
+		return -EOPNOTSUPP;
+	/* final: the whole count, a blocking call's short count (end of
+	 * file), an error other than "would block", any answer to the
+	 * program's own RWF_NOWAIT */
+	if (n == total || (blocking && n >= 0) || user_nowait ||
+	    (n < 0 && n != -EAGAIN && n != -EOPNOTSUPP)) {
 		aio_complete(req, n, 0);
 		return 0;
 	}

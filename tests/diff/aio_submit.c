@@ -120,6 +120,8 @@ static void direct(int argc, char **argv)
 	io_prep_pread(&cb, fd, al, 4096, 3);
 	aio_submit1("direct misaligned offset", ctx, &cb);
 	aio_reap(ctx, 1, 1);
+	close(fd);
+	fd = aio_open("d", O_RDONLY);     /* printed through the page cache */
 	aio_file_print(fd);
 	close(fd);
 	free(al);

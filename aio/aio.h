@@ -2,9 +2,9 @@
  * aio/aio.h - what aio/ gives entry/: Linux native AIO in user space.
  *
  * Owns: contexts and their table (ctx.c), the ring programs read (ring.h),
- * submission and cancellation (submit.c), completion into the ring and
- * io_getevents (events.c), and the threads that perform I/O which cannot
- * complete at once (worker.c).  State is per process: contexts are not
+ * submission and cancellation (submit.c), IOCB_CMD_POLL (poll.c),
+ * completion into the ring and io_getevents (events.c), and the threads
+ * that perform I/O which cannot complete at once (worker.c).  State is per process: contexts are not
  * inherited by a fork child and die with the process, as in the kernel;
  * fs.aio-nr is accounted per process (limit UIPC_AIO_MAX_NR, default
  * 65536, the kernel's fs.aio-max-nr default).
@@ -45,6 +45,8 @@ struct kioctx {
 	_Atomic uint32_t waiters;    /* sleepers on seq */
 	pthread_mutex_t completion_lock;  /* writers of tail */
 	pthread_mutex_t ring_lock;        /* readers of head (io_getevents) */
+	pthread_mutex_t active_lock;      /* the list below */
+	struct aio_kiocb *active;         /* pending polls: what io_cancel can reach */
 	struct kioctx *next_free;
 };
 
@@ -58,6 +60,10 @@ struct aio_kiocb {
 	int rw_flags;
 	int64_t pos;
 	int64_t done;                /* bytes already moved by the inline try */
+	int cancel_fd;               /* poll: an eventfd io_cancel writes, or -1 */
+	short events;                /* poll: the events asked for */
+	bool on_active;              /* poll: in ctx->active (active_lock) */
+	struct aio_kiocb *next_active;
 	int nr_iov;
 	struct iovec *iov;
 	struct iovec iov_inline[1];
@@ -77,6 +83,15 @@ UIPC_HIDDEN void aio_complete(struct aio_kiocb *req, int64_t res, int64_t res2);
 UIPC_HIDDEN uint32_t aio_ring_used(struct kioctx *ctx);
 /* wake whoever sleeps on CTX (io_getevents, io_destroy) */
 UIPC_HIDDEN void aio_wake(struct kioctx *ctx);
+
+/* ---- poll.c ---- */
+/* IOCB_CMD_POLL for REQ on FD.  0 (completed or pending) or -errno. */
+UIPC_HIDDEN int aio_poll(struct aio_kiocb *req, const struct iocb *cb, int fd);
+/* io_cancel of the pending poll whose iocb is at OBJ: -EINPROGRESS (its
+ * event follows), or -EINVAL when there is none */
+UIPC_HIDDEN int aio_poll_cancel(struct kioctx *ctx, uint64_t obj);
+/* cancel every pending poll of CTX (io_destroy) */
+UIPC_HIDDEN void aio_poll_cancel_all(struct kioctx *ctx);
 
 /* ---- worker.c ---- */
 /* run REQ in the background.  0 or -errno (no thread could be started). */

@@ -146,6 +146,7 @@ static struct kioctx *ctx_get_free(void)
 	if (ctx) {
 		pthread_mutex_init(&ctx->completion_lock, NULL);
 		pthread_mutex_init(&ctx->ring_lock, NULL);
+		pthread_mutex_init(&ctx->active_lock, NULL);
 	}
 	return ctx;
 }
@@ -285,6 +286,7 @@ long ksys_io_destroy(aio_context_t user_id)
 		return -EINVAL;
 	}
 	aio_wake(ctx);                  /* sleeping io_getevents return */
+	aio_poll_cancel_all(ctx);       /* as the kernel cancels what it can */
 	atomic_fetch_sub(&ctx->users, 1);
 	wait_quiet(ctx);
 	sys_munmap(ctx->ring, ctx->ring_len);

@@ -34,6 +34,8 @@ void aio_req_free(struct aio_kiocb *req)
 		free(req->iov);
 	if (req->fd >= 0)
 		sys_close(req->fd);
+	if (req->cancel_fd >= 0)
+		sys_close(req->cancel_fd);
 	free(req);
 }
 
@@ -297,6 +299,7 @@ static int submit_req(struct kioctx *ctx, struct aio_kiocb *req, const struct io
 	case IOCB_CMD_PWRITEV: return aio_rw(req, cb, fd, fl, true, true);
 	case IOCB_CMD_FSYNC:
 	case IOCB_CMD_FDSYNC:  return aio_fsync(req, cb, fd);
+	case IOCB_CMD_POLL:    return aio_poll(req, cb, fd);
 	default:               return -EINVAL;
 	}
 }
@@ -323,6 +326,7 @@ static int io_submit_one(struct kioctx *ctx, struct iocb *user_iocb)
 	}
 	req->fd = -1;
 	req->resfd = -1;
+	req->cancel_fd = -1;
 	err = submit_req(ctx, req, &cb, user_iocb);
 	if (err) {
 		atomic_fetch_sub(&ctx->inflight, 1);
@@ -368,15 +372,17 @@ long ksys_io_submit(aio_context_t ctx_id, long nr, struct iocb **iocbpp)
 
 /*
  * sys_io_cancel: cancel the request IOCB of the context CTX.
- * Reads, writes and fsyncs cannot be cancelled once submitted (the kernel
- * cancels only poll requests), so the answer is always an error:
- * -EFAULT if iocb is bad, -EINVAL if its key is not 0, ctx is bad, or
- * no cancellable request matches.
+ * Only a pending poll can be cancelled (as in the kernel: reads, writes
+ * and fsyncs cannot): -EINPROGRESS, its event (res 0 unless it became
+ * ready) follows in the ring.
+ * May fail with -EFAULT if iocb is bad, -EINVAL if its key is not 0, ctx
+ * is bad, or no cancellable request matches.
  */
 long ksys_io_cancel(aio_context_t ctx_id, struct iocb *iocb, struct io_event *result)
 {
 	struct kioctx *ctx;
 	uint32_t key;
+	long ret;
 
 	(void)result;
 	if (uipc_copy_from_user(&key, &iocb->aio_key, sizeof(key)))
@@ -386,6 +392,7 @@ long ksys_io_cancel(aio_context_t ctx_id, struct iocb *iocb, struct io_event *re
 	ctx = lookup_ioctx(ctx_id);
 	if (!ctx)
 		return -EINVAL;
+	ret = aio_poll_cancel(ctx, (uint64_t)(uintptr_t)iocb);
 	put_ioctx(ctx);
-	return -EINVAL;
+	return ret;
 }

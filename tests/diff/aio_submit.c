@@ -9,10 +9,11 @@
  * key cannot be written); errors found only when the I/O runs (bad
  * buffer, O_DIRECT misalignment) as events; partial submission; the ring
  * running full (EAGAIN); aio_rw_flags; IOCB_FLAG_RESFD's eventfd counts;
- * io_cancel's answers.
+ * io_cancel's answers; IOCB_CMD_POLL, ready, pending, cancelled.
  */
 #include "aiodt.h"
 
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -424,6 +425,61 @@ static void cancel(int argc, char **argv)
 	aio_destroy_p(ctx);
 }
 
+/* IOCB_CMD_POLL: at once when ready, later when the file becomes ready,
+ * cancelled (the only request io_cancel takes), cancelled by io_destroy */
+static void poll_cmd(int argc, char **argv)
+{
+	io_context_t ctx = aio_setup_p(8);
+	struct iocb cb, cb2;
+	struct io_event ev;
+	struct timespec zero = { 0, 0 };
+	int pfd[2], fd;
+
+	(void)argc; (void)argv;
+	aio_mkdir(0);
+	fd = aio_open("poll", O_RDWR | O_TRUNC);
+	if (pipe(pfd))
+		dt_fail("pipe");
+	io_prep_poll(&cb, fd, POLLIN | POLLOUT);
+	try1("poll of a regular file", ctx, &cb);
+	io_prep_poll(&cb, pfd[1], POLLOUT);
+	try1("poll of a pipe's empty write end", ctx, &cb);
+	io_prep_poll(&cb, pfd[0], POLLIN);
+	cb.u.c.buf = (void *)0x10001;
+	try1("poll events past 16 bits", ctx, &cb);
+	io_prep_poll(&cb, pfd[0], POLLIN);
+	cb.u.c.nbytes = 1;
+	try1("poll with nbytes", ctx, &cb);
+	io_prep_poll(&cb, pfd[0], POLLIN);
+	cb.data = (void *)1;
+	aio_submit1("poll of an empty pipe", ctx, &cb);
+	dt_out("io_getevents(zero timeout) = %s", aio_res(io_getevents(ctx, 1, 1, &ev, &zero)));
+	if (write(pfd[1], "x", 1) != 1)
+		dt_fail("write");
+	aio_reap(ctx, 1, 1);
+	if (read(pfd[0], wbuf[0], 1) != 1)
+		dt_fail("read");
+	aio_submit1("poll of the empty pipe again", ctx, &cb);
+	dt_out("io_cancel(pending poll) = %s", aio_res(io_cancel(ctx, &cb, &ev)));
+	dt_out("io_cancel(again) = %s", aio_res(io_cancel(ctx, &cb, &ev)));
+	aio_reap(ctx, 1, 1);
+	io_prep_poll(&cb2, pfd[0], POLLIN);
+	aio_submit1("a poll left pending", ctx, &cb2);
+	close(pfd[1]);
+	aio_reap(ctx, 1, 1);                   /* the writer gone: POLLHUP */
+	close(pfd[0]);
+	if (pipe(pfd))
+		dt_fail("pipe");
+	io_prep_poll(&cb2, pfd[0], POLLIN);
+	aio_submit1("a poll pending at io_destroy", ctx, &cb2);
+	aio_destroy_p(ctx);
+	close(pfd[0]);
+	close(pfd[1]);
+	close(fd);
+	aio_rmdir("poll");
+	aio_rmdir(NULL);
+}
+
 const struct dt_case dt_cases[] = {
 	{ "opcodes", opcodes, 0 },
 	{ "direct", direct, 0 },
@@ -433,5 +489,6 @@ const struct dt_case dt_cases[] = {
 	{ "rwflags", rwflags, 0 },
 	{ "resfd", resfd, 0 },
 	{ "cancel", cancel, 0 },
+	{ "poll", poll_cmd, 0 },
 	{ NULL, NULL, 0 },
 };

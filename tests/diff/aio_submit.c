@@ -131,6 +131,36 @@ static void direct(int argc, char **argv)
 	aio_destroy_p(ctx);
 }
 
+/* io_destroy waits for the requests in flight: O_DIRECT writes (on the
+ * disk, through uipc's workers) are all in the file when it returns */
+static void destroy_waits(int argc, char **argv)
+{
+	io_context_t ctx = aio_setup_p(32);
+	struct iocb cb[16], *v[16];
+	char *al = NULL;
+	int fd;
+
+	(void)argc; (void)argv;
+	aio_mkdir(1);
+	fd = aio_open("dw", O_RDWR | O_TRUNC | O_DIRECT);
+	if (posix_memalign((void **)&al, 4096, 16 << 16))
+		dt_fail("posix_memalign");
+	for (int i = 0; i < 16; i++) {
+		memset(al + (i << 16), 'A' + i, 1 << 16);
+		io_prep_pwrite(&cb[i], fd, al + (i << 16), 1 << 16, (long long)i << 16);
+		v[i] = &cb[i];
+	}
+	aio_submit_p("16 x 64 KiB O_DIRECT", ctx, 16, v);
+	aio_destroy_p(ctx);
+	close(fd);
+	fd = aio_open("dw", O_RDONLY);
+	aio_file_print(fd);
+	close(fd);
+	free(al);
+	aio_rmdir("dw");
+	aio_rmdir(NULL);
+}
+
 /* submit CB once; when it went in, reap its event */
 static void try1(const char *what, io_context_t ctx, struct iocb *cb)
 {
@@ -490,5 +520,6 @@ const struct dt_case dt_cases[] = {
 	{ "resfd", resfd, 0 },
 	{ "cancel", cancel, 0 },
 	{ "poll", poll_cmd, 0 },
+	{ "destroy-waits", destroy_waits, 0 },
 	{ NULL, NULL, 0 },
 };

@@ -4,8 +4,9 @@
  * Owns: contexts and their table (ctx.c), the ring programs read (ring.h),
  * submission and cancellation (submit.c), IOCB_CMD_POLL (poll.c),
  * completion into the ring and io_getevents (events.c), and the threads
- * that perform I/O which cannot complete at once (worker.c).  State is per process: contexts are not
- * inherited by a fork child and die with the process, as in the kernel;
+ * that perform I/O which cannot complete at once (worker.c).  State is
+ * per process: contexts are not inherited by a fork child and die with
+ * the process, as in the kernel;
  * fs.aio-nr is accounted per process (limit UIPC_AIO_MAX_NR, default
  * 65536, the kernel's fs.aio-max-nr default).
  * May call: core/ only.  Never ipc/ or entry/.

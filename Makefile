@@ -29,12 +29,13 @@ endef
 $(foreach d,$(LIB_LAYERS),$(eval $(call lib_layer_rule,$(d))))
 
 $(B)/libuipc.so: $(LIB_OBJS) $(LIB_MAP)
-	$(CC) $(CFLAGS) -shared -pthread -Wl,-z,defs -Wl,--version-script=$(LIB_MAP) -o $@ $(LIB_OBJS) -ldl
+	$(CC) $(CFLAGS) -shared -pthread -Wl,-z,defs -Wl,--version-script=$(LIB_MAP) -Wl,-soname,libuipc.so.0 -o $@ $(LIB_OBJS) -ldl
 
 # The command, the tests and the benchmarks each keep their rules in a fragment.
 include tools/tools.mk
 include tests/tests.mk
 include bench/bench.mk
+include install.mk
 
 clean:
 	rm -rf $(B)

@@ -9,6 +9,9 @@
 #   make bench-stress-ng                    only the stress-ng rows (bench/stress-ng.sh,
 #                                           JSON: build/bench/stress-ng.json)
 #   build/bench/driver --kernel-only        kernel column only (no library needed)
+#   make bench-fio                          only seed 001's fio row: native AIO, kernel
+#                                           vs uipc (bench/fio-aio.sh, JSON:
+#                                           build/bench/fio-aio.json)
 #   make bench-journal                      what the undo journal costs the locked
 #                                           paths (bench/journal-cost.sh)
 BENCH_PROGS := $(B)/bench/sem_keys $(B)/bench/sem_cyclic $(B)/bench/sem_threads \
@@ -34,6 +37,11 @@ bench-progs: $(BENCH_PROGS) $(B)/bench/driver
 bench: all bench-progs
 	$(B)/bench/driver --bindir $(B)/bench --lib $(B)/libuipc.so $(BENCH_ARGS)
 	bench/stress-ng.sh --lib $(B)/libuipc.so --json $(B)/bench/stress-ng.json $(filter --quick,$(BENCH_ARGS))
+	bench/fio-aio.sh --uipc $(B)/uipc --json $(B)/bench/fio-aio.json $(filter --quick,$(BENCH_ARGS))
+
+# seed 001's fio job alone (bench/fio-aio.sh)
+bench-fio: all | $(B)/bench
+	bench/fio-aio.sh --uipc $(B)/uipc --json $(B)/bench/fio-aio.json $(filter --quick,$(BENCH_ARGS))
 
 # the stress-ng rows alone (bench/stress-ng.sh)
 bench-stress-ng: all
@@ -62,4 +70,4 @@ bench-journal: all $(B)/nojournal/libuipc.so $(B)/bench/locked_paths
 	bench/journal-cost.sh --bindir $(B)/bench --lib $(B)/libuipc.so \
 		--nojournal $(B)/nojournal/libuipc.so --json $(B)/bench/journal-cost.json $(JOURNAL_ARGS)
 
-.PHONY: bench-progs bench-stress-ng bench-journal
+.PHONY: bench-progs bench-stress-ng bench-fio bench-journal

@@ -41,6 +41,13 @@ struct ns {
 	struct uipc_hdr *hdr;
 	int shift;                 /* IPCMNI shift of this namespace */
 	int32_t ipcmni;
+	/* the file's owner, group and mode as fstat() saw them when this
+	 * process opened it: members cannot rewrite these (the header's
+	 * creator_uid and mode they can), so trust decisions use them */
+	uid_t file_uid;
+	gid_t file_gid;
+	unsigned file_mode;
+	bool shared;               /* a shared namespace (uipc-shared-NAME) */
 	char path[4096];
 };
 
@@ -95,6 +102,8 @@ UIPC_HIDDEN int ns_path(const char *name, char *buf, size_t len);
 UIPC_HIDDEN int ns_create(const char *name, const struct uipc_ns_opts *opts);
 UIPC_HIDDEN int ns_remove(const char *name);
 UIPC_HIDDEN int ns_select(const char *name);
+/* 64 unpredictable bits (getrandom): names others must not guess */
+UIPC_HIDDEN uint64_t ns_random64(void);
 
 /* ---- lock.c ---- */
 UIPC_HIDDEN int ulock_init(struct ulock *l);

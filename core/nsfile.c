@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,7 +38,6 @@ static bool g_ns_used;    /* an IPC call has used g_ns */
  * its uid stays in its namespace, as with kernel IPC namespaces.
  */
 static char g_pinned[4096];
-static bool g_pinned_inherited;
 static struct ns *g_ns;
 static int g_ns_err;
 static char g_sel_name[UIPC_NS_NAME_MAX + 1];
@@ -80,13 +80,44 @@ void ns_corrupt(struct ns *ns, const char *what)
 		    ns ? ns->path : "?", what);
 }
 
-/* ---- naming ---- */
+/* ---- naming ----
+ *
+ * A name is NAME, a namespace private to the user (the file
+ * DIR/uipc-UID-NAME), or shared:NAME, a namespace shared between users
+ * (DIR/uipc-shared-NAME, made by `uipc ns create --shared`).  The two never
+ * stand in for each other: a shared namespace is only reached by naming it
+ * so, so that no other user can slip one in under a private name.
+ */
 
-static const char *ns_dir(void)
+#define SHARED_TAG "shared:"
+#define SHARED_FILE "uipc-shared-"
+
+/* $XDG_RUNTIME_DIR when it is a directory only this user can enter: nobody
+ * else can plant or squat a name there.  NULL otherwise. */
+static const char *runtime_dir(void)
+{
+	const char *x = getenv("XDG_RUNTIME_DIR");
+	struct stat st;
+
+	if (!x || x[0] != '/' || stat(x, &st) != 0 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != geteuid() || (st.st_mode & 0777) != 0700)
+		return NULL;
+	return x;
+}
+
+/* The directory of namespace files: $UIPC_DIR; else, for a private
+ * namespace of a user other than root, that user's runtime directory if it
+ * has one; else /dev/shm (root keeps /dev/shm; shared namespaces live where
+ * every user can reach them). */
+static const char *ns_dir(bool shared)
 {
 	const char *d = getenv("UIPC_DIR");
 
-	return d && *d ? d : "/dev/shm";
+	if (d && *d)
+		return d;
+	if (!shared && geteuid() != 0 && (d = runtime_dir()))
+		return d;
+	return "/dev/shm";
 }
 
 static bool valid_name(const char *n)
@@ -105,6 +136,14 @@ static bool valid_name(const char *n)
 	return true;
 }
 
+/* Split SPEC (NAME or shared:NAME) into the bare name and its kind. */
+static bool parse_name(const char *spec, const char **name, bool *shared)
+{
+	*shared = !strncmp(spec, SHARED_TAG, strlen(SHARED_TAG));
+	*name = *shared ? spec + strlen(SHARED_TAG) : spec;
+	return valid_name(*name);
+}
+
 static const char *current_name(void)
 {
 	const char *n;
@@ -115,18 +154,40 @@ static const char *current_name(void)
 	return n && *n ? n : "default";
 }
 
-static int user_path(const char *name, char *buf, size_t len)
+/* The file of namespace SPEC; -EINVAL for a bad name. */
+static int spec_path(const char *spec, char *buf, size_t len)
 {
-	int n = snprintf(buf, len, "%s/uipc-%u-%s", ns_dir(), (unsigned)geteuid(), name);
+	const char *name;
+	bool shared;
+	int n;
 
+	if (!parse_name(spec, &name, &shared))
+		return -EINVAL;
+	if (shared)
+		n = snprintf(buf, len, "%s/" SHARED_FILE "%s", ns_dir(true), name);
+	else
+		n = snprintf(buf, len, "%s/uipc-%u-%s", ns_dir(false), (unsigned)geteuid(), name);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-static int shared_path(const char *name, char *buf, size_t len)
+/* Is PATH (an inherited UIPC_NS_FILE too) a shared namespace's file?  By
+ * its name: everything else is held to the rules of a private one. */
+static bool path_is_shared(const char *path)
 {
-	int n = snprintf(buf, len, "%s/uipc-shared-%s", ns_dir(), name);
+	const char *slash = strrchr(path, '/');
 
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+	return !strncmp(slash ? slash + 1 : path, SHARED_FILE, strlen(SHARED_FILE));
+}
+
+uint64_t ns_random64(void)
+{
+	uint64_t v;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))
+		return v;
+	/* no entropy yet (early boot): still nothing another user can read */
+	return ((uint64_t)mono_ns() * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)getpid() << 32) ^
+	       (uint64_t)(uintptr_t)&v;
 }
 
 /* ---- layout ---- */
@@ -341,57 +402,141 @@ int ns_munlockall(void)
 
 /* ---- opening ---- */
 
-static int map_checked(int fd, const char *path, struct ns **out, bool owner_check)
+/*
+ * The directory of PATH, opened (O_PATH) for the *at() calls that follow,
+ * so that the file name is resolved in the directory that was checked.  A
+ * directory others can write without the sticky bit lets them rename our
+ * files away and put theirs in place: refused.  *BASE: the file's name.
+ */
+static int open_dir_of(const char *path, const char **base)
 {
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
 	struct stat st;
-	struct uipc_hdr hdr;
-	struct ns *ns;
-	void *m;
+	int dfd;
 
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode)) {
-		say("uipc: %s is not a regular file", path);
-		return -EINVAL;
+	if (!slash) {
+		snprintf(dir, sizeof(dir), ".");
+		*base = path;
+	} else {
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+		if (!dir[0])
+			snprintf(dir, sizeof(dir), "/");
+		*base = slash + 1;
 	}
-	if (owner_check && st.st_uid != geteuid()) {
-		say("uipc: %s belongs to uid %u, not to this user (%u); refusing it",
-		    path, (unsigned)st.st_uid, (unsigned)geteuid());
+	dfd = sys_open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	if (fstat(dfd, &st) < 0) {
+		int e = errno;
+
+		sys_close(dfd);
+		return -e;
+	}
+	if ((st.st_mode & 0022) && !(st.st_mode & S_ISVTX)) {
+		say("uipc: %s can be written by other users and is not sticky: they could "
+		    "replace namespace files there; refusing it (chmod +t, or use another "
+		    "UIPC_DIR)", dir);
+		sys_close(dfd);
 		return -EACCES;
 	}
-	if ((uint64_t)st.st_size < sizeof(hdr) ||
-	    pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr)) {
-		say("uipc: %s is not a uipc namespace (truncated: %lld bytes)", path,
-		    (long long)st.st_size);
+	return dfd;
+}
+
+/* Who may have planted the file at PATH: a private namespace is the user's
+ * own regular file, with one link (and no group or other bits:
+ * check_private_mode); a shared one a regular file with one link (its mode says who may open it, and the open
+ * itself checked that).  Message and -EACCES otherwise. */
+static int check_file(const struct stat *st, const char *path, bool shared)
+{
+	if (!S_ISREG(st->st_mode)) {
+		say("uipc: %s is not a regular file; refusing it", path);
 		return -EINVAL;
 	}
-	if (hdr.magic != UIPC_MAGIC) {
+	if (st->st_nlink != 1) {
+		say("uipc: %s has %lu links (uid %u); a namespace file has one; refusing it",
+		    path, (unsigned long)st->st_nlink, (unsigned)st->st_uid);
+		return -EACCES;
+	}
+	if (shared)
+		return 0;
+	if (st->st_uid != geteuid()) {
+		say("uipc: %s belongs to uid %u, not to this user (%u); refusing it.  Its "
+		    "owner or root can remove it; or choose another namespace name or UIPC_DIR",
+		    path, (unsigned)st->st_uid, (unsigned)geteuid());
+		return -EACCES;
+	}
+	return 0;
+}
+
+/* A private namespace's mode keeps other users out.  (Checked after the
+ * header, so that a file that is no namespace at all is called so.) */
+static int check_private_mode(const struct stat *st, const char *path)
+{
+	if (st->st_mode & 0077) {
+		say("uipc: %s is a private namespace but its mode %04o lets other users in; "
+		    "refusing it (a namespace for several users is made with `uipc ns create "
+		    "--shared` and named shared:NAME)", path, (unsigned)(st->st_mode & 07777));
+		return -EACCES;
+	}
+	return 0;
+}
+
+/* Is the header of the file (ST, FD) one this uipc can map safely? */
+static int check_header(int fd, const struct stat *st, const char *path, struct uipc_hdr *hdr)
+{
+	struct ns_layout l;
+	uint64_t eager_end;
+
+	if ((uint64_t)st->st_size < sizeof(*hdr) ||
+	    pread(fd, hdr, sizeof(*hdr), 0) != (ssize_t)sizeof(*hdr)) {
+		say("uipc: %s is not a uipc namespace (truncated: %lld bytes)", path,
+		    (long long)st->st_size);
+		return -EINVAL;
+	}
+	if (hdr->magic != UIPC_MAGIC) {
 		say("uipc: %s is not a uipc namespace (bad magic)", path);
 		return -EINVAL;
 	}
-	if (hdr.version != UIPC_LAYOUT_VERSION || hdr.hdr_size != sizeof(hdr)) {
+	if (hdr->version != UIPC_LAYOUT_VERSION || hdr->hdr_size != sizeof(*hdr)) {
 		say("uipc: %s has namespace layout version %u; this uipc reads version %u",
-		    path, hdr.version, UIPC_LAYOUT_VERSION);
+		    path, hdr->version, UIPC_LAYOUT_VERSION);
 		return -EINVAL;
 	}
-	if (hdr.arena_size != (uint64_t)st.st_size || hdr.arena_size < MIN_ARENA ||
-	    (hdr.ipcmni_shift != IPCMNI_SHIFT && hdr.ipcmni_shift != IPCMNI_EXT_SHIFT) ||
-	    hdr.heap_start >= hdr.arena_size) {
+	if (hdr->arena_size != (uint64_t)st->st_size || hdr->arena_size < MIN_ARENA ||
+	    (hdr->ipcmni_shift != IPCMNI_SHIFT && hdr->ipcmni_shift != IPCMNI_EXT_SHIFT) ||
+	    hdr->heap_start >= hdr->arena_size) {
 		say("uipc: %s is a damaged uipc namespace (size %lld, header says %llu)",
-		    path, (long long)st.st_size, (unsigned long long)hdr.arena_size);
+		    path, (long long)st->st_size, (unsigned long long)hdr->arena_size);
 		return -EINVAL;
 	}
-	{
-		struct ns_layout l;
-		uint64_t eager_end;
-
-		if (compute_layout((int)hdr.ipcmni_shift, &l, &eager_end) + MIN_ARENA / 2 >
-			    hdr.arena_size || !layout_matches(&hdr, &l)) {
-			say("uipc: %s is a damaged uipc namespace (its tables are not where they "
-			    "belong)", path);
-			return -EINVAL;
-		}
+	if (compute_layout((int)hdr->ipcmni_shift, &l, &eager_end) + MIN_ARENA / 2 >
+		    hdr->arena_size || !layout_matches(hdr, &l)) {
+		say("uipc: %s is a damaged uipc namespace (its tables are not where they "
+		    "belong)", path);
+		return -EINVAL;
 	}
+	return 0;
+}
+
+static int map_checked(int fd, const char *path, struct ns **out, bool shared)
+{
+	struct stat st;
+	struct uipc_hdr hdr;
+	uint64_t eager_end;
+	struct ns *ns;
+	void *m;
+	int r;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	r = check_file(&st, path, shared);
+	if (!r)
+		r = check_header(fd, &st, path, &hdr);
+	if (!r && !shared)
+		r = check_private_mode(&st, path);
+	if (r)
+		return r;
 	m = map_arena(fd, hdr.arena_size);
 	if (m == MAP_FAILED)
 		return -errno;
@@ -405,24 +550,72 @@ static int map_checked(int fd, const char *path, struct ns **out, bool owner_che
 	ns->hdr = m;
 	ns->shift = (int)hdr.ipcmni_shift;
 	ns->ipcmni = 1 << ns->shift;
-	{
-		uint64_t eager_end;
-
-		compute_layout(ns->shift, &ns->lay, &eager_end);
-	}
+	ns->file_uid = st.st_uid;
+	ns->file_gid = st.st_gid;
+	ns->file_mode = st.st_mode & 0777;
+	ns->shared = shared;
+	compute_layout(ns->shift, &ns->lay, &eager_end);
 	snprintf(ns->path, sizeof(ns->path), "%s", path);
 	*out = ns;
 	return 0;
 }
 
+/* Put the finished file TMP in place as NAME (in DFD), never replacing a
+ * file there: renameat2(RENAME_NOREPLACE) keeps the link count at 1 all
+ * along; where the file system lacks it, link + unlink. */
+static int publish(int dfd, const char *tmp, const char *name)
+{
+	if (renameat2(dfd, tmp, dfd, name, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	if (linkat(dfd, tmp, dfd, name, 0) < 0)
+		return -errno;
+	unlinkat(dfd, tmp, 0);
+	return 0;
+}
+
+/* A new file under a name nobody can guess (so nobody can take it first),
+ * O_EXCL: another try on the rare clash.  Its fd; *TMP: the name. */
+static int create_tmp(int dfd, const char *name, char *tmp, size_t len)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		int fd;
+
+		snprintf(tmp, len, "%s.tmp.%016llx", name, (unsigned long long)ns_random64());
+		fd = sys_openat(dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0 || errno != EEXIST)
+			return fd < 0 ? -errno : fd;
+	}
+	return -EEXIST;
+}
+
+/* Fill the new file FD: its mode, size and a complete namespace. */
+static int build_file(int fd, unsigned mode, uint64_t size, int extended)
+{
+	void *m;
+	int r;
+
+	if (fchmod(fd, mode) < 0 || ftruncate(fd, (off_t)size) < 0)
+		return -errno;
+	m = map_arena(fd, size);
+	if (m == MAP_FAILED)
+		return -errno;
+	r = init_arena(m, size, extended, mode);
+	sys_munmap(m, size);
+	return r;
+}
+
+/* Create the namespace file PATH: built whole under a temporary name, then
+ * put in place atomically, so that nobody ever sees half a namespace. */
 static int create_file(const char *path, const struct uipc_ns_opts *o)
 {
 	char tmp[4200];
+	const char *base;
 	unsigned mode = o && o->mode ? (o->mode & 0777) : 0600;
 	uint64_t size = o && o->size ? o->size : (uint64_t)env_num("UIPC_NS_SIZE", (int64_t)DEFAULT_ARENA);
 	int extended = o ? o->extended : (env_num("UIPC_NS_EXTENDED", 0) != 0);
-	void *m;
-	int fd, r;
+	int dfd, fd, r;
 
 	size = page_up(size);
 	if (size < MIN_ARENA * 2) {
@@ -430,89 +623,96 @@ static int create_file(const char *path, const struct uipc_ns_opts *o)
 		    (unsigned long long)(MIN_ARENA * 2 >> 20), (unsigned long long)size);
 		return -EINVAL;
 	}
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d.%lx", path, (int)getpid(),
-		 (unsigned long)random());
-	fd = sys_open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	r = 0;
-	if (fchmod(fd, mode) < 0 || ftruncate(fd, (off_t)size) < 0)
-		r = -errno;
-	if (!r) {
-		m = map_arena(fd, size);
-		if (m == MAP_FAILED) {
-			r = -errno;
-		} else {
-			r = init_arena(m, size, extended, mode);
-			sys_munmap(m, size);
-		}
+	dfd = open_dir_of(path, &base);
+	if (dfd < 0)
+		return dfd;
+	fd = create_tmp(dfd, base, tmp, sizeof(tmp));
+	if (fd < 0) {
+		sys_close(dfd);
+		return fd;
 	}
+	r = build_file(fd, mode, size, extended);
 	sys_close(fd);
-	if (!r && link(tmp, path) < 0)
-		r = -errno;
-	unlink(tmp);
+	if (!r)
+		r = publish(dfd, tmp, base);
+	unlinkat(dfd, tmp, 0);
+	sys_close(dfd);
 	return r;
 }
 
-static int open_path(const char *path, struct ns **out, bool owner_check)
+/* Why the open of PATH (BASE in DFD) failed with R (-ELOOP: a symbolic
+ * link; -EACCES: the mode), saying who owns what is there: a name taken
+ * by another user must be recognisable as such. */
+static void explain_refusal(int dfd, const char *base, const char *path, int r, bool shared)
 {
-	int fd = sys_open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		st.st_uid = (uid_t)-1;
+	if (r == -ELOOP)
+		say("uipc: %s is a symbolic link (uid %u); refusing it", path, (unsigned)st.st_uid);
+	else if (!shared && st.st_uid != geteuid())
+		check_file(&st, path, false);  /* "belongs to uid ..." */
+	else
+		say("uipc: %s (uid %u, mode %04o): no permission to open it", path,
+		    (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+}
+
+/* Open and check the namespace file PATH (never through a symbolic link). */
+static int open_path(const char *path, struct ns **out, bool shared)
+{
+	const char *base;
+	int dfd = open_dir_of(path, &base);
+	int fd, r;
+
+	if (dfd < 0)
+		return dfd;
+	fd = sys_openat(dfd, base, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	r = fd < 0 ? -errno : 0;
+	if (r == -ELOOP || r == -EACCES)
+		explain_refusal(dfd, base, path, r, shared);
+	sys_close(dfd);
+	if (r)
+		return r;
+	r = map_checked(fd, path, out, shared);
+	sys_close(fd);
+	return r;
+}
+
+/* Open the namespace file PATH, creating it first if it is a private one
+ * that does not exist yet (a shared one is made by `uipc ns create
+ * --shared`: with its group and mode). */
+static int open_or_create(const char *path, struct ns **out)
+{
+	bool shared = path_is_shared(path);
 	int r;
 
-	if (fd < 0)
-		return -errno;
-	r = map_checked(fd, path, out, owner_check);
-	sys_close(fd);
-	return r;
-}
-
-/* Open namespace NAME, creating the per-user file if neither it nor a shared
- * namespace of that name exists. */
-static int open_ns(const char *name, struct ns **out)
-{
-	char up[4096], sp[4096];
-	int r, tries;
-
-	if (!valid_name(name)) {
-		say("uipc: invalid namespace name '%s' (letters, digits, . _ -; at most %d)",
-		    name, UIPC_NS_NAME_MAX);
-		return -EINVAL;
-	}
-	if (user_path(name, up, sizeof(up)) || shared_path(name, sp, sizeof(sp)))
-		return -ENAMETOOLONG;
-	for (tries = 0; tries < 5; tries++) {
-		r = open_path(up, out, true);
+	for (int tries = 0; tries < 3; tries++) {
+		r = open_path(path, out, shared);
 		if (r != -ENOENT)
 			return r;
-		r = open_path(sp, out, false);
-		if (r != -ENOENT)
+		if (shared) {
+			say("uipc: shared namespace %s does not exist (create it with `uipc ns "
+			    "create --shared --mode 0660 NAME`)", path);
 			return r;
-		r = create_file(up, NULL);
+		}
+		r = create_file(path, NULL);
 		if (r && r != -EEXIST) {
-			say("uipc: cannot create namespace file %s: %s", up, strerror(-r));
+			say("uipc: cannot create namespace file %s: %s", path, strerror(-r));
 			return r;
 		}
 	}
 	return -ENOENT;
 }
 
-
 static int open_pinned(struct ns **out)
 {
-	int r;
-
-	if (!g_pinned[0])
-		return open_ns(current_name(), out);
-	r = open_path(g_pinned, out, !g_pinned_inherited);
-	if (r != -ENOENT)
-		return r;
-	/* not there yet: create it (it is this user's or a shared one) */
-	r = create_file(g_pinned, NULL);
-	if (r && r != -EEXIST) {
-		say("uipc: cannot create namespace file %s: %s", g_pinned, strerror(-r));
-		return r;
+	if (!g_pinned[0]) {
+		say("uipc: invalid namespace name '%s' (NAME or shared:NAME; NAME: letters, "
+		    "digits, . _ -; at most %d)", current_name(), UIPC_NS_NAME_MAX);
+		return -EINVAL;
 	}
-	return open_path(g_pinned, out, !g_pinned_inherited);
+	return open_or_create(g_pinned, out);
 }
 
 static void ns_unmap(struct ns *ns)
@@ -521,24 +721,22 @@ static void ns_unmap(struct ns *ns)
 	free(ns);
 }
 
+/* Choose the file for this process and its children (UIPC_NS_FILE).  An
+ * inherited one is checked like any other each time it is opened (by its
+ * name's kind), so a file planted before the first process chose it is
+ * refused by the children too. */
 static void pin_path(void)
 {
 	const char *f = getenv("UIPC_NS_FILE");
-	char up[4096], sp[4096];
-	const char *name = current_name();
 
 	if (!g_sel_name[0] && f && *f && strlen(f) < sizeof(g_pinned)) {
 		snprintf(g_pinned, sizeof(g_pinned), "%s", f);
-		g_pinned_inherited = true;
 		return;
 	}
-	if (!valid_name(name) || user_path(name, up, sizeof(up)) ||
-	    shared_path(name, sp, sizeof(sp)))
+	if (spec_path(current_name(), g_pinned, sizeof(g_pinned)) != 0) {
+		g_pinned[0] = 0;
 		return;
-	/* this user's namespace of that name, else a shared one, else ours */
-	snprintf(g_pinned, sizeof(g_pinned), "%s",
-		 access(up, F_OK) != 0 && access(sp, F_OK) == 0 ? sp : up);
-	g_pinned_inherited = false;
+	}
 	setenv("UIPC_NS_FILE", g_pinned, 1);
 }
 
@@ -598,43 +796,34 @@ struct ns *ns_get(void)
 
 int ns_path(const char *name, char *buf, size_t len)
 {
-	char sp[4096];
-
-	if (!name)
-		name = current_name();
-	if (!valid_name(name))
-		return -EINVAL;
-	if (shared_path(name, sp, sizeof(sp)) == 0 && access(sp, F_OK) == 0) {
-		char up[4096];
-
-		if (user_path(name, up, sizeof(up)) == 0 && access(up, F_OK) != 0) {
-			if (strlen(sp) >= len)
-				return -ENAMETOOLONG;
-			strcpy(buf, sp);
-			return 0;
-		}
-	}
-	return user_path(name, buf, len);
+	return spec_path(name ? name : current_name(), buf, len);
 }
 
-int ns_create(const char *name, const struct uipc_ns_opts *opts)
+int ns_create(const char *spec, const struct uipc_ns_opts *opts)
 {
-	char path[4096];
+	char path[4096], full[UIPC_NS_NAME_MAX + sizeof(SHARED_TAG)];
 	struct uipc_ns_opts o = { 0 };
-	int r;
+	const char *name;
+	bool shared;
 
-	if (!name || !valid_name(name))
+	if (!spec || !parse_name(spec, &name, &shared))
 		return -EINVAL;
 	if (opts)
 		o = *opts;
+	o.shared = o.shared || shared;
 	if (o.shared && !(o.mode & 0077)) {
 		say("uipc: a shared namespace needs a group or world mode (e.g. 0660)");
 		return -EINVAL;
 	}
-	r = o.shared ? shared_path(name, path, sizeof(path)) : user_path(name, path, sizeof(path));
-	if (!r)
-		r = create_file(path, &o);
-	return r;
+	if (!o.shared && (o.mode & 0077)) {
+		say("uipc: a private namespace has no group or other bits (mode %04o asked); "
+		    "for several users, create a shared one (--shared)", o.mode);
+		return -EINVAL;
+	}
+	snprintf(full, sizeof(full), "%s%s", o.shared ? SHARED_TAG : "", name);
+	if (spec_path(full, path, sizeof(path)))
+		return -ENAMETOOLONG;
+	return create_file(path, &o);
 }
 
 /* The shared memory segments of the namespace at PATH are files beside it
@@ -657,9 +846,9 @@ int ns_remove(const char *name)
 	char path[4096];
 	int r;
 
-	if (!name || !valid_name(name))
+	if (!name)
 		return -EINVAL;
-	r = ns_path(name, path, sizeof(path));
+	r = spec_path(name, path, sizeof(path));
 	if (r)
 		return r;
 	if (unlink(path) < 0)
@@ -670,9 +859,11 @@ int ns_remove(const char *name)
 
 int ns_select(const char *name)
 {
+	const char *bare;
+	bool shared;
 	int r = 0;
 
-	if (!name || !valid_name(name))
+	if (!name || !parse_name(name, &bare, &shared))
 		return -EINVAL;
 	pthread_mutex_lock(&ns_mutex);
 	if (g_ns && !g_ns_used) {

@@ -151,6 +151,11 @@ void *mremap(void *old, size_t olen, size_t nlen, int flags, ...)
 
 int mprotect(void *addr, size_t len, int prot)
 {
+	/* an SHM_RDONLY attachment stays read-only, as on the kernel */
+	if (shm_mprotect_denied(addr, len, prot)) {
+		errno = EACCES;
+		return -1;
+	}
 	return shm_hook_mprotect(addr, len, prot);
 }
 

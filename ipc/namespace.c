@@ -9,6 +9,7 @@
  */
 #include <ctype.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -372,6 +373,17 @@ static int set_limit(struct ns *ns, const struct sysctl_ent *e, int64_t v)
 	return 0;
 }
 
+/*
+ * The limits are the namespace's, for all its members: as only a privileged
+ * user may write /proc/sys/kernel/msgmni, only the namespace's owner may
+ * change them, or CAP_SYS_ADMIN.  The owner is the file's (fstat at open),
+ * which members cannot rewrite, not the header's creator_uid, which they can.
+ */
+static bool may_set_limits(struct ns *ns)
+{
+	return cur_cred()->euid == ns->file_uid || has_cap(CAP_SYS_ADMIN);
+}
+
 ssize_t ipc_sysctl_write(const char *name, const char *buf, size_t len)
 {
 	const struct sysctl_ent *e = name ? find_sysctl(name) : NULL;
@@ -387,6 +399,8 @@ ssize_t ipc_sysctl_write(const char *name, const char *buf, size_t len)
 	ns = ns_get();
 	if (!ns)
 		return -errno;
+	if (!may_set_limits(ns))
+		return -EPERM;
 	used = parse_values(ns, e, buf, len, v, e->kind == 2 ? 4 : 1, &count);
 	if (count == 0)
 		return used;

@@ -5,8 +5,9 @@
  *
  * Each segment is backed by its own file in the namespace's directory,
  * named "<namespace file>.shm-<file number>" (so that it can be globbed
- * from the namespace file name), created O_EXCL|O_NOFOLLOW with the
- * namespace file's mode, sized to PAGE_ALIGN(size).  When the segment is
+ * from the namespace file name; the number is random, so that nobody can
+ * take the next name first), created O_EXCL|O_NOFOLLOW with the namespace
+ * file's mode and group, sized to PAGE_ALIGN(size).  When the segment is
  * destroyed its file is truncated to 0 (its memory is freed at once) and
  * kept as a spare for the next shmget (see "the pool of spare files"), or
  * unlinked when the pool is full.
@@ -22,8 +23,8 @@
  * (a process killed in between has no mapping left: nothing to count);
  * shmdt counts first and unmaps after (killed in between: the mapping dies
  * with the process).  A file created by a newseg that dies before its section
- * commits is left behind under a name that is only reused by the same block:
- * the next newseg at that offset replaces it, uipc_ns_remove globs it.
+ * commits is left behind under a name nobody uses again: sweep_files (the
+ * reaper of the dead creator) unlinks it, uipc_ns_remove globs it.
  *
  * Lock order: shm ids lock -> segment lock.  Destruction needs both (the
  * kernel's shm_close takes the ids rwsem too).
@@ -192,6 +193,10 @@ static _Atomic uint32_t exec_pending = NO_PROC;
 #define VMF_NOHUGE   32u
 #define VMF_SEQ      64u
 #define VMF_RAND     128u
+/* an SHM_RDONLY attachment: the kernel's vma lacks VM_MAYWRITE (its file
+ * was opened read-only), so it can never be made writable.  Never set or
+ * cleared by a change, kept by splits. */
+#define VMF_NOWRITE  256u
 static uint32_t l_vmf_future;       /* mlockall(MCL_FUTURE): new vmas get these */
 /* the namespace directory (O_PATH), guarded like the cached fds */
 static int l_dirfd = -1;
@@ -699,10 +704,10 @@ static uint32_t proc_index(struct ns *ns, struct uproc *p);
  *                 back.  That segment was published for a moment (ids are
  *                 looked up without the lock), so someone may have mapped the
  *                 file: it is discarded (unlinked), never reused.
- * A file number is never given to two files: numbers count up from a random
- * seed (a namespace removed and made again under the same name does not
- * reuse names), and a number whose creation was rolled back is only reused
- * by replacing the file nobody but its dead creator could have opened.
+ * A file number is never given to two files: numbers are drawn at random
+ * (60 bits, getrandom) and the file is created O_EXCL, so a name already
+ * taken, by a creation that was rolled back or by another user who planted
+ * it, is never reused: another number is drawn (seg_file).
  * Files are only unlinked by the pool (full, discard), by sweep_files
  * (files neither a live segment's nor pooled) and by uipc_ns_remove.
  */
@@ -1155,29 +1160,36 @@ static int cur_umask(void)
 	return m;
 }
 
-/* New segment file number FILE, created in the namespace directory with
- * the namespace file's mode; *FDP: its fd, hidden (see fd_hide). */
+/* The mode of a segment file: the namespace file's own (as this process
+ * saw it at open: a value members cannot rewrite, unlike the header's), so
+ * that whoever the namespace admits can open the segments it holds, as the
+ * kernel leaves access to ipc_perm alone; rw only.  Never the umask's: a
+ * kernel segment has no file mode, and the umask of the member that
+ * happened to create a file must not shut the others out of its segment. */
+static mode_t seg_file_mode(struct ns *ns)
+{
+	return (mode_t)(ns->file_mode & 0666) | 0600;
+}
+
+/* New segment file number FILE, created in the namespace directory;
+ * *FDP: its fd, hidden (see fd_hide).  -EEXIST: the name is taken (by a
+ * creation that died, or by someone who planted it): try another. */
 static int create_file(struct ns *ns, uint64_t file, uint64_t size, int *fdp)
 {
 	char name[4200];
-	int fd, tries = 0, dfd = seg_dirfd(ns), um;
-	mode_t mode = ns->hdr->mode & 0666;
+	int fd, dfd = seg_dirfd(ns), um;
+	mode_t mode = seg_file_mode(ns);
 
 	if (dfd < 0)
 		return -ENOMEM;
 	file_base(ns, file, name, sizeof(name));
-again:
 	fd = sys_openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-	if (fd < 0 && errno == EEXIST && tries++ == 0) {
-		/* left by a creation of this number that died before it
-		 * committed (the number went back with its section): no live
-		 * segment or spare has it, only the dead creator opened it */
-		unlinkat(dfd, name, 0);
-		goto again;
-	}
+	if (fd < 0 && errno == EEXIST)
+		return -EEXIST;
 	if (fd < 0)
 		return errno == ENOSPC || errno == EDQUOT ? -ENOSPC : -ENOMEM;
-	/* the umask may have taken bits of the namespace's mode away */
+	/* the umask may have taken bits of that mode away; in a group
+	 * namespace the members share the namespace file's group, not ours */
 	um = cur_umask();
 	if (((um < 0 || (mode & (mode_t)um)) && fchmod(fd, mode) < 0) ||
 	    ftruncate(fd, (off_t)size) < 0) {
@@ -1186,6 +1198,9 @@ again:
 		sys_close(fd);
 		unlinkat(dfd, name, 0);
 		return e == EFBIG || e == EINVAL ? -EINVAL : -ENOMEM;
+	}
+	if (ns->shared && ns->file_gid != getegid() && fchown(fd, (uid_t)-1, ns->file_gid) < 0) {
+		/* not a member of that group: the file's other bits decide */
 	}
 	*fdp = fd_hide(fd);
 	return 0;
@@ -1256,27 +1271,27 @@ static int pool_take(struct ns *ns, uint64_t size, uint64_t *filep, int *fdp)
 }
 
 /* The file of a new segment of SIZE bytes: a spare, or a new file (ids
- * lock held, in the ids section: a rollback puts the number back). */
+ * lock held, in the ids section).  A new file's number is drawn at random
+ * (getrandom): names in a shared directory are seen by everyone, and a
+ * predictable next name could be created first by another user to make
+ * every shmget fail.  A name found taken is left alone and another drawn;
+ * a leftover of a creation that died is swept (sweep_files). */
 static int seg_file(struct ns *ns, uint64_t size, uint64_t *filep, int *fdp)
 {
-	struct shm_pool *pl = &ns->hdr->shm_pool;
-	uint64_t file;
 	int r = pool_take(ns, size, filep, fdp);
 
 	if (r != -ENOENT)
 		return r;
-	file = pl->next_file;
-	if (!file || file >= (1ULL << 62)) {
-		/* seeded at random (see the pool's comment) */
-		file = (((uint64_t)mono_ns() << 12) ^ ((uint64_t)cur_pid() << 40) ^
-			(uint64_t)(uintptr_t)&file) & ((1ULL << 60) - 1);
-		file |= 1;
+	for (int tries = 0; tries < 16; tries++) {
+		uint64_t file = (ns_random64() & ((1ULL << 60) - 1)) | 1;
+
+		r = create_file(ns, file, size, fdp);
+		if (r == 0)
+			*filep = file;
+		if (r != -EEXIST)
+			return r;
 	}
-	J_SET(ns, pl->next_file, file + 1);
-	r = create_file(ns, file, size, fdp);
-	if (r == 0)
-		*filep = file;
-	return r;
+	return -ENOMEM;
 }
 
 /* The kernel's overcommit check for a segment of PAGES pages (heuristic
@@ -1903,8 +1918,9 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 			sys_syscall(SYS_mlock2, m, len, MLOCK_ONFAULT);
 		ulock_release(ns, &shp->lock);
 		pthread_mutex_lock(&l_mutex);
-		local_add((struct lattach){ (uintptr_t)m, len, 0, len, prot, l_vmf_future, shmid,
-					    ns_off(ns, shp), gen });
+		local_add((struct lattach){ (uintptr_t)m, len, 0, len, prot,
+					    l_vmf_future | (shmflg & SHM_RDONLY ? VMF_NOWRITE : 0),
+					    shmid, ns_off(ns, shp), gen });
 		if (keep >= 0 && !fd_keep(ns_off(ns, shp), gen, file, keep))
 			close_guarded(keep);
 		pthread_mutex_unlock(&l_mutex);
@@ -2249,6 +2265,31 @@ static long do_syscall3(void *arg)
 	struct sysargs *s = arg;
 
 	return sys_syscall(s->nr, s->a, s->b, s->c);
+}
+
+/*
+ * mprotect(PROT_WRITE) of an SHM_RDONLY attachment fails with EACCES on the
+ * kernel (its file is open read-only).  uipc maps every attachment from a
+ * read-write fd (the fd cache serves all attaches, and a child that changed
+ * its uid can only use the fds it inherited), so the hook refuses it: true
+ * if [ADDR, ADDR+LEN) holds such an attachment.  Bad arguments are left to
+ * the kernel (its EINVAL comes first).
+ */
+bool shm_mprotect_denied(void *addr, size_t len, int prot)
+{
+	uintptr_t a = (uintptr_t)addr, end = a + len;
+	bool denied = false;
+
+	if (!(prot & PROT_WRITE) || !any_attached() || (a & (UIPC_PAGE - 1)) || end < a ||
+	    (prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC | 0x8 /* PROT_SEM */ | PROT_GROWSDOWN |
+		      PROT_GROWSUP)))
+		return false;
+	pthread_mutex_lock(&l_mutex);
+	for (int i = 0; i < l_n && !denied; i++)
+		denied = (l_att[i].vmf & VMF_NOWRITE) && l_att[i].addr < end &&
+			 a < l_att[i].addr + l_att[i].len;
+	pthread_mutex_unlock(&l_mutex);
+	return denied;
 }
 
 int shm_hook_mprotect(void *addr, size_t len, int prot)

@@ -74,8 +74,19 @@ all_cases=(
 	"everything: -t|$SEMS $MSGS $SHMS|-t"
 	"everything: -p|$SEMS $MSGS $SHMS|-p"
 )
+# the views that print pids, with pids of other widths on the two sides
+# (each side in a fresh pid namespace whose pids start where it is told)
+pid_cases=(
+	"-s -i: ncount and zcount of sleepers|$WAIT|-s -i 0"
+	"-q -p|$MSGS|-q -p"
+	"-m -p|$SHMS|-m -p"
+	"-q -i|$MSGS|-q -i 0"
+	"-m -i|$SHMS|-m -i 0"
+)
+pid_widths=("999 9999" "9999 999")	# last pids before kernel's, uipc's
 
-plan $((${#sem_cases[@]} + ${#other_cases[@]} + ${#msg_cases[@]} + ${#shm_cases[@]} + ${#all_cases[@]}))
+plan $((${#sem_cases[@]} + ${#other_cases[@]} + ${#msg_cases[@]} + ${#shm_cases[@]} + ${#all_cases[@]} +
+	${#pid_widths[@]} * ${#pid_cases[@]}))
 
 have_kernel_ns && kernel=1 || kernel=0
 uipc_has msg && has_msg=1 || has_msg=0
@@ -103,4 +114,23 @@ run_cases "$has_msg" "message queues not implemented by libuipc yet" "" "${msg_c
 run_cases "$has_shm" "shared memory not implemented by libuipc yet" "" "${shm_cases[@]}"
 run_cases $((has_msg * has_shm)) "message queues or shared memory not implemented yet" "" \
 	"${all_cases[@]}"
+
+have_pid_ns && has_pid_ns=1 || has_pid_ns=0
+pid_max=$(cat /proc/sys/kernel/pid_max)
+for w in "${pid_widths[@]}"; do
+	read -r klast ulast <<<"$w"
+	if [ "$has_pid_ns" = 0 ]; then
+		enabled=0 reason="no pid namespaces (unshare --pid needs root)"
+	elif [ "$pid_max" -le $((klast + 100)) ] || [ "$pid_max" -le $((ulast + 100)) ]; then
+		# (a case takes a few pids after the last one given)
+		enabled=0 reason="pid_max $pid_max: no pids after $klast and $ulast"
+	else
+		enabled=$((has_msg * has_shm)) reason="message queues or shared memory not implemented yet"
+	fi
+	cases=()
+	for c in "${pid_cases[@]}"; do
+		cases+=("${c%%|*} (pids from $((klast + 1)) on the kernel, $((ulast + 1)) in uipc)|${c#*|}")
+	done
+	T_KERNEL_LAST_PID=$klast T_UIPC_LAST_PID=$ulast run_cases "$enabled" "$reason" "" "${cases[@]}"
+done
 done_testing

@@ -4,7 +4,7 @@
 # read and set a namespace's limits, which ipcs -l then shows; help texts.
 . "$(dirname "$0")/cmd/tap.sh"
 require_build
-plan 31
+plan 33
 
 uid=$(id -u)
 
@@ -16,9 +16,12 @@ is "$p" "$UDIR/uipc-$uid-alpha" "ns path NAME: the file in \$UIPC_DIR"
 ok "$([ -f "$p" ]; echo $?)" "... and the file exists"
 err=$("$UIPC" ns create alpha 2>&1)
 like "$?:$err" "^1:.*cannot create namespace 'alpha'.*File exists" "creating it again: EEXIST"
-"$UIPC" ns create beta --mode 0640 --size 128M
+"$UIPC" ns create beta --mode 0400 --size 128M
 is "$?" 0 "ns create with --mode and --size"
-is "$(stat -c "%a %s" "$UDIR/uipc-$uid-beta")" "640 134217728" "... gives that mode and size"
+is "$(stat -c "%a %s" "$UDIR/uipc-$uid-beta")" "400 134217728" "... gives that mode and size"
+chmod 600 "$UDIR/uipc-$uid-beta"
+err=$("$UIPC" ns create beta3 --mode 0640 2>&1)
+like "$?:$err" "^1:.*private namespace has no group or other bits" "a private namespace with group bits is refused (--shared makes one for several users)"
 "$UIPC" ns create gamma --extended
 is "$?" 0 "ns create --extended"
 ls=$("$UIPC" ns ls)
@@ -39,6 +42,7 @@ like "$?:$err" "^1:.*Invalid argument" "an invalid name is refused"
 "$UIPC" ns create shared1 --shared --mode 0660 2>/dev/null
 is "$?" 0 "ns create --shared --mode 0660"
 like "$("$UIPC" ns ls)" "shared1 +shared +0660" "ns ls shows it as shared"
+is "$("$UIPC" ns path shared:shared1)" "$UDIR/uipc-shared-shared1" "ns path shared:NAME: the shared namespace's file"
 
 # ---- sysctl ----
 out=$("$UIPC" sysctl --ns alpha kernel.sem)

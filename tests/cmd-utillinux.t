@@ -84,19 +84,22 @@ norm_times() {
 
 # side kernel|uipc OUT OPS CMD: the fixture, then CMD (sh -c), in a fresh namespace
 side() {
-	local which=$1 out=$2 ops=$3 cmd=$4 rc
+	local which=$1 out=$2 ops=$3 cmd=$4 rc ns
 	if [ "$which" = kernel ]; then
 		# shellcheck disable=SC2086
 		timeout 30 unshare --ipc -- "$FIX" -p "$out.pids" $ops -- sh -c "$cmd" >"$out" 2>"$out.err"
 	else
 		new_ns
-		# a command run as another user needs a namespace open to it
+		ns=$NS
+		# a command run as another user needs a namespace open to it (a
+		# shared one, reached by that name only)
 		case $cmd in *setpriv*)
 			chmod 0711 "$UDIR"
-			"$UIPC" ns create "$NS" --shared --mode 0666 ;;
+			"$UIPC" ns create "$NS" --shared --mode 0666
+			ns=shared:$NS ;;
 		esac
 		# shellcheck disable=SC2086
-		timeout 30 "$UIPC" run --ns "$NS" -- "$FIX" -p "$out.pids" $ops -- sh -c "$cmd" \
+		timeout 30 "$UIPC" run --ns "$ns" -- "$FIX" -p "$out.pids" $ops -- sh -c "$cmd" \
 			>"$out" 2>"$out.err"
 	fi
 	rc=$?

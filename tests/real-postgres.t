@@ -28,7 +28,7 @@ base=$(mktemp -d /dev/shm/uipc-pg.XXXXXX)
 chmod 755 "$base"
 # the postgres user runs uipc and the scenario: copies in a directory it can
 # read, whatever the permissions of the tree this test runs from
-mkdir "$base/bin" && cp "$uipc" "$top/build/libuipc.so" "$scenario" "$base/bin/" &&
+mkdir "$base/bin" && cp "$uipc" "$top/build/libuipc.so" "$top/build/libuipc.so.0" "$scenario" "$base/bin/" &&
 	chmod -R a+rX "$base/bin" || { echo "not ok 1 - cannot copy uipc to $base/bin"; rm -rf "$base"; exit 1; }
 uipc=$base/bin/uipc scenario=$base/bin/postgres.sh
 # Stop whatever server of ours is still running (a failed or timed-out

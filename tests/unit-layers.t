@@ -40,7 +40,7 @@ if [ -z "$missing" ]; then
 else
 	nok "every object of the library is built" "missing (run make): $missing"
 fi
-for layer in core ipc entry; do
+for layer in core ipc aio entry; do
 	if objects | grep -q "^$layer "; then
 		ok "layer $layer has objects"
 	else

@@ -41,7 +41,7 @@ static int ns_create(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct uipc_ns_opts o = { 0 };
-	char path[PATH_MAX];
+	char path[PATH_MAX], spec[NAME_MAX + 8];
 	int c;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -77,12 +77,17 @@ static int ns_create(int argc, char **argv)
 		o.extended = 1;
 	if (apply_dir() != 0)
 		return 1;
-	if (uipc_ns_create(argv[optind], &o) != 0) {
+	/* --shared NAME is the namespace shared:NAME */
+	if (o.shared && strncmp(argv[optind], "shared:", 7))
+		snprintf(spec, sizeof(spec), "shared:%s", argv[optind]);
+	else
+		snprintf(spec, sizeof(spec), "%s", argv[optind]);
+	if (uipc_ns_create(spec, &o) != 0) {
 		int err = errno;
 
-		if (uipc_ns_path(argv[optind], path, sizeof(path)) != 0)
+		if (uipc_ns_path(spec, path, sizeof(path)) != 0)
 			snprintf(path, sizeof(path), "invalid name");
-		warnerr(err, "cannot create namespace '%s' (%s)", argv[optind], path);
+		warnerr(err, "cannot create namespace '%s' (%s)", spec, path);
 		return 1;
 	}
 	return 0;
@@ -154,9 +159,8 @@ static int ns_path(int argc, char **argv)
 }
 
 /* The naming of namespace files: directory, and file name prefix/suffix
- * around the namespace name, learnt from uipc_ns_path().  Shared namespaces
- * (`ns create --shared`) are files named SHARED_PREFIX + NAME. */
-#define SHARED_PREFIX "uipc-shared-"
+ * around the namespace name, learnt from uipc_ns_path(), for private names
+ * (PROBE) and shared ones (shared:PROBE: their directory may differ). */
 
 struct ns_naming {
 	char dir[PATH_MAX];
@@ -165,17 +169,18 @@ struct ns_naming {
 };
 
 struct ns_entry {
+	const char *dir;
 	char *file;
 	char *name;
 	const char *kind;
 };
 
-static int ns_naming(struct ns_naming *n)
+static int ns_naming(struct ns_naming *n, const char *spec)
 {
 	char path[PATH_MAX];
 	char *slash, *probe;
 
-	if (uipc_ns_path(PROBE, path, sizeof(path)) != 0) {
+	if (uipc_ns_path(spec, path, sizeof(path)) != 0) {
 		warnerr(errno, "cannot learn the namespace file naming");
 		return -1;
 	}
@@ -213,12 +218,12 @@ static int entry_cmp(const void *a, const void *b)
 	return c ? c : strcmp(x->kind, y->kind);
 }
 
-static void ns_print_entry(const struct ns_naming *n, const struct ns_entry *e)
+static void ns_print_entry(const struct ns_entry *e)
 {
 	char path[PATH_MAX + NAME_MAX + 2];
 	struct stat st;
 
-	snprintf(path, sizeof(path), "%s/%s", n->dir, e->file);
+	snprintf(path, sizeof(path), "%s/%s", e->dir, e->file);
 	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
 		return;
 	if (strcmp(e->kind, "shared") && st.st_uid != geteuid())
@@ -228,12 +233,12 @@ static void ns_print_entry(const struct ns_naming *n, const struct ns_entry *e)
 	       (long long)st.st_blocks * 512, path);
 }
 
-/* Collect the namespace files of directory n->dir into *out. */
-static ssize_t ns_collect(const struct ns_naming *n, struct ns_entry **out)
+/* Add the namespace files of KIND named as N says to *V (*COUNT long). */
+static int ns_collect(const struct ns_naming *n, const char *kind, struct ns_entry **v,
+		      size_t *count)
 {
-	struct ns_entry *v = NULL, *more;
+	struct ns_entry *more;
 	struct dirent *de;
-	size_t count = 0;
 	DIR *d = opendir(n->dir);
 
 	if (!d) {
@@ -242,41 +247,34 @@ static ssize_t ns_collect(const struct ns_naming *n, struct ns_entry **out)
 	}
 	while ((de = readdir(d))) {
 		char *name = strip(de->d_name, n->prefix, n->suffix);
-		const char *kind = "user";
 
-		if (!name) {
-			name = strip(de->d_name, SHARED_PREFIX, "");
-			kind = "shared";
-		}
 		if (!name)
 			continue;
-		more = realloc(v, (count + 1) * sizeof(*v));
+		more = realloc(*v, (*count + 1) * sizeof(**v));
 		if (!more) {
 			free(name);
 			break;
 		}
-		v = more;
-		v[count].name = name;
-		v[count].kind = kind;
-		v[count].file = strdup(de->d_name);
-		if (!v[count].file) {
+		*v = more;
+		more[*count].name = name;
+		more[*count].kind = kind;
+		more[*count].dir = n->dir;
+		more[*count].file = strdup(de->d_name);
+		if (!more[*count].file) {
 			free(name);
 			break;
 		}
-		count++;
+		(*count)++;
 	}
 	closedir(d);
-	if (count)
-		qsort(v, count, sizeof(*v), entry_cmp);
-	*out = v;
-	return (ssize_t)count;
+	return 0;
 }
 
 static int ns_ls(int argc, char **argv)
 {
-	struct ns_naming n;
-	struct ns_entry *v;
-	ssize_t count, i;
+	struct ns_naming n, sn;
+	struct ns_entry *v = NULL;
+	size_t count = 0, i;
 	int r;
 
 	r = simple_opts(argc, argv);
@@ -284,15 +282,17 @@ static int ns_ls(int argc, char **argv)
 		return r < 0 ? EXIT_USAGE : 0;
 	if (optind < argc)
 		return usage_error("ns ls takes no NAME");
-	if (ns_naming(&n) != 0)
+	if (ns_naming(&n, PROBE) != 0 || ns_naming(&sn, "shared:" PROBE) != 0)
 		return 1;
-	count = ns_collect(&n, &v);
-	if (count < 0)
+	if (ns_collect(&n, "user", &v, &count) != 0 ||
+	    ns_collect(&sn, "shared", &v, &count) != 0)
 		return 1;
+	if (count)
+		qsort(v, count, sizeof(*v), entry_cmp);
 	printf("%-24s %-6s %4s %14s %12s  %s\n", "NAME", "KIND", "MODE", "SIZE", "USED",
 	       "PATH");
 	for (i = 0; i < count; i++) {
-		ns_print_entry(&n, &v[i]);
+		ns_print_entry(&v[i]);
 		free(v[i].file);
 		free(v[i].name);
 	}

@@ -1,6 +1,7 @@
 /*
  * tools/run.c - `uipc run [--ns NAME] [--dir DIR] -- CMD [ARGS...]`: find
- * libuipc.so ($UIPC_LIB, else next to the uipc binary, else wherever the
+ * libuipc.so ($UIPC_LIB, else next to the uipc binary as in the build tree,
+ * else in the library directory of an installed uipc, else wherever the
  * loaded library came from), check that the namespace opens, put the library
  * first in LD_PRELOAD, set UIPC_NS / UIPC_DIR, and exec CMD.
  */
@@ -17,28 +18,38 @@
 #include "uipc.h"
 #include "cmd.h"
 
+/* An installed uipc (install.mk builds one for `make install`) has these
+ * baked in: the library's file name with its soname, the library directory
+ * relative to the directory of the uipc binary (so that a tree installed
+ * under DESTDIR, or moved whole, finds its own library), and the library
+ * directory itself.  The build tree's uipc has the defaults and no
+ * UIPC_LIBDIR. */
+#ifndef UIPC_SONAME
+#define UIPC_SONAME "libuipc.so.0"
+#endif
+#ifndef UIPC_LIBDIR_FROM_BIN
+#define UIPC_LIBDIR_FROM_BIN "../lib"
+#endif
+
 static int is_readable_file(const char *path)
 {
 	return access(path, R_OK) == 0;
 }
 
-/* libuipc.so in the directory of the running binary. */
-static int lib_next_to_exe(char *out, size_t len)
+/* The directory of the running binary. */
+static int exe_dir(char *out, size_t len)
 {
-	char exe[PATH_MAX];
 	ssize_t n;
 	char *slash;
 
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	n = readlink("/proc/self/exe", out, len - 1);
 	if (n <= 0)
 		return -1;
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
+	out[n] = '\0';
+	slash = strrchr(out, '/');
 	if (!slash)
 		return -1;
 	*slash = '\0';
-	if ((size_t)snprintf(out, len, "%s/libuipc.so", exe) >= len)
-		return -1;
 	return 0;
 }
 
@@ -55,12 +66,32 @@ static int lib_loaded(char *out, size_t len)
 	return 0;
 }
 
+/* Try DIR/FILE as the library; on success its absolute path is in lib.  The
+ * candidate is appended to the list of places looked at (for the message). */
+static int try_candidate(const char *dir, const char *file, char lib[PATH_MAX],
+			 char *looked, size_t looked_len)
+{
+	char cand[PATH_MAX];
+	size_t used = strlen(looked);
+
+	if ((size_t)snprintf(cand, sizeof(cand), "%s/%s", dir, file) >= sizeof(cand))
+		return -1;
+	if (used < looked_len)
+		snprintf(looked + used, looked_len - used, "%s%s", used ? ", " : "", cand);
+	return is_readable_file(cand) && realpath(cand, lib) ? 0 : -1;
+}
+
 /* Absolute path of the library to preload into lib (PATH_MAX bytes, as
- * realpath() wants), or a message and -1. */
+ * realpath() wants), or a message and -1.  In order: $UIPC_LIB; libuipc.so
+ * next to the uipc binary (the build tree); the library directory of an
+ * installed uipc, relative to the binary (BINDIR/../lib by default) and then
+ * as configured at build time (UIPC_LIBDIR); the library the dynamic linker
+ * loaded for uipc itself. */
 static int find_library(char lib[PATH_MAX])
 {
 	const char *env = getenv("UIPC_LIB");
-	char cand[PATH_MAX] = "", alt[PATH_MAX];
+	char dir[PATH_MAX], sub[PATH_MAX + sizeof(UIPC_LIBDIR_FROM_BIN) + 1];
+	char looked[4 * PATH_MAX] = "", alt[PATH_MAX];
 
 	if (env && *env) {
 		if (!is_readable_file(env) || !realpath(env, lib)) {
@@ -69,15 +100,23 @@ static int find_library(char lib[PATH_MAX])
 		}
 		return 0;
 	}
-	if (lib_next_to_exe(cand, sizeof(cand)) == 0 && is_readable_file(cand) &&
-	    realpath(cand, lib))
+	if (exe_dir(dir, sizeof(dir)) == 0) {
+		if (try_candidate(dir, "libuipc.so", lib, looked, sizeof(looked)) == 0)
+			return 0;
+		snprintf(sub, sizeof(sub), "%s/%s", dir, UIPC_LIBDIR_FROM_BIN);
+		if (try_candidate(sub, UIPC_SONAME, lib, looked, sizeof(looked)) == 0)
+			return 0;
+	}
+#ifdef UIPC_LIBDIR
+	if (try_candidate(UIPC_LIBDIR, UIPC_SONAME, lib, looked, sizeof(looked)) == 0)
 		return 0;
+#endif
 	if (lib_loaded(alt, sizeof(alt)) == 0 && is_readable_file(alt) &&
 	    realpath(alt, lib))
 		return 0;
-	warnmsg("library not found: looked for %s (next to the uipc binary); "
+	warnmsg("library not found: looked for %s; "
 		"set UIPC_LIB to the path of libuipc.so",
-		cand[0] ? cand : "libuipc.so");
+		looked[0] ? looked : "libuipc.so next to the uipc binary");
 	return -1;
 }
 

@@ -4,7 +4,8 @@
 # the helpers that run one fixture on both sides and compare the outputs:
 #   kernel: unshare --ipc  ipcfix OPS -- ipcs ARGS      (a fresh kernel namespace)
 #   uipc:   uipc run --ns N -- ipcfix OPS -- uipc ipcs ARGS   (a fresh uipc one)
-# Pids (recorded by ipcfix) become P0, P1, ... and times <TIME> before comparing.
+# Pids (recorded by ipcfix) become P0, P1, ... and times <TIME> before comparing;
+# either side can run in a fresh pid namespace, to choose its pids' widths.
 set -u
 
 T_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -103,15 +104,101 @@ uipc_has() {
 	"$UIPC" run --ns "probe-$1" -- "$FIX" "$op" >/dev/null 2>&1
 }
 
-# normalize FILE PIDFILE: pids -> P0.., times -> <TIME>, "uipc ipcs:" -> "ipcs:"
+# normalize_pids FILE PIDFILE: the pids of PIDFILE (line n: P<n-1>) replaced
+# where ipcs prints a pid, and only there: a pid that happens to equal a
+# size, a mode or a limit printed elsewhere stays as it is.  util-linux ipcs
+# (whose layout uipc ipcs copies) prints pids
+#   in the -i views, as NAME=PID (cpid, lpid, lspid, lrpid), unpadded;
+#   in the "semnum value ncount zcount pid" table of -s -i: column 5, %-10d;
+#   under "Shared Memory Creator/Last-op PIDs" (-m -p): columns 3, 4, %-10u;
+#   under "Message Queues PIDs" (-q -p): columns 3, 4, %5d (right-aligned).
+# A padded pid is replaced together with its padding, so that the result
+# does not depend on how many digits the pid has (the two sides' pids
+# differ): the name is written in the field's width, and what follows a
+# left-aligned field (precedes a right-aligned one) beyond the padding that
+# the pid's digits needed is kept as printed.  A different field width,
+# alignment or separator therefore still shows; a pid printed without the
+# padding its field needs is left as it is, and differs.
+normalize_pids() {
+	awk -v pidfile="$2" '
+	function sp(n,   s) { s = ""; while (n-- > 0) s = s " "; return s }
+	# field k, left-aligned in width fw, then gap[k + 1]
+	function left(k, fw,   v, sep) {
+		v = fld[k]
+		if (k > nf || !(v in name))
+			return
+		sep = length(gap[k + 1]) - (fw > length(v) ? fw - length(v) : 0)
+		if (sep < 0)
+			return
+		fld[k] = name[v] sp(fw - length(name[v]))
+		gap[k + 1] = sp(sep)
+	}
+	# gap[k], then field k, right-aligned in width fw
+	function right(k, fw,   v, sep) {
+		v = fld[k]
+		if (k > nf || !(v in name))
+			return
+		sep = length(gap[k]) - (fw > length(v) ? fw - length(v) : 0)
+		if (sep < 0)
+			return
+		gap[k] = sp(sep)
+		fld[k] = sp(fw - length(name[v])) name[v]
+	}
+	# NAME=PID
+	function named(s,   out, m, eq, v) {
+		out = ""
+		while (match(s, /(^|[^a-z])(cpid|lpid|lspid|lrpid)=[0-9]+/)) {
+			m = substr(s, RSTART, RLENGTH)
+			eq = index(m, "=")
+			v = substr(m, eq + 1)
+			out = out substr(s, 1, RSTART - 1) substr(m, 1, eq) ((v in name) ? name[v] : v)
+			s = substr(s, RSTART + RLENGTH)
+		}
+		return out s
+	}
+	BEGIN {
+		n = 0
+		while ((getline p <pidfile) > 0)
+			name[p] = "P" n++
+	}
+	/^$/ || /^------ / { table = "" }
+	/^------ Shared Memory Creator\/Last-op PIDs / { table = "shm-p" }
+	/^------ Message Queues PIDs / { table = "msg-p" }
+	table != "" && /^[0-9]+ / {
+		# the row as gap[1] fld[1] ... gap[nf] fld[nf] gap[nf + 1]
+		s = $0
+		nf = 0
+		while (match(s, /[^ ]+/)) {
+			nf++
+			gap[nf] = substr(s, 1, RSTART - 1)
+			fld[nf] = substr(s, RSTART, RLENGTH)
+			s = substr(s, RSTART + RLENGTH)
+		}
+		gap[nf + 1] = s
+		if (table == "sem-i") {
+			left(5, 10)
+		} else if (table == "shm-p") {
+			left(3, 10); left(4, 10)
+		} else {
+			right(3, 5); right(4, 5)
+		}
+		s = ""
+		for (i = 1; i <= nf; i++)
+			s = s gap[i] fld[i]
+		print s gap[nf + 1]
+		next
+	}
+	/^semnum +value +ncount +zcount +pid *$/ { table = "sem-i" }
+	{ print named($0) }
+	' "$1" >"$1.tmp" && mv "$1.tmp" "$1"
+}
+
+# normalize FILE PIDFILE: pids -> P0.. (normalize_pids), times -> <TIME>,
+# "uipc ipcs:" -> "ipcs:"
 normalize() {
-	local f=$1 pids=$2 i=0 p
-	if [ -f "$pids" ]; then
-		while read -r p; do
-			sed -i -E "s/(^|[^0-9])$p([^0-9]|\$)/\\1P$i\\2/g" "$f"
-			i=$((i + 1))
-		done <"$pids"
-	fi
+	local f=$1 pids=$2
+	[ -f "$pids" ] || pids=/dev/null
+	normalize_pids "$f" "$pids"
 	sed -i -E \
 		-e 's/[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4}/<TIME>/g' \
 		-e 's/[A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}/<TIME>/g' \
@@ -119,12 +206,31 @@ normalize() {
 		-e "s/Try 'uipc help (ipcs|ipcrm|ipcmk)'/Try '\\1 --help'/" "$f"
 }
 
+# Pid namespaces (root only, as kernel IPC namespaces).
+have_pid_ns() {
+	unshare --pid --fork --mount-proc true 2>/dev/null
+}
+
+# pidns LAST: in the array PIDNS, the words that run a command in a fresh
+# pid namespace whose next pid is LAST+1 (nothing when LAST is empty), so
+# that a test chooses how many digits the pids of each side have: set
+# T_KERNEL_LAST_PID and T_UIPC_LAST_PID.  ns_last_pid is the namespace's
+# own: nothing outside it changes.
+pidns() {
+	PIDNS=()
+	[ -n "$1" ] || return 0
+	# shellcheck disable=SC2016
+	PIDNS=(unshare --pid --fork --kill-child --mount-proc -- sh -c \
+		'echo "$0" >/proc/sys/kernel/ns_last_pid || exit 125; "$@"; exit $?' "$1")
+}
+
 # run_kernel OUT "OPS" CMD...: fixture + CMD in a fresh kernel namespace
 run_kernel() {
 	local out=$1 ops=$2 rc
 	shift 2
+	pidns "${T_KERNEL_LAST_PID:-}"
 	# shellcheck disable=SC2086
-	timeout 30 unshare --ipc -- "$FIX" -p "$out.pids" $ops -- "$@" >"$out" 2>"$out.err"
+	timeout 30 "${PIDNS[@]}" unshare --ipc -- "$FIX" -p "$out.pids" $ops -- "$@" >"$out" 2>"$out.err"
 	rc=$?
 	echo "[exit $rc]" >>"$out"
 	cat "$out.err" >>"$out"
@@ -134,15 +240,18 @@ run_kernel() {
 # run_uipc OUT "OPS" CMD...: fixture + CMD in a fresh uipc namespace (a
 # shared one, open to every user, when T_SHARED=1)
 run_uipc() {
-	local out=$1 ops=$2 rc
+	local out=$1 ops=$2 rc ns
 	shift 2
 	new_ns
+	ns=$NS
 	if [ "${T_SHARED:-0}" = 1 ]; then
 		chmod 0711 "$UDIR"
 		"$UIPC" ns create "$NS" --shared --mode 0666
+		ns=shared:$NS	# a shared namespace is reached by that name only
 	fi
+	pidns "${T_UIPC_LAST_PID:-}"
 	# shellcheck disable=SC2086
-	timeout 30 "$UIPC" run --ns "$NS" -- "$FIX" -p "$out.pids" $ops -- "$@" >"$out" 2>"$out.err"
+	timeout 30 "${PIDNS[@]}" "$UIPC" run --ns "$ns" -- "$FIX" -p "$out.pids" $ops -- "$@" >"$out" 2>"$out.err"
 	rc=$?
 	echo "[exit $rc]" >>"$out"
 	cat "$out.err" >>"$out"

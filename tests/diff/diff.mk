@@ -9,8 +9,9 @@ TEST_PROGS += $(DIFF_PROGS)
 $(DIFF_DIR)/dt.o: tests/diff/dt.c tests/diff/dt.h | $(DIFF_DIR)
 	$(CC) $(TESTCFLAGS) -c $< -o $@
 
-$(DIFF_PROGS): $(DIFF_DIR)/%: tests/diff/%.c tests/diff/dt.h $(DIFF_DIR)/dt.o | $(DIFF_DIR)
-	$(CC) $(TESTCFLAGS) $< $(DIFF_DIR)/dt.o -o $@ -ldl
+# the native AIO scenarios call libaio (plain: the kernel; preloaded: uipc)
+$(DIFF_PROGS): $(DIFF_DIR)/%: tests/diff/%.c tests/diff/dt.h tests/diff/aiodt.h $(DIFF_DIR)/dt.o | $(DIFF_DIR)
+	$(CC) $(TESTCFLAGS) $< $(DIFF_DIR)/dt.o -o $@ -ldl $(if $(filter aio_%,$*),-laio)
 
 $(DIFF_DIR):
 	mkdir -p $@

@@ -14,7 +14,8 @@ UNIT_PROGS := \
 	$(UNIT_DIR)/shm_fds \
 	$(UNIT_DIR)/mlock_arena \
 	$(UNIT_DIR)/rmid_crash \
-	$(UNIT_DIR)/chaos_mixed
+	$(UNIT_DIR)/chaos_mixed \
+	$(UNIT_DIR)/trust_shm $(UNIT_DIR)/crash_aio
 TEST_PROGS += $(UNIT_PROGS)
 
 $(UNIT_DIR)/%: tests/unit/%.c | $(UNIT_DIR)
@@ -22,6 +23,10 @@ $(UNIT_DIR)/%: tests/unit/%.c | $(UNIT_DIR)
 
 $(UNIT_DIR):
 	mkdir -p $@
+
+# native AIO through libaio (the library's names under LD_PRELOAD)
+$(UNIT_DIR)/crash_aio: tests/unit/crash_aio.c | $(UNIT_DIR)
+	$(CC) $(TESTCFLAGS) $< -o $@ -ldl -laio
 
 # prints an offset in the namespace layout: rebuilt when the layout changes
 $(UNIT_DIR)/ids_offset: core/layout.h

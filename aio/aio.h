@@ -1,0 +1,122 @@
+/*
+ * aio/aio.h - what aio/ gives entry/: Linux native AIO in user space.
+ *
+ * Owns: contexts and their table (ctx.c), the ring programs read (ring.h),
+ * submission and cancellation (submit.c), IOCB_CMD_POLL (poll.c),
+ * completion into the ring and io_getevents (events.c), and the threads
+ * that perform I/O which cannot complete at once (worker.c).  State is
+ * per process: contexts are not inherited by a fork child and die with
+ * the process, as in the kernel;
+ * fs.aio-nr is accounted per process (limit UIPC_AIO_MAX_NR, default
+ * 65536, the kernel's fs.aio-max-nr default).
+ * May call: core/ only.  Never ipc/ or entry/.
+ * Returns: 0, a count, or -errno.  Never errno.
+ */
+#ifndef UIPC_AIO_H
+#define UIPC_AIO_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "aio/ring.h"
+#include "core/core.h"
+
+/* a context: the private side of one ring (the ring is the program's) */
+struct kioctx {
+	struct aio_ring *ring;
+	size_t ring_len;             /* mapped bytes */
+	uint64_t user_id;            /* == ring's address */
+	uint32_t id;                 /* table slot */
+	uint32_t nr_events;          /* ring->nr, our copy (the ring is writable by all) */
+	uint32_t max_reqs;           /* what io_setup asked: fs.aio-nr's share */
+	uint32_t reqs_limit;         /* requests in flight or unread, at most */
+	uint32_t tail;               /* our copy of ring->tail (completion lock) */
+	_Atomic uint32_t inflight;   /* submitted, not yet in the ring */
+	_Atomic uint32_t users;      /* calls inside the context right now */
+	_Atomic int dead;            /* io_destroy began */
+	_Atomic uint32_t seq;        /* futex word: bumped by every completion */
+	_Atomic uint32_t waiters;    /* sleepers on seq */
+	pthread_mutex_t completion_lock;  /* writers of tail */
+	pthread_mutex_t ring_lock;        /* readers of head (io_getevents) */
+	pthread_mutex_t active_lock;      /* the list below */
+	struct aio_kiocb *active;         /* pending polls: what io_cancel can reach */
+	struct kioctx *next_free;
+};
+
+/* a request on its way to completion */
+struct aio_kiocb {
+	struct kioctx *ctx;
+	uint64_t data, obj;          /* aio_data, the iocb's address */
+	int opcode;
+	int fd;                      /* our own dup when queued */
+	int resfd;                   /* eventfd, or -1 */
+	int rw_flags;
+	int64_t pos;
+	int64_t done;                /* bytes already moved by the inline try */
+	int cancel_fd;               /* poll: an eventfd io_cancel writes, or -1 */
+	short events;                /* poll: the events asked for */
+	bool on_active;              /* poll: in ctx->active (active_lock) */
+	struct aio_kiocb *next_active;
+	int nr_iov;
+	struct iovec *iov;
+	struct iovec iov_inline[1];
+	struct aio_kiocb *next;
+};
+
+/* ---- ctx.c ---- */
+/* the context at CTX with a reference taken (drop with put_ioctx), or NULL */
+UIPC_HIDDEN struct kioctx *lookup_ioctx(uint64_t ctx);
+UIPC_HIDDEN void put_ioctx(struct kioctx *ctx);
+
+/* ---- events.c ---- */
+/* put REQ's event (RES, RES2) in its ring, wake readers, signal its eventfd,
+ * free REQ */
+UIPC_HIDDEN void aio_complete(struct aio_kiocb *req, int64_t res, int64_t res2);
+/* events in the ring not yet read (head as the program may have stored it) */
+UIPC_HIDDEN uint32_t aio_ring_used(struct kioctx *ctx);
+/* wake whoever sleeps on CTX (io_getevents, io_destroy) */
+UIPC_HIDDEN void aio_wake(struct kioctx *ctx);
+
+/* ---- poll.c ---- */
+/* IOCB_CMD_POLL for REQ on FD.  0 (completed or pending) or -errno. */
+UIPC_HIDDEN int aio_poll(struct aio_kiocb *req, const struct iocb *cb, int fd);
+/* io_cancel of the pending poll whose iocb is at OBJ: -EINPROGRESS (its
+ * event follows), or -EINVAL when there is none */
+UIPC_HIDDEN int aio_poll_cancel(struct kioctx *ctx, uint64_t obj);
+/* cancel every pending poll of CTX (io_destroy) */
+UIPC_HIDDEN void aio_poll_cancel_all(struct kioctx *ctx);
+
+/* ---- worker.c ---- */
+/* run REQ in the background.  0 or -errno (no thread could be started). */
+UIPC_HIDDEN int aio_queue_work(struct aio_kiocb *req);
+/* perform REQ now, blocking; its result (bytes or -errno) */
+UIPC_HIDDEN int64_t aio_do_io(struct aio_kiocb *req, int extra_flags);
+UIPC_HIDDEN void aio_worker_fork_child(void);
+UIPC_HIDDEN void aio_req_free(struct aio_kiocb *req);
+
+/* ---- the system calls (fs/aio.c's), for entry/ ---- */
+UIPC_HIDDEN long ksys_io_setup(unsigned nr_events, aio_context_t *ctxp);
+UIPC_HIDDEN long ksys_io_destroy(aio_context_t ctx);
+UIPC_HIDDEN long ksys_io_submit(aio_context_t ctx, long nr, struct iocb **iocbpp);
+UIPC_HIDDEN long ksys_io_cancel(aio_context_t ctx, struct iocb *iocb, struct io_event *result);
+/* HAND0: the program's handler count when the call began (uipc_handler_gen) */
+UIPC_HIDDEN long ksys_io_getevents(unsigned hand0, aio_context_t ctx, long min_nr, long nr,
+				   struct io_event *events, const struct timespec *timeout);
+/* SIGMASK: the mask while waiting (NULL: unchanged), already copied in */
+UIPC_HIDDEN long aio_getevents_masked(unsigned hand0, aio_context_t ctx, long min_nr, long nr,
+				      struct io_event *events, const struct timespec *timeout,
+				      const sigset_t *sigmask);
+/* the system call's form: USIG points to { const sigset_t *, size_t } */
+UIPC_HIDDEN long ksys_io_pgetevents(unsigned hand0, aio_context_t ctx, long min_nr, long nr,
+				    struct io_event *events, const struct timespec *timeout,
+				    const void *usig);
+
+#endif /* UIPC_AIO_H */

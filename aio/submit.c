@@ -1,0 +1,398 @@
+/*
+ * submit.c - io_submit and io_cancel: each iocb copied and checked in the
+ * kernel's order (fs/aio.c's io_submit_one, __io_submit_one, aio_read,
+ * aio_write, aio_fsync), one function per opcode, then issued.
+ *
+ * Issue: a read or write is first tried at once without blocking
+ * (preadv2/pwritev2 with RWF_NOWAIT): data in the page cache completes
+ * inside io_submit, as the kernel's would.  Files on tmpfs and ramfs
+ * refuse RWF_NOWAIT but never wait for a disk, so they run inline as
+ * they are.  Everything else (a cache miss, O_DIRECT, fsync) goes to the
+ * worker threads (worker.c), so io_submit does not wait for the disk.
+ */
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+
+#include "aio/aio.h"
+
+#define MAX_RW_COUNT  (INT_MAX & ~(long)(UIPC_PAGE - 1))
+#ifndef UIO_MAXIOV
+#define UIO_MAXIOV    1024
+#endif
+/* the top of the user address space (x86-64, 4-level paging): the
+ * kernel's access_ok refuses a range past it with EFAULT at submission */
+#define USER_TOP      0x7ffffffff000ull
+#define IOPRIO_CLASS_MAX 3
+
+/* ---- requests ---- */
+
+void aio_req_free(struct aio_kiocb *req)
+{
+	if (req->iov != req->iov_inline)
+		free(req->iov);
+	if (req->fd >= 0)
+		sys_close(req->fd);
+	if (req->cancel_fd >= 0)
+		sys_close(req->cancel_fd);
+	free(req);
+}
+
+/* a place in the ring for one more event: submitted but unread requests
+ * stay below the ring's size - 1, as the kernel's reqs_available */
+static bool get_reqs_available(struct kioctx *ctx)
+{
+	uint32_t cur = atomic_load(&ctx->inflight);
+
+	do {
+		if (cur + aio_ring_used(ctx) >= ctx->reqs_limit)
+			return false;
+	} while (!atomic_compare_exchange_weak(&ctx->inflight, &cur, cur + 1));
+	return true;
+}
+
+/* ---- the file's kind ---- */
+
+/* RWF_* bits this kernel's preadv2/pwritev2 know besides RWF_NOWAIT:
+ * HIPRI, DSYNC, SYNC, APPEND, NOAPPEND, DONTCACHE, NOSIGNAL (ATOMIC is
+ * left out: refused without O_DIRECT) */
+#define RWF_KNOWN 0x1b7
+
+/* tmpfs and ramfs: RWF_NOWAIT is refused there but nothing waits */
+static bool on_memfs(int fd)
+{
+	struct statfs sf;
+
+	return fstatfs(fd, &sf) == 0 &&
+	       (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
+}
+
+/*
+ * Descriptors found on tmpfs, so that their requests skip the RWF_NOWAIT
+ * try and the fstatfs.  The number may name another file later: then a
+ * buffered request runs inline, blocking, which is what the kernel itself
+ * does with buffered I/O (O_DIRECT is told by the flags, not this cache,
+ * and RWF_NOWAIT requests do not use it); a check every 256 uses brings
+ * such a descriptor back to the workers.
+ */
+#define FD_CACHE 4096
+static uint8_t fd_memfs[FD_CACHE];
+
+static bool known_memfs(int fd)
+{
+	static uint8_t uses[FD_CACHE];
+
+	return fd < FD_CACHE && fd_memfs[fd] && uses[fd]++ != 0;
+}
+
+static void note_memfs(int fd, bool memfs)
+{
+	if (fd < FD_CACHE)
+		fd_memfs[fd] = memfs;
+}
+
+/* ---- issue ---- */
+
+/* hand REQ to the workers with a descriptor of its own (the kernel holds
+ * a reference to the file: the program may close its fd meanwhile) */
+static int queue_req(struct aio_kiocb *req, int fd)
+{
+	req->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (req->fd < 0)
+		return -errno;
+	return aio_queue_work(req);
+}
+
+/* the RWF_NOWAIT try said EOPNOTSUPP: on tmpfs run it blocking (or refuse
+ * the program's own RWF_NOWAIT, as the kernel does at submission); on a
+ * disk filesystem it is the program's unknown flags (refused), its
+ * RWF_NOWAIT the file cannot honour (an event), or work for a thread.
+ * The result: bytes or -errno. */
+static int64_t nowait_refused(struct aio_kiocb *req, int fd, bool *blocking, bool *refuse)
+{
+	bool user_nowait = req->rw_flags & RWF_NOWAIT;
+
+	if (req->rw_flags & ~(RWF_KNOWN | RWF_NOWAIT)) {
+		*refuse = true;
+		return -EOPNOTSUPP;
+	}
+	if (on_memfs(fd)) {
+		note_memfs(fd, true);
+		if (user_nowait) {
+			*refuse = true;
+			return -EOPNOTSUPP;
+		}
+		*blocking = true;
+		return aio_do_io(req, 0);
+	}
+	note_memfs(fd, false);
+	return -EOPNOTSUPP;
+}
+
+/* a read or write: at once when it can, else in the background.
+ * 0 (submitted: completed or queued) or -errno (not submitted) */
+static int issue_rw(struct aio_kiocb *req, int fd, int fl, int64_t total)
+{
+	bool user_nowait = req->rw_flags & RWF_NOWAIT, blocking = false, refuse = false;
+	int64_t n;
+
+	if (fl & O_DIRECT)
+		return queue_req(req, fd);
+	req->fd = fd;
+	if (!user_nowait && known_memfs(fd)) {
+		blocking = true;
+		n = aio_do_io(req, 0);
+	} else {
+		n = aio_do_io(req, RWF_NOWAIT);
+		if (n == -EOPNOTSUPP)
+			n = nowait_refused(req, fd, &blocking, &refuse);
+	}
+	req->fd = -1;
+	if (refuse || (blocking && n == -EOPNOTSUPP))
+		return -EOPNOTSUPP;
+	/* final: the whole count, a blocking call's short count (end of
+	 * file), an error other than "would block", any answer to the
+	 * program's own RWF_NOWAIT */
+	if (n == total || (blocking && n >= 0) || user_nowait ||
+	    (n < 0 && n != -EAGAIN && n != -EOPNOTSUPP)) {
+		aio_complete(req, n, 0);
+		return 0;
+	}
+	req->done = n > 0 ? n : 0;       /* the rest, blocking, in a worker */
+	return queue_req(req, fd);
+}
+
+/* ---- checks of a read or write (aio_prep_rw, aio_setup_rw) ---- */
+
+static int check_ioprio(const struct iocb *cb)
+{
+	if (!(cb->aio_flags & IOCB_FLAG_IOPRIO))
+		return 0;
+	return ((uint16_t)cb->aio_reqprio >> 13) > IOPRIO_CLASS_MAX ? -EINVAL : 0;
+}
+
+/* a range the kernel's access_ok accepts */
+static bool user_range_ok(uint64_t p, uint64_t len)
+{
+	return p + len >= p && p + len <= USER_TOP;
+}
+
+/* the iovecs of REQ from the iocb, their total in *TOTAL.  0 or -errno. */
+static int import_iov(struct aio_kiocb *req, const struct iocb *cb, bool vectored,
+		      int64_t *total)
+{
+	uint64_t sum = 0;
+	int i;
+
+	if (!vectored) {
+		uint64_t len = cb->aio_nbytes < MAX_RW_COUNT ? cb->aio_nbytes : MAX_RW_COUNT;
+
+		if (!user_range_ok(cb->aio_buf, len))
+			return -EFAULT;
+		req->iov = req->iov_inline;
+		req->iov[0].iov_base = (void *)(uintptr_t)cb->aio_buf;
+		req->iov[0].iov_len = len;
+		req->nr_iov = 1;
+		*total = (int64_t)len;
+		return 0;
+	}
+	if (cb->aio_nbytes > UIO_MAXIOV)
+		return -EINVAL;
+	req->nr_iov = (int)cb->aio_nbytes;
+	req->iov = req->nr_iov <= 1 ? req->iov_inline : malloc(sizeof(struct iovec) * req->nr_iov);
+	if (!req->iov)
+		return -ENOMEM;
+	if (uipc_copy_from_user(req->iov, (void *)(uintptr_t)cb->aio_buf,
+				sizeof(struct iovec) * req->nr_iov))
+		return -EFAULT;
+	for (i = 0; i < req->nr_iov; i++) {
+		if ((ssize_t)req->iov[i].iov_len < 0)
+			return -EINVAL;
+		if (!user_range_ok((uintptr_t)req->iov[i].iov_base, req->iov[i].iov_len))
+			return -EFAULT;
+		if (req->iov[i].iov_len > MAX_RW_COUNT - sum)      /* truncated there */
+			req->iov[i].iov_len = MAX_RW_COUNT - sum;
+		sum += req->iov[i].iov_len;
+	}
+	*total = (int64_t)sum;
+	return 0;
+}
+
+/* aio_read, aio_write: IOCB_CMD_PREAD(V), IOCB_CMD_PWRITE(V) */
+static int aio_rw(struct aio_kiocb *req, const struct iocb *cb, int fd, int fl, bool write,
+		  bool vectored)
+{
+	int acc = fl & O_ACCMODE;
+	int64_t total;
+	int err;
+
+	err = check_ioprio(cb);
+	if (err)
+		return err;
+	req->rw_flags = (int)cb->aio_rw_flags;
+	req->pos = cb->aio_offset;
+	if (write ? acc == O_RDONLY : acc == O_WRONLY)
+		return -EBADF;
+	err = import_iov(req, cb, vectored, &total);
+	if (err)
+		return err;
+	if (req->pos < 0 || req->pos + total < req->pos)     /* rw_verify_area */
+		return -EINVAL;
+	return issue_rw(req, fd, fl, total);
+}
+
+/* aio_fsync: IOCB_CMD_FSYNC, IOCB_CMD_FDSYNC, always in the background */
+static int aio_fsync(struct aio_kiocb *req, const struct iocb *cb, int fd)
+{
+	struct stat st;
+
+	if (cb->aio_buf || cb->aio_offset || cb->aio_nbytes || cb->aio_rw_flags)
+		return -EINVAL;
+	/* files with no fsync of their own (pipes, sockets, most devices) */
+	if (fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) ||
+				    S_ISBLK(st.st_mode)))
+		return -EINVAL;
+	return queue_req(req, fd);
+}
+
+/* the eventfd of IOCB_FLAG_RESFD: -EBADF, -EINVAL (not an eventfd) or 0 */
+static int check_eventfd(int fd)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return -EBADF;
+	link[n] = 0;
+	return strcmp(link, "anon_inode:[eventfd]") ? -EINVAL : 0;
+}
+
+/* __io_submit_one: the file, the eventfd, the iocb's key, then the opcode */
+static int submit_req(struct kioctx *ctx, struct aio_kiocb *req, const struct iocb *cb,
+		      struct iocb *user_iocb)
+{
+	uint32_t key = 0;
+	int fd = (int)cb->aio_fildes, fl, err;
+
+	fl = fd < 0 ? -1 : fcntl(fd, F_GETFL);
+	if (fl < 0 || (fl & O_PATH))
+		return -EBADF;
+	if (cb->aio_flags & IOCB_FLAG_RESFD) {
+		err = check_eventfd((int)cb->aio_resfd);
+		if (err)
+			return err;
+		req->resfd = (int)cb->aio_resfd;
+	}
+	if (uipc_copy_to_user(&user_iocb->aio_key, &key, sizeof(key)))
+		return -EFAULT;
+	req->ctx = ctx;
+	req->obj = (uint64_t)(uintptr_t)user_iocb;
+	req->data = cb->aio_data;
+	req->opcode = cb->aio_lio_opcode;
+	switch (cb->aio_lio_opcode) {
+	case IOCB_CMD_PREAD:   return aio_rw(req, cb, fd, fl, false, false);
+	case IOCB_CMD_PWRITE:  return aio_rw(req, cb, fd, fl, true, false);
+	case IOCB_CMD_PREADV:  return aio_rw(req, cb, fd, fl, false, true);
+	case IOCB_CMD_PWRITEV: return aio_rw(req, cb, fd, fl, true, true);
+	case IOCB_CMD_FSYNC:
+	case IOCB_CMD_FDSYNC:  return aio_fsync(req, cb, fd);
+	case IOCB_CMD_POLL:    return aio_poll(req, cb, fd);
+	default:               return -EINVAL;
+	}
+}
+
+/* io_submit_one: copy the iocb, the checks before a request exists */
+static int io_submit_one(struct kioctx *ctx, struct iocb *user_iocb)
+{
+	struct aio_kiocb *req;
+	struct iocb cb;
+	int err;
+
+	if (uipc_copy_from_user(&cb, user_iocb, sizeof(cb)))
+		return -EFAULT;
+	if (cb.aio_reserved2)
+		return -EINVAL;
+	if ((int64_t)cb.aio_nbytes < 0)
+		return -EINVAL;
+	if (!get_reqs_available(ctx))
+		return -EAGAIN;
+	req = calloc(1, sizeof(*req));
+	if (!req) {
+		atomic_fetch_sub(&ctx->inflight, 1);
+		return -EAGAIN;
+	}
+	req->fd = -1;
+	req->resfd = -1;
+	req->cancel_fd = -1;
+	err = submit_req(ctx, req, &cb, user_iocb);
+	if (err) {
+		atomic_fetch_sub(&ctx->inflight, 1);
+		aio_req_free(req);
+	}
+	return err;
+}
+
+/*
+ * sys_io_submit: queue the NR iocbs at IOCBPP for processing in the
+ * context CTX.  The number submitted, or the error of the first when
+ * none was.
+ * May fail with -EINVAL if ctx is bad, nr < 0, an iocb's reserved field
+ * is set, its opcode is unknown or its size or offset is invalid; -EFAULT
+ * if iocbpp, an iocb or a buffer range is bad; -EBADF if an fd is bad or
+ * not open for the operation; -EAGAIN if the ring has no room.
+ */
+long ksys_io_submit(aio_context_t ctx_id, long nr, struct iocb **iocbpp)
+{
+	struct kioctx *ctx;
+	struct iocb *user_iocb;
+	long i, ret = 0;
+
+	if (nr < 0)
+		return -EINVAL;
+	ctx = lookup_ioctx(ctx_id);
+	if (!ctx)
+		return -EINVAL;
+	if (nr > ctx->nr_events)
+		nr = ctx->nr_events;
+	for (i = 0; i < nr; i++) {
+		if (uipc_copy_from_user(&user_iocb, iocbpp + i, sizeof(user_iocb))) {
+			ret = -EFAULT;
+			break;
+		}
+		ret = io_submit_one(ctx, user_iocb);
+		if (ret)
+			break;
+	}
+	put_ioctx(ctx);
+	return i ? i : ret;
+}
+
+/*
+ * sys_io_cancel: cancel the request IOCB of the context CTX.
+ * Only a pending poll can be cancelled (as in the kernel: reads, writes
+ * and fsyncs cannot): -EINPROGRESS, its event (res 0 unless it became
+ * ready) follows in the ring.
+ * May fail with -EFAULT if iocb is bad, -EINVAL if its key is not 0, ctx
+ * is bad, or no cancellable request matches.
+ */
+long ksys_io_cancel(aio_context_t ctx_id, struct iocb *iocb, struct io_event *result)
+{
+	struct kioctx *ctx;
+	uint32_t key;
+	long ret;
+
+	(void)result;
+	if (uipc_copy_from_user(&key, &iocb->aio_key, sizeof(key)))
+		return -EFAULT;
+	if (key != 0)
+		return -EINVAL;
+	ctx = lookup_ioctx(ctx_id);
+	if (!ctx)
+		return -EINVAL;
+	ret = aio_poll_cancel(ctx, (uint64_t)(uintptr_t)iocb);
+	put_ioctx(ctx);
+	return ret;
+}

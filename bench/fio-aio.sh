@@ -1,0 +1,59 @@
+#!/bin/bash
+# bench/fio-aio.sh - seed 001's fio job, scaled to this machine: native AIO
+# (ioengine=libaio) random 1 KiB reads and writes at iodepth 1 on a tmpfs
+# directory, threads, numjobs=8 (the seed's many-contexts case, where the
+# context lookup mattered) and numjobs=1, on the kernel and under uipc
+# (`uipc run`), alternating, REPS times; medians of the total IOPS (reads
+# and writes) and the ratio uipc/kernel.  Not a timed test.
+#   bench/fio-aio.sh [--uipc build/uipc] [--reps N] [--loops N] [--json FILE] [--quick]
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+uipc=$top/build/uipc reps=5 loops=40 json=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--uipc) uipc=$2; shift ;;
+	--reps) reps=$2; shift ;;
+	--loops) loops=$2; shift ;;
+	--json) json=$2; shift ;;
+	--quick) reps=1 loops=10 ;;
+	*) echo "usage: $0 [--uipc PATH] [--reps N] [--loops N] [--json FILE] [--quick]" >&2; exit 2 ;;
+	esac
+	shift
+done
+command -v fio >/dev/null || { echo "fio is not installed" >&2; exit 1; }
+dir=$(mktemp -d /dev/shm/uipc-fiobench.XXXXXX)
+ns=$(mktemp -d /dev/shm/uipc-fiobench-ns.XXXXXX)
+trap 'rm -rf "$dir" "$ns"' EXIT
+
+# iops SIDE NUMJOBS: total IOPS of one run
+iops() {
+	local cmd=(fio --output-format=json --name=seed001 --ioengine=libaio --directory="$dir"
+		   --rw=randrw --size=256k --bs=1k --iodepth=1 --thread --numjobs="$2"
+		   --loops="$loops" --group_reporting)
+	if [ "$1" = uipc ]; then cmd=(env UIPC_DIR="$ns" "$uipc" run -- "${cmd[@]}"); fi
+	"${cmd[@]}" 2>/dev/null | python3 -c '
+import json, sys
+j = json.load(sys.stdin)["jobs"][0]
+print(int(j["read"]["iops"] + j["write"]["iops"]))'
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+
+rows=()
+printf '%-34s %12s %12s %8s\n' "fio libaio (seed 001), tmpfs" "kernel IOPS" "uipc IOPS" "ratio"
+for nj in 8 1; do
+	k=() u=()
+	for _ in $(seq 1 "$reps"); do
+		k+=("$(iops kernel $nj)")
+		u+=("$(iops uipc $nj)")
+	done
+	km=$(printf '%s\n' "${k[@]}" | median)
+	um=$(printf '%s\n' "${u[@]}" | median)
+	ratio=$(awk -v a="$um" -v b="$km" 'BEGIN { printf "%.2f", b ? a / b : 0 }')
+	name="randrw bs=1k iodepth=1 numjobs=$nj"
+	printf '%-34s %12s %12s %8s\n' "$name" "$km" "$um" "$ratio"
+	rows+=("{\"name\": \"$name\", \"kernel_iops\": $km, \"uipc_iops\": $um, \"ratio\": $ratio, \"reps\": $reps, \"loops\": $loops}")
+done
+if [ -n "$json" ]; then
+	(IFS=,; echo "[${rows[*]}]") >"$json"
+fi

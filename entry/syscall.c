@@ -16,11 +16,13 @@
  * every number, since one thread-local load is cheaper than deciding
  * whether it is needed.
  *
- * More doors open here by adding a case to uipc_syscall(): native AIO
- * (aio/) and the namespace calls have their places marked below.
+ * Native AIO's numbers go to aio/ the same way.  More doors open here by
+ * adding a case to uipc_syscall(): the namespace calls have their place
+ * marked below.
  */
 #include <stdarg.h>
 
+#include "aio/aio.h"
 #include "entry/entry.h"
 
 /* the arguments, as the kernel receives them: six registers */
@@ -73,16 +75,31 @@ static bool uipc_syscall(long nr, const struct sys_args *x, unsigned hand0, long
 	case SYS_shmctl:
 		*ret = ksys_shmctl((int)x->a, (int)x->b, (struct shmid_ds *)x->c);
 		return true;
-	/*
-	 * Native AIO, when aio/ exists: one case each, e.g.
-	 *	case SYS_io_setup:
-	 *		*ret = ksys_io_setup((unsigned)x->a, (aio_context_t *)x->b);
-	 *		return true;
-	 * and likewise SYS_io_destroy, SYS_io_submit, SYS_io_cancel,
-	 * SYS_io_getevents and SYS_io_pgetevents (the last two blocking: pass
-	 * HAND0 on).  IPC namespaces: SYS_unshare, SYS_setns and SYS_clone3,
-	 * when entry/ serves their libc names.
-	 */
+	/* native AIO (aio/): libaio and stress-ng make these calls by number */
+	case SYS_io_setup:
+		*ret = ksys_io_setup((unsigned)x->a, (aio_context_t *)x->b);
+		return true;
+	case SYS_io_destroy:
+		*ret = ksys_io_destroy((aio_context_t)x->a);
+		return true;
+	case SYS_io_submit:
+		*ret = ksys_io_submit((aio_context_t)x->a, x->b, (struct iocb **)x->c);
+		return true;
+	case SYS_io_cancel:
+		*ret = ksys_io_cancel((aio_context_t)x->a, (struct iocb *)x->b,
+				      (struct io_event *)x->c);
+		return true;
+	case SYS_io_getevents:
+		*ret = ksys_io_getevents(hand0, (aio_context_t)x->a, x->b, x->c,
+					 (struct io_event *)x->d, (const struct timespec *)x->e);
+		return true;
+	case SYS_io_pgetevents:
+		*ret = ksys_io_pgetevents(hand0, (aio_context_t)x->a, x->b, x->c,
+					  (struct io_event *)x->d, (const struct timespec *)x->e,
+					  (const void *)x->f);
+		return true;
+	/* IPC namespaces: SYS_unshare, SYS_setns and SYS_clone3 go here when
+	 * entry/ serves their libc names. */
 	}
 	return false;
 }

@@ -16,7 +16,9 @@
  * every number, since one thread-local load is cheaper than deciding
  * whether it is needed.
  *
- * Native AIO's numbers go to aio/ the same way.  More doors open here by
+ * Native AIO's numbers go to aio/ the same way.  The numbers that change
+ * credentials (capset, setresuid, ...) go to the kernel and then make
+ * core/cred.c read the credentials again.  More doors open here by
  * adding a case to uipc_syscall(): the namespace calls have their place
  * marked below.
  */
@@ -97,6 +99,21 @@ static bool uipc_syscall(long nr, const struct sys_args *x, unsigned hand0, long
 		*ret = ksys_io_pgetevents(hand0, (aio_context_t)x->a, x->b, x->c,
 					  (struct io_event *)x->d, (const struct timespec *)x->e,
 					  (const void *)x->f);
+		return true;
+	/* credentials changed by number: the kernel changes them, and the
+	 * checks that follow must see it (core/cred.c caches them) */
+	case SYS_capset:
+	case SYS_setuid:
+	case SYS_setgid:
+	case SYS_setreuid:
+	case SYS_setregid:
+	case SYS_setresuid:
+	case SYS_setresgid:
+	case SYS_setfsuid:
+	case SYS_setfsgid:
+	case SYS_setgroups:
+		*ret = sys_raw6(nr, x->a, x->b, x->c, x->d, x->e, x->f);
+		cred_invalidate();
 		return true;
 	/* IPC namespaces: SYS_unshare, SYS_setns and SYS_clone3 go here when
 	 * entry/ serves their libc names. */

@@ -7,4 +7,4 @@
 . "$(dirname "$0")/diff/lib.sh"
 dt_require_lib
 
-dt_run_programs "sys_raw proc_files"
+dt_run_programs "sys_raw proc_files cred_raw"

@@ -100,6 +100,8 @@ UIPC_HIDDEN int aio_queue_work(struct aio_kiocb *req);
 /* perform REQ now, blocking; its result (bytes or -errno) */
 UIPC_HIDDEN int64_t aio_do_io(struct aio_kiocb *req, int extra_flags);
 UIPC_HIDDEN void aio_worker_fork_child(void);
+/* a detached thread running FN(ARG), every signal blocked.  0 or -errno. */
+UIPC_HIDDEN int aio_start_thread(void *(*fn)(void *), void *arg);
 UIPC_HIDDEN void aio_req_free(struct aio_kiocb *req);
 
 /* ---- the system calls (fs/aio.c's), for entry/ ---- */

@@ -85,20 +85,7 @@ static void *poll_thread(void *arg)
 /* a thread for REQ, every signal blocked.  0 or -errno. */
 static int start_poll_thread(struct aio_kiocb *req)
 {
-	sigset_t all, old;
-	pthread_attr_t a;
-	pthread_t t;
-	int err;
-
-	sigfillset(&all);
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&a, 64 * 1024);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&t, &a, poll_thread, req);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&a);
-	return -err;
+	return aio_start_thread(poll_thread, req);
 }
 
 /* aio_poll: the kernel's checks, then at once or pending */

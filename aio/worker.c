@@ -118,8 +118,10 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/* one more thread, every signal blocked (q_lock held).  0 or -errno. */
-static int start_worker(void)
+/* a detached thread running FN(ARG) with a small stack and every signal
+ * blocked (the program's handlers never run on uipc's threads).  0 or
+ * -errno. */
+int aio_start_thread(void *(*fn)(void *), void *arg)
 {
 	sigset_t all, old;
 	pthread_attr_t a;
@@ -131,11 +133,19 @@ static int start_worker(void)
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&a, 64 * 1024);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&t, &a, worker_main, NULL);
+	err = pthread_create(&t, &a, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&a);
+	return -err;
+}
+
+/* one more worker (q_lock held).  0 or -errno. */
+static int start_worker(void)
+{
+	int err = aio_start_thread(worker_main, NULL);
+
 	if (err)
-		return -err;
+		return err;
 	n_threads++;
 	return 0;
 }

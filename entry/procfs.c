@@ -517,9 +517,9 @@ static FILE *fopen_ours(const char *path, const char *mode, bool *ours)
 	return fd < 0 ? NULL : proc_stream(fd, flags, mode);
 }
 
-FILE *fopen(const char *path, const char *mode)
+/* our file for PATH, else what the next fopen (libc's: REAL) opens */
+static FILE *fopen_or_next(fopen_fn real, const char *path, const char *mode)
 {
-	REAL("fopen", fopen_fn);
 	if (unlikely(maybe_ours(path))) {
 		bool ours;
 		FILE *f = fopen_ours(path, mode, &ours);
@@ -527,18 +527,17 @@ FILE *fopen(const char *path, const char *mode)
 		if (ours)
 			return f;
 	}
-	return real_ ? real_(path, mode) : NULL;
+	return real ? real(path, mode) : NULL;
+}
+
+FILE *fopen(const char *path, const char *mode)
+{
+	REAL("fopen", fopen_fn);
+	return fopen_or_next(real_, path, mode);
 }
 
 FILE *fopen64(const char *path, const char *mode)
 {
 	REAL("fopen64", fopen_fn);
-	if (unlikely(maybe_ours(path))) {
-		bool ours;
-		FILE *f = fopen_ours(path, mode, &ours);
-
-		if (ours)
-			return f;
-	}
-	return real_ ? real_(path, mode) : NULL;
+	return fopen_or_next(real_, path, mode);
 }

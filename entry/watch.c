@@ -42,11 +42,10 @@ int close(int fd)
 	return real_ ? real_(fd) : (int)sys_syscall(SYS_close, fd);
 }
 
-/* dup2/dup3 onto one: it moves out of the way first (and a copy of a
- * writable /proc file of procfs.c's writes to it too) */
-int dup2(int oldfd, int newfd)
+/* before dup2/dup3 of OLDFD onto NEWFD: a guarded fd cannot be copied
+ * (EBADF, -1); one at NEWFD moves out of the way first.  0 to go on. */
+static int dup_onto_prepare(int oldfd, int newfd)
 {
-	REAL("dup2", fd2_fn);
 	if (unlikely(shm_fd_guarded(oldfd))) {
 		errno = EBADF;
 		return -1;
@@ -54,19 +53,24 @@ int dup2(int oldfd, int newfd)
 	if (unlikely(shm_fd_guarded(newfd)))
 		shm_fd_evict(newfd);
 	procfs_forget(newfd);
+	return 0;
+}
+
+/* dup2/dup3 onto one: it moves out of the way first (and a copy of a
+ * writable /proc file of procfs.c's writes to it too) */
+int dup2(int oldfd, int newfd)
+{
+	REAL("dup2", fd2_fn);
+	if (dup_onto_prepare(oldfd, newfd))
+		return -1;
 	return procfs_dup(oldfd, real_ ? real_(oldfd, newfd) : (int)sys_syscall(SYS_dup2, oldfd, newfd));
 }
 
 int dup3(int oldfd, int newfd, int flags)
 {
 	REAL("dup3", fd3_fn);
-	if (unlikely(shm_fd_guarded(oldfd))) {
-		errno = EBADF;
+	if (dup_onto_prepare(oldfd, newfd))
 		return -1;
-	}
-	if (unlikely(shm_fd_guarded(newfd)))
-		shm_fd_evict(newfd);
-	procfs_forget(newfd);
 	return procfs_dup(oldfd, real_ ? real_(oldfd, newfd, flags) :
 				 (int)sys_syscall(SYS_dup3, oldfd, newfd, flags));
 }

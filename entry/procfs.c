@@ -350,8 +350,10 @@ static int try_ours(const char *path, int flags)
 	return (int)set_errno_ret(proc_open(kind, path, flags));
 }
 
-#define OPEN_BODY(sym, ...)                                                  \
-	REAL(sym, open_fn);                                                  \
+/* the body of an open-family entry point SYM (libc's of type TYPE): our
+ * file when PATH is one, else libc's call with the arguments given */
+#define OPEN_BODY(sym, type, ...)                                            \
+	REAL(sym, type);                                                     \
 	if (unlikely(maybe_ours(path))) {                                    \
 		int fd_ = try_ours(path, flags);                             \
 		if (fd_ != -2)                                               \
@@ -362,63 +364,45 @@ static int try_ours(const char *path, int flags)
 int open(const char *path, int flags, ...)
 {
 	OPEN_MODE(flags, flags);
-	OPEN_BODY("open", path, flags, mode);
+	OPEN_BODY("open", open_fn, path, flags, mode);
 }
 
 int open64(const char *path, int flags, ...)
 {
 	OPEN_MODE(flags, flags);
-	OPEN_BODY("open64", path, flags, mode);
+	OPEN_BODY("open64", open_fn, path, flags, mode);
 }
-
-#define OPENAT_BODY(sym, ...)                                                \
-	REAL(sym, openat_fn);                                                \
-	if (unlikely(maybe_ours(path))) {                                    \
-		int fd_ = try_ours(path, flags);                             \
-		if (fd_ != -2)                                               \
-			return fd_;                                          \
-	}                                                                    \
-	return real_ ? real_(__VA_ARGS__) : -1
 
 int openat(int dfd, const char *path, int flags, ...)
 {
 	OPEN_MODE(flags, flags);
-	OPENAT_BODY("openat", dfd, path, flags, mode);
+	OPEN_BODY("openat", openat_fn, dfd, path, flags, mode);
 }
 
 int openat64(int dfd, const char *path, int flags, ...)
 {
 	OPEN_MODE(flags, flags);
-	OPENAT_BODY("openat64", dfd, path, flags, mode);
+	OPEN_BODY("openat64", openat_fn, dfd, path, flags, mode);
 }
-
-#define OPEN2_BODY(sym, type, ...)                                           \
-	REAL(sym, type);                                                     \
-	if (unlikely(maybe_ours(path))) {                                    \
-		int fd_ = try_ours(path, flags);                             \
-		if (fd_ != -2)                                               \
-			return fd_;                                          \
-	}                                                                    \
-	return real_ ? real_(__VA_ARGS__) : -1
 
 int __open_2(const char *path, int flags)
 {
-	OPEN2_BODY("__open_2", open2_fn, path, flags);
+	OPEN_BODY("__open_2", open2_fn, path, flags);
 }
 
 int __open64_2(const char *path, int flags)
 {
-	OPEN2_BODY("__open64_2", open2_fn, path, flags);
+	OPEN_BODY("__open64_2", open2_fn, path, flags);
 }
 
 int __openat_2(int dfd, const char *path, int flags)
 {
-	OPEN2_BODY("__openat_2", openat2_fn, dfd, path, flags);
+	OPEN_BODY("__openat_2", openat2_fn, dfd, path, flags);
 }
 
 int __openat64_2(int dfd, const char *path, int flags)
 {
-	OPEN2_BODY("__openat64_2", openat2_fn, dfd, path, flags);
+	OPEN_BODY("__openat64_2", openat2_fn, dfd, path, flags);
 }
 
 /* ---- fopen ---- */

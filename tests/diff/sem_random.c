@@ -311,7 +311,13 @@ static void settle(int removed, int must)
 				wreported++;
 			}
 		}
+		/* GETNCNT/GETZCNT of one semaphore after another is no snapshot:
+		 * an op completing between two of them moves another sleeper's
+		 * blocking op to a semaphore not read yet, which then counts
+		 * twice; so the count is taken when two readings agree */
 		int w = removed ? 0 : waiters();
+		if (!removed && w != waiters())
+			w = -1;
 		if (w == wspawned - wreported - wkilled && (!must || wstate[must] == 2))
 			break;
 		if (dt_now_ms() > deadline) {

@@ -48,6 +48,7 @@ struct ns {
 	gid_t file_gid;
 	unsigned file_mode;
 	bool shared;               /* a shared namespace (uipc-shared-NAME) */
+	int anon_fd;               /* an anonymous namespace's memfd, else -1 */
 	char path[4096];
 };
 
@@ -84,6 +85,9 @@ struct core_hooks {
 	void (*fork_child)(void);
 	/* the process registered again after an exec (slot PROC_IDX) */
 	void (*exec_note)(uint32_t proc_idx);
+	/* this process left NS for another (unshare), after its proc_exit:
+	 * drop what the process keeps that names NS's objects */
+	void (*ns_leave)(struct ns *ns);
 };
 
 #define CORE_HOOKS(name)                                                     \
@@ -102,6 +106,17 @@ UIPC_HIDDEN int ns_path(const char *name, char *buf, size_t len);
 UIPC_HIDDEN int ns_create(const char *name, const struct uipc_ns_opts *opts);
 UIPC_HIDDEN int ns_remove(const char *name);
 UIPC_HIDDEN int ns_select(const char *name);
+/* anonymous namespaces (unshare): a new one, built and mapped but not
+ * entered; dropping one never entered; entering it (after leaving the old
+ * one: proc_leave_ns); the current one without opening it (NULL: none) */
+UIPC_HIDDEN int ns_anon_new(struct ns **out);
+UIPC_HIDDEN void ns_anon_drop(struct ns *ns);
+UIPC_HIDDEN void ns_switch(struct ns *new, bool last_in_old, bool keep_old_map);
+/* the last member of anonymous namespace NS is leaving: its segment files go */
+UIPC_HIDDEN void ns_anon_teardown(struct ns *ns);
+UIPC_HIDDEN struct ns *ns_current(void);
+/* an anonymous namespace's fd, which the program's close must not close */
+UIPC_HIDDEN bool ns_fd_guarded(int fd);
 /* 64 unpredictable bits (getrandom): names others must not guess */
 UIPC_HIDDEN uint64_t ns_random64(void);
 
@@ -182,14 +197,16 @@ UIPC_HIDDEN void arena_init(struct uipc_hdr *h, uoff_t heap_start);
 /* ---- proc.c ---- */
 UIPC_HIDDEN struct uthread *cur_thread_slow(struct ns *ns);
 UIPC_HIDDEN extern __thread struct uthread *uipc_tls_thread;
+UIPC_HIDDEN extern __thread struct ns *uipc_tls_ns;  /* the namespace of that slot */
 
 /* this thread's slot, registered on first use: inline, since every lock
- * acquire asks (a call into proc.c cost more than the answer) */
+ * acquire asks (a call into proc.c cost more than the answer).  A slot of
+ * a namespace the process has left (unshare) is not this one's. */
 static inline struct uthread *cur_thread(struct ns *ns)
 {
 	struct uthread *t = uipc_tls_thread;
 
-	return likely(t) ? t : cur_thread_slow(ns);
+	return likely(t && uipc_tls_ns == ns) ? t : cur_thread_slow(ns);
 }
 UIPC_HIDDEN struct uproc *cur_proc(struct ns *ns);   /* NULL: no slot (ENOMEM) */
 UIPC_HIDDEN int cur_pid(void);
@@ -201,6 +218,12 @@ UIPC_HIDDEN bool proc_is_dead(struct ns *ns, struct uproc *p);
 UIPC_HIDDEN void proc_note_continue(void);
 UIPC_HIDDEN bool tid_is_registered(struct ns *ns, pid_t tid);
 UIPC_HIDDEN void proc_reap(struct ns *ns, struct uproc *p);
+/* unshare: this process leaves NS (the kernel's exit_sem and exit_shm run
+ * for it there).  *LAST: no other live process is left in it; *KEEP_MAP:
+ * other threads may still hold slots in it, so it stays mapped. */
+UIPC_HIDDEN void proc_leave_ns(struct ns *ns, bool *last, bool *keep_map);
+/* is a process other than this one alive in NS? */
+UIPC_HIDDEN bool proc_others_alive(struct ns *ns);
 
 /* ---- cred.c: the caller's credentials, cached ---- */
 struct ucred_cache {

@@ -29,6 +29,7 @@ static pthread_key_t thread_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 /* this thread's slot; read inline by cur_thread() (core.h) */
 __thread struct uthread *uipc_tls_thread;
+__thread struct ns *uipc_tls_ns;
 static struct ns *g_ns_for_hooks;
 
 /* ---- the layers' hooks (CORE_HOOKS in core.h), in link order ---- */
@@ -350,8 +351,10 @@ struct uthread *cur_thread_slow(struct ns *ns)
 {
 	/* no handler may register this thread again in the middle */
 	uipc_crit_enter();
-	if (!uipc_tls_thread)
+	if (!uipc_tls_thread || uipc_tls_ns != ns) {
 		uipc_tls_thread = register_thread(ns);
+		uipc_tls_ns = ns;
+	}
 	uipc_crit_exit();
 	return uipc_tls_thread;
 }
@@ -486,6 +489,14 @@ static void atfork_child(void)
 	j_forget_held();
 	pthread_mutex_init(&reg_mutex, NULL);
 	run_fork_child_hooks(); /* e.g. shm: the child inherits the attachments */
+	{
+		/* a member of an anonymous namespace counts from its birth: its
+		 * parent leaving must not tear the namespace down under it */
+		struct ns *ns = ns_current();
+
+		if (ns && ns->anon_fd >= 0)
+			cur_proc(ns);
+	}
 }
 
 /* The kernel's exit work (exit_sem, exit_shm, ...): every layer's
@@ -507,24 +518,109 @@ void proc_exit_work(void)
 	run_exit_hooks(ns, p);
 }
 
-static void exit_hook(void)
+/* Give back this process's slot in NS (its exit work done); only the
+ * thread that holds the alive lock may let it go. */
+static void free_own_slot(struct ns *ns, bool exiting)
 {
-	struct ns *ns;
-	struct uproc *p;
+	struct uproc *p = proc_at(ns, g_proc_idx);
+	pid_t tid = (pid_t)syscall(SYS_gettid);
 
-	proc_exit_work();
-	if ((pid_t)syscall(SYS_getpid) != g_pid || g_proc_idx == UINT32_MAX)
-		return;
-	ns = ns_get();
-	p = ns ? proc_at(ns, g_proc_idx) : NULL;
-	thread_exit_hook(uipc_tls_thread);
+	if (uipc_tls_ns == ns)
+		thread_exit_hook(uipc_tls_thread);
 	if (p) {
-		if (atomic_load(&p->alive_tid) != 0) {
+		if (atomic_load(&p->alive_tid) == tid) {
+			atomic_store(&p->alive_tid, 0);
+			pthread_mutex_unlock(&p->alive);
+		} else if (atomic_load(&p->alive_tid) != 0) {
+			if (!exiting)
+				return;  /* another thread holds it: reaped after our death */
 			atomic_store(&p->alive_tid, 0);
 			pthread_mutex_unlock(&p->alive);
 		}
 		atomic_store(&p->state, SLOT_WORD(0, SLOT_FREE));
 	}
+}
+
+static void exit_hook(void)
+{
+	struct ns *ns;
+
+	proc_exit_work();
+	if ((pid_t)syscall(SYS_getpid) != g_pid || g_proc_idx == UINT32_MAX)
+		return;
+	ns = ns_get();
+	if (!ns)
+		return;
+	free_own_slot(ns, true);
+	if (ns->anon_fd >= 0 && !proc_others_alive(ns))
+		ns_anon_teardown(ns);
+}
+
+bool proc_others_alive(struct ns *ns)
+{
+	uint32_t i, top = atomic_load(&ns->hdr->procs_hwm);
+	pid_t me = cur_pid();
+
+	for (i = 0; i < top && i < MAX_PROCS; i++) {
+		struct uproc *p = proc_at(ns, i);
+		uint64_t w = p ? atomic_load(&p->state) : 0;
+
+		if (SLOT_STATE(w) == SLOT_FREE || SLOT_ID(w) == me)
+			continue;
+		if (SLOT_STATE(w) != SLOT_LIVE || !proc_is_dead(ns, p))
+			return true;   /* alive, or being claimed or reaped */
+	}
+	return false;
+}
+
+/* threads of this process (field 20 of /proc/self/stat); 0: unknown */
+static long nr_threads(void)
+{
+	char buf[1024], *p;
+	ssize_t n;
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	sys_close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	for (int field = 2; field < 20 && p; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtol(p + 1, NULL, 10) : 0;
+}
+
+static void run_leave_hooks(struct ns *ns)
+{
+	for_each_hooks(h)
+		if (h->ns_leave)
+			h->ns_leave(ns);
+}
+
+void proc_leave_ns(struct ns *ns, bool *last, bool *keep_map)
+{
+	uint32_t idx = g_proc_idx;
+	struct uproc *p = idx == UINT32_MAX ? NULL : proc_at(ns, idx);
+
+	*keep_map = nr_threads() != 1;
+	if (p) {
+		run_exit_hooks(ns, p);    /* exit_sem, exit_shm: as unshare does */
+		pthread_mutex_lock(&reg_mutex);
+		free_own_slot(ns, false);
+		pthread_mutex_unlock(&reg_mutex);
+	}
+	run_leave_hooks(ns);
+	pthread_mutex_lock(&reg_mutex);
+	__atomic_store_n(&g_proc_idx, UINT32_MAX, __ATOMIC_RELEASE);
+	g_stale_idx = UINT32_MAX;
+	pthread_mutex_unlock(&reg_mutex);
+	uipc_tls_thread = NULL;
+	uipc_tls_ns = NULL;
+	__atomic_store_n(&g_ns_for_hooks, NULL, __ATOMIC_RELEASE);
+	*last = ns->anon_fd >= 0 && !proc_others_alive(ns);
 }
 
 __attribute__((constructor)) static void proc_init(void)

@@ -3120,3 +3120,22 @@ int shm_check_tot(struct ns *ns, char *report, size_t len, size_t *used)
 			    (unsigned long long)pages, (unsigned long long)ns->hdr->shm_tot);
 	return bad + shm_check_pool(ns, report, len, used);
 }
+
+/* This process left NS (unshare), its exit_shm done: the fds it keeps are
+ * of NS's segment files, looked up by NS's offsets, so they go; the
+ * attachments stay mapped, no longer counted (see docs/namespaces.md). */
+void shm_ns_leave(struct ns *ns)
+{
+	int dfd;
+
+	(void)ns;
+	pthread_mutex_lock(&l_mutex);
+	l_n = 0;
+	while (l_nfds > 0)
+		fd_close_safe(l_fds[--l_nfds].fd);
+	dfd = __atomic_exchange_n(&l_dirfd, -1, __ATOMIC_ACQ_REL);
+	if (dfd >= 0)
+		fd_close_safe(dfd);
+	atomic_store(&exec_pending, NO_PROC);
+	pthread_mutex_unlock(&l_mutex);
+}

@@ -106,15 +106,22 @@ UIPC_HIDDEN int ns_path(const char *name, char *buf, size_t len);
 UIPC_HIDDEN int ns_create(const char *name, const struct uipc_ns_opts *opts);
 UIPC_HIDDEN int ns_remove(const char *name);
 UIPC_HIDDEN int ns_select(const char *name);
+/* An anonymous namespace's memfd holds its segments too (shm.c): segment
+ * file K is the range [K << ANON_SLOT_SHIFT, +ANON_SLOT) of it, K >= 1
+ * (the arena is in the first), so that the kernel frees their memory with
+ * the namespace's last fd or mapping. */
+#define ANON_SLOT_SHIFT 48                  /* 256 TiB: the largest segment */
+#define ANON_SLOT (1ULL << ANON_SLOT_SHIFT)
+#define ANON_SLOTS ((1ULL << (63 - ANON_SLOT_SHIFT)) - 1)  /* file size < 2^63 */
+#define ANON_FILE_SIZE (ANON_SLOTS << ANON_SLOT_SHIFT)
 /* anonymous namespaces (unshare): a new one, built and mapped but not
  * entered; dropping one never entered; entering it (after leaving the old
  * one: proc_leave_ns); the current one without opening it (NULL: none) */
 UIPC_HIDDEN int ns_anon_new(struct ns **out);
 UIPC_HIDDEN void ns_anon_drop(struct ns *ns);
-UIPC_HIDDEN void ns_switch(struct ns *new, bool last_in_old, bool keep_old_map);
-/* the last member of anonymous namespace NS is leaving: its segment files go */
-UIPC_HIDDEN void ns_anon_teardown(struct ns *ns);
+UIPC_HIDDEN void ns_switch(struct ns *new, bool keep_old_map);
 UIPC_HIDDEN struct ns *ns_current(void);
+UIPC_HIDDEN struct ns *ns_get_existing(void);  /* never creates one */
 /* an anonymous namespace's fd, which the program's close must not close */
 UIPC_HIDDEN bool ns_fd_guarded(int fd);
 /* 64 unpredictable bits (getrandom): names others must not guess */
@@ -219,11 +226,9 @@ UIPC_HIDDEN void proc_note_continue(void);
 UIPC_HIDDEN bool tid_is_registered(struct ns *ns, pid_t tid);
 UIPC_HIDDEN void proc_reap(struct ns *ns, struct uproc *p);
 /* unshare: this process leaves NS (the kernel's exit_sem and exit_shm run
- * for it there).  *LAST: no other live process is left in it; *KEEP_MAP:
- * other threads may still hold slots in it, so it stays mapped. */
-UIPC_HIDDEN void proc_leave_ns(struct ns *ns, bool *last, bool *keep_map);
-/* is a process other than this one alive in NS? */
-UIPC_HIDDEN bool proc_others_alive(struct ns *ns);
+ * for it there).  *KEEP_MAP: other threads may still hold slots in it, so
+ * it must stay mapped. */
+UIPC_HIDDEN void proc_leave_ns(struct ns *ns, bool *keep_map);
 
 /* ---- cred.c: the caller's credentials, cached ---- */
 struct ucred_cache {

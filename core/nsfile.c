@@ -903,8 +903,8 @@ int ns_select(const char *name)
  * the kernel frees it when the last member's fd and mapping go, whatever
  * killed them (see docs/namespaces.md).  Members find it through an fd
  * they inherit (not close-on-exec), named by UIPC_NS_FD in the
- * environment.  Its segments are files named after UIPC_NS_FILE, a random
- * name in the namespace directory; the last member to leave removes them.
+ * environment.  Its segments are slots of the same memfd (shm.c), so
+ * nothing of it is ever in a directory.  UIPC_NS_FILE names it in messages.
  */
 #define NS_FD_ENV "UIPC_NS_FD"
 #define ANON_FD_BASE 900     /* out of the way of the program's low fds */
@@ -924,8 +924,11 @@ static int map_anon(int fd, const char *path, struct ns **out)
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (!S_ISREG(st.st_mode))
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != ANON_FILE_SIZE ||
+	    pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || hdr.arena_size > ANON_SLOT)
 		return -EINVAL;
+	/* the file is the arena, then the segments' slots (shm.c) */
+	st.st_size = (off_t)hdr.arena_size;
 	r = check_header(fd, &st, path, &hdr);
 	if (r)
 		return r;
@@ -985,12 +988,15 @@ static int anon_arena(void)
 	int extended = env_num("UIPC_NS_EXTENDED", 0) != 0;
 	int fd, hi, r;
 
-	if (size < MIN_ARENA * 2)
+	if (size < MIN_ARENA * 2 || size > ANON_SLOT)
 		return -EINVAL;
 	fd = (int)syscall(SYS_memfd_create, "uipc-ns", MFD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	r = build_file(fd, 0600, size, extended);
+	/* room for the segments' slots after the arena: sparse, no memory */
+	if (!r && ftruncate(fd, (off_t)ANON_FILE_SIZE) < 0)
+		r = -errno;
 	if (r) {
 		sys_close(fd);
 		return r;
@@ -1031,26 +1037,15 @@ bool ns_fd_guarded(int fd)
 			   (!ns && fd == __atomic_load_n(&g_pinned_fd, __ATOMIC_RELAXED)));
 }
 
-void ns_anon_teardown(struct ns *ns)
-{
-	if (ns->anon_fd >= 0)
-		remove_segment_files(ns->path);
-}
-
 /* Leaving OLD (the caller's registration is gone): its arena goes from
- * this process; an anonymous namespace left by its last member takes its
- * segment files with it.  Mappings are kept while another thread may
- * still hold a slot in them (thread_exit_hook). */
-static void ns_release_old(struct ns *old, bool last, bool keep_map)
+ * this process; an anonymous one is freed by the kernel when its last
+ * member lets go of it.  The mapping is kept while another thread may
+ * still hold a slot in it (thread_exit_hook).  Deliberately no teardown
+ * work here: the leaver does not pay for the namespace (seed 003). */
+static void ns_release_old(struct ns *old, bool keep_map)
 {
-	if (old->anon_fd < 0) {
-		if (!keep_map)
-			ns_unmap(old);
-		return;
-	}
-	if (last)
-		remove_segment_files(old->path);
-	sys_close(old->anon_fd);
+	if (old->anon_fd >= 0)
+		sys_close(old->anon_fd);
 	old->anon_fd = -1;
 	if (!keep_map)
 		ns_unmap(old);
@@ -1059,7 +1054,7 @@ static void ns_release_old(struct ns *old, bool last, bool keep_map)
 /* Switch this process to NEW (from ns_anon_new): the kernel's unshare of
  * the IPC namespace, per process.  The caller left the old one first
  * (proc_leave_ns). */
-void ns_switch(struct ns *new, bool last_in_old, bool keep_old_map)
+void ns_switch(struct ns *new, bool keep_old_map)
 {
 	char fdbuf[16];
 	struct ns *old;
@@ -1076,10 +1071,25 @@ void ns_switch(struct ns *new, bool last_in_old, bool keep_old_map)
 	setenv("UIPC_NS_FILE", new->path, 1);
 	pthread_mutex_unlock(&ns_mutex);
 	if (old)
-		ns_release_old(old, last_in_old, keep_old_map);
+		ns_release_old(old, keep_old_map);
 }
 
 struct ns *ns_current(void)
 {
 	return __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
+}
+
+/* The namespace to leave at an unshare: the current one, opened if it
+ * exists (after an exec, SEM_UNDO state may wait there), but never created
+ * only to be left.  NULL: none. */
+struct ns *ns_get_existing(void)
+{
+	struct ns *ns = ns_current();
+	struct stat st;
+
+	if (ns)
+		return ns;
+	if (g_pinned_fd < 0 && (!g_pinned[0] || stat(g_pinned, &st) < 0))
+		return NULL;
+	return ns_get();
 }

@@ -489,14 +489,6 @@ static void atfork_child(void)
 	j_forget_held();
 	pthread_mutex_init(&reg_mutex, NULL);
 	run_fork_child_hooks(); /* e.g. shm: the child inherits the attachments */
-	{
-		/* a member of an anonymous namespace counts from its birth: its
-		 * parent leaving must not tear the namespace down under it */
-		struct ns *ns = ns_current();
-
-		if (ns && ns->anon_fd >= 0)
-			cur_proc(ns);
-	}
 }
 
 /* The kernel's exit work (exit_sem, exit_shm, ...): every layer's
@@ -552,25 +544,6 @@ static void exit_hook(void)
 	if (!ns)
 		return;
 	free_own_slot(ns, true);
-	if (ns->anon_fd >= 0 && !proc_others_alive(ns))
-		ns_anon_teardown(ns);
-}
-
-bool proc_others_alive(struct ns *ns)
-{
-	uint32_t i, top = atomic_load(&ns->hdr->procs_hwm);
-	pid_t me = cur_pid();
-
-	for (i = 0; i < top && i < MAX_PROCS; i++) {
-		struct uproc *p = proc_at(ns, i);
-		uint64_t w = p ? atomic_load(&p->state) : 0;
-
-		if (SLOT_STATE(w) == SLOT_FREE || SLOT_ID(w) == me)
-			continue;
-		if (SLOT_STATE(w) != SLOT_LIVE || !proc_is_dead(ns, p))
-			return true;   /* alive, or being claimed or reaped */
-	}
-	return false;
 }
 
 /* threads of this process (field 20 of /proc/self/stat); 0: unknown */
@@ -600,10 +573,10 @@ static void run_leave_hooks(struct ns *ns)
 			h->ns_leave(ns);
 }
 
-void proc_leave_ns(struct ns *ns, bool *last, bool *keep_map)
+void proc_leave_ns(struct ns *ns, bool *keep_map)
 {
-	uint32_t idx = g_proc_idx;
-	struct uproc *p = idx == UINT32_MAX ? NULL : proc_at(ns, idx);
+	/* registering finds our slot again after an exec: its SEM_UNDO list */
+	struct uproc *p = cur_proc(ns);
 
 	*keep_map = nr_threads() != 1;
 	if (p) {
@@ -620,7 +593,6 @@ void proc_leave_ns(struct ns *ns, bool *last, bool *keep_map)
 	uipc_tls_thread = NULL;
 	uipc_tls_ns = NULL;
 	__atomic_store_n(&g_ns_for_hooks, NULL, __ATOMIC_RELEASE);
-	*last = ns->anon_fd >= 0 && !proc_others_alive(ns);
 }
 
 __attribute__((constructor)) static void proc_init(void)

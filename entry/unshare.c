@@ -21,7 +21,7 @@
 static long new_ipc_ns(int other_flags)
 {
 	struct ns *new, *old;
-	bool last = false, keep = false;
+	bool keep = false;
 	int saved = errno, r = ns_anon_new(&new);
 
 	if (r)
@@ -31,10 +31,10 @@ static long new_ipc_ns(int other_flags)
 		ns_anon_drop(new);
 		return r;
 	}
-	old = ns_get();           /* the namespace being left (opened if need be) */
+	old = ns_get_existing();  /* the namespace being left, if there is one */
 	if (old)
-		proc_leave_ns(old, &last, &keep);
-	ns_switch(new, last, keep);
+		proc_leave_ns(old, &keep);
+	ns_switch(new, keep);
 	errno = saved;            /* the leaving's own calls leave no trace */
 	return 0;
 }

@@ -56,6 +56,8 @@ struct run bench_runs[] = {
 	{ .name = "shm-cycle-1m", .argv = { "shm_cycle", "1048576" }, .reps = 2, .timeout = T },
 	{ .name = "shm-attach-1m", .argv = { "shm_attach", "1048576" }, .reps = 3, .timeout = T },
 	{ .name = "shm-bw-64m", .argv = { "shm_bw", "64", "20" }, .reps = 3, .timeout = T },
+	/* IPC namespaces (issue 15, seed 003) */
+	{ .name = "ns-unshare", .argv = { "ns_unshare", "1000" }, .reps = 3, .timeout = T },
 };
 const int bench_nruns = sizeof(bench_runs) / sizeof(bench_runs[0]);
 
@@ -170,6 +172,18 @@ const struct row bench_rows[] = {
 	     "shm-bw-64m", "gbps", +1, TGT_RATIO_MIN, 1),
 	VAL("shm.bw.64m.write", "... writer alone", "GB/s", "shm-bw-64m", "write_gbps", +1),
 	VAL("shm.bw.64m.read", "... reader alone", "GB/s", "shm-bw-64m", "read_gbps", +1),
+
+	GROUP("11. IPC namespaces: unshare(CLONE_NEWIPC) (seed 003)"),
+	VAL("ns.unshare_1000_ms", "1000 x unshare in one process, total", "ms",
+	    "ns-unshare", "unshare_total_ms", -1),
+	VAL("ns.unshare_fresh_us", "unshare, median of 50", "us",
+	    "ns-unshare", "unshare_fresh_us", -1),
+	VAL("ns.first_semget_us", "first semget in a new namespace", "us",
+	    "ns-unshare", "first_semget_us", -1),
+	VAL("ns.second_semget_us", "second semget in it", "us",
+	    "ns-unshare", "second_semget_us", -1),
+	VAL("ns.leave_64m_us", "unshare leaving a written 64 MiB segment", "us",
+	    "ns-unshare", "leave_64m_us", -1),
 
 	GROUP("7. arena usage (uipc_ns_stats)"),
 	UIPC("arena.sem_array_bytes", "bytes per semaphore array (header)", "B",

@@ -5,7 +5,9 @@
 # objects live in the namespace's memfd and its segments in slots of it
 # (docs/namespaces.md).  Kernel side as always (a private namespace).
 # Not here: shm_get, whose "flags" case makes a 1 PiB SHM_NORESERVE segment,
-# larger than a slot (256 TiB, the documented limit of an anonymous one).
+# larger than a slot (256 TiB, the documented limit of an anonymous one);
+# sem_wake, sem_signal and msg_wake, which take long and exercise nothing
+# that depends on where the arena lives.
 . "$(dirname "$0")/diff/lib.sh"
 dt_require_lib
 

@@ -122,6 +122,10 @@ UIPC_HIDDEN void ns_anon_drop(struct ns *ns);
 UIPC_HIDDEN void ns_switch(struct ns *new, bool keep_old_map);
 UIPC_HIDDEN struct ns *ns_current(void);
 UIPC_HIDDEN struct ns *ns_get_existing(void);  /* never creates one */
+/* the environment entries (UIPC_NS_FD=..., UIPC_NS_FILE=...) an exec'd
+ * image needs to find the current anonymous namespace: 1, or 0 when the
+ * current namespace is not anonymous.  No allocation (vfork children). */
+UIPC_HIDDEN int ns_exec_env(char *fdvar, size_t fdlen, char *filevar, size_t filelen);
 /* an anonymous namespace's fd, which the program's close must not close */
 UIPC_HIDDEN bool ns_fd_guarded(int fd);
 /* 64 unpredictable bits (getrandom): names others must not guess */

@@ -1074,6 +1074,17 @@ void ns_switch(struct ns *new, bool keep_old_map)
 		ns_release_old(old, keep_old_map);
 }
 
+int ns_exec_env(char *fdvar, size_t fdlen, char *filevar, size_t filelen)
+{
+	struct ns *ns = ns_current();
+
+	if (!ns || ns->anon_fd < 0)
+		return 0;
+	snprintf(fdvar, fdlen, NS_FD_ENV "=%d", ns->anon_fd);
+	snprintf(filevar, filelen, "UIPC_NS_FILE=%s", ns->path);
+	return 1;
+}
+
 struct ns *ns_current(void)
 {
 	return __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);

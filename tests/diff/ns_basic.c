@@ -178,6 +178,27 @@ static void exec_inherits(int argc, char **argv)
 	dt_wait(dt_fork(exec_runner, NULL));
 }
 
+static void exec_runner_bare_env(void *arg)
+{
+	(void)arg;
+	/* an environment without uipc's namespace entries, as a program that
+	 * builds its children's environment from scratch passes */
+	unsetenv("UIPC_NS_FD");
+	unsetenv("UIPC_NS_FILE");
+	char *args[] = { "ns_basic", "exec-child", NULL };
+	dt_exec_self(args);
+}
+
+/* ... also when the exec'd image's environment lacks the namespace */
+static void exec_bare_env(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	dt_semget(KEY + 30, 1, IPC_CREAT | 0600);
+	do_unshare();
+	make_three();
+	dt_wait(dt_fork(exec_runner_bare_env, NULL));
+}
+
 /* a second and a third unshare: each time a fresh namespace */
 static void again(int argc, char **argv)
 {
@@ -232,6 +253,7 @@ const struct dt_case dt_cases[] = {
 	{ "fork-inherits", fork_inherits, 0 },
 	{ "exec-inherits", exec_inherits, 0 },
 	{ "exec-child", exec_child, 1 },
+	{ "exec-bare-env", exec_bare_env, 0 },
 	{ "again", again, 0 },
 	{ "limits", limits, 0 },
 	{ "refused", refused, 0 },

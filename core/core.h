@@ -85,8 +85,8 @@ struct core_hooks {
 	void (*fork_child)(void);
 	/* the process registered again after an exec (slot PROC_IDX) */
 	void (*exec_note)(uint32_t proc_idx);
-	/* this process left NS for another (unshare), after its proc_exit:
-	 * drop what the process keeps that names NS's objects */
+	/* this process leaves NS for another (unshare), before its proc_exit
+	 * there: drop what the process keeps that names NS's objects */
 	void (*ns_leave)(struct ns *ns);
 };
 

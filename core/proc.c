@@ -579,13 +579,13 @@ void proc_leave_ns(struct ns *ns, bool *keep_map)
 	struct uproc *p = cur_proc(ns);
 
 	*keep_map = nr_threads() != 1;
+	run_leave_hooks(ns);          /* what the process keeps of NS */
 	if (p) {
 		run_exit_hooks(ns, p);    /* exit_sem, exit_shm: as unshare does */
 		pthread_mutex_lock(&reg_mutex);
 		free_own_slot(ns, false);
 		pthread_mutex_unlock(&reg_mutex);
 	}
-	run_leave_hooks(ns);
 	pthread_mutex_lock(&reg_mutex);
 	__atomic_store_n(&g_proc_idx, UINT32_MAX, __ATOMIC_RELEASE);
 	g_stale_idx = UINT32_MAX;

@@ -2113,6 +2113,9 @@ long ksys_shmat(int shmid, const void *shmaddr, int shmflg)
  * detached; then every later fragment of the same segment, mapped from
  * ADDR on too, that ends within the segment's size from ADDR.
  */
+static int l_norph;
+static int orphan_shmdt(uintptr_t addr);
+
 static int do_shmdt(struct ns *ns, const void *shmaddr)
 {
 	uintptr_t addr = (uintptr_t)shmaddr;
@@ -2137,7 +2140,7 @@ static int do_shmdt(struct ns *ns, const void *shmaddr)
 	}
 	if (first < 0) {
 		pthread_mutex_unlock(&l_mutex);
-		return -EINVAL;
+		return l_norph ? orphan_shmdt(addr) : -EINVAL;
 	}
 	{
 		struct lattach f0 = l_att[first];
@@ -3261,15 +3264,133 @@ int shm_check_tot(struct ns *ns, char *report, size_t len, size_t *used)
 	return bad + shm_check_pool(ns, report, len, used);
 }
 
-/* This process left NS (unshare), its exit_shm done: the fds it keeps are
- * of NS's segment files, looked up by NS's offsets, so they go; the
- * attachments stay mapped, no longer counted (see docs/namespaces.md). */
+/*
+ * Attachments made before an unshare (orphans).  The kernel keeps them
+ * attached and counted in the old namespace, and shmdt of one works.
+ * uipc counts them out at the unshare (its exit_shm) but keeps what the
+ * process needs for its own shmdt: the fragments, and which file and
+ * offset each mapping was of (from /proc/self/maps), so that a shmdt
+ * after the program replaced the mapping finds it is not one any more.
+ */
+struct orphan {
+	struct lattach f;
+	unsigned long ino;
+	uint64_t off;
+};
+static struct orphan *l_orph;
+
+/* the mapping that starts at ADDR: its file offset and inode (0: none) */
+static unsigned long map_at(uintptr_t addr, uint64_t *off)
+{
+	char line[512];
+	unsigned long ino = 0;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long a, b, i;
+		unsigned long long o;
+
+		if (sscanf(line, "%lx-%lx %*s %llx %*s %lu", &a, &b, &o, &i) == 4 && a == addr) {
+			*off = o;
+			ino = i;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return ino;
+}
+
+/* l_mutex held: the attachments become orphans */
+static void orphans_take(void)
+{
+	struct orphan *n = realloc(l_orph, (size_t)(l_norph + l_n) * sizeof(*n));
+
+	if (!n)
+		return;
+	l_orph = n;
+	for (int i = 0; i < l_n; i++) {
+		struct orphan *o = &l_orph[l_norph];
+
+		o->f = l_att[i];
+		o->ino = map_at(o->f.addr, &o->off);
+		if (o->ino)
+			l_norph++;
+	}
+}
+
+/* A piece of an orphan as mapped now: the part of a /proc/self/maps
+ * line [A, B) still mapping orphan O's file at O's offsets (the program
+ * may have cut or replaced it since). */
+struct opiece {
+	uintptr_t a, b;
+	uint64_t pgoff;            /* in the segment */
+	const struct orphan *o;
+};
+
+static int orphan_pieces(struct opiece *out, int max)
+{
+	char line[512];
+	int n = 0;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	while (f && n < max && fgets(line, sizeof(line), f)) {
+		unsigned long a, b, ino;
+		unsigned long long off;
+
+		if (sscanf(line, "%lx-%lx %*s %llx %*s %lu", &a, &b, &off, &ino) != 4 || !ino)
+			continue;
+		for (int i = 0; i < l_norph && n < max; i++) {
+			const struct orphan *o = &l_orph[i];
+
+			if (o->ino != ino || a < o->f.addr || b > o->f.addr + o->f.len ||
+			    off != o->off + (a - o->f.addr))
+				continue;
+			out[n++] = (struct opiece){ a, b, o->f.pgoff + (a - o->f.addr) / UIPC_PAGE, o };
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* shmdt of an orphan, as the kernel's shmdt selects vmas: the first piece
+ * at or above ADDR that starts where its page of the segment would, then
+ * every piece of the same segment within its size; -EINVAL: none */
+static int orphan_shmdt(uintptr_t addr)
+{
+	struct opiece pc[64];
+	int n, first = -1;
+
+	pthread_mutex_lock(&l_mutex);
+	n = orphan_pieces(pc, 64);
+	for (int i = 0; i < n; i++)
+		if (pc[i].a >= addr && (pc[i].a - addr) / UIPC_PAGE == pc[i].pgoff &&
+		    (first < 0 || pc[i].a < pc[first].a))
+			first = i;
+	for (int i = 0; first >= 0 && i < n; i++) {
+		const struct lattach *f0 = &pc[first].o->f, *f = &pc[i].o->f;
+
+		if (i == first || (pc[i].a > pc[first].a && f->obj == f0->obj &&
+				   f->gen == f0->gen && pc[i].b - addr <= f0->seglen &&
+				   (pc[i].a - addr) / UIPC_PAGE == pc[i].pgoff))
+			sys_munmap((void *)pc[i].a, pc[i].b - pc[i].a);
+	}
+	pthread_mutex_unlock(&l_mutex);
+	return first >= 0 ? 0 : -EINVAL;
+}
+
+/* This process leaves NS (unshare), before its exit_shm there: the fds it
+ * keeps are of NS's segment files, looked up by NS's offsets, so they go;
+ * the attachments stay mapped, as orphans (above). */
 void shm_ns_leave(struct ns *ns)
 {
 	int dfd;
 
 	(void)ns;
 	pthread_mutex_lock(&l_mutex);
+	orphans_take();
 	l_n = 0;
 	while (l_nfds > 0)
 		fd_close_safe(l_fds[--l_nfds].fd);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/msg.h>
+#include <sys/mman.h>
 #include <sys/shm.h>
 #include <unistd.h>
 
@@ -132,6 +133,35 @@ static void old_attachment(int argc, char **argv)
 	p[1] = 'b';
 	dt_out("old attachment written: '%c%c'", p[0], p[1]);
 	dt_shmget(KEY, 4096, 0);
+	/* and detached as any attachment (the kernel counts it in the old
+	 * namespace until then) */
+	char *q = dt_shmat(dt_shmget(KEY, 4096, IPC_CREAT | 0600), NULL, 0);
+	dt_shmdt(p, "old");
+	dt_shm_access(p, "old, detached");
+	dt_shmdt(p, "old");
+	dt_shmdt(q, "new");
+}
+
+/* an old attachment the program unmapped and replaced: no longer one */
+static void old_attachment_replaced(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	int id = dt_shmget(KEY, 8192, IPC_CREAT | 0600);
+	char *p = dt_shmat(id, NULL, 0);
+	char *p2 = dt_shmat(id, NULL, 0);
+	if (p == (void *)-1 || p2 == (void *)-1)
+		return;
+	do_unshare();
+	munmap(p, 8192);
+	void *m = mmap(p, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	dt_out("mmap over it: %s", m == p ? "same address" : "elsewhere");
+	dt_shmdt(p, "replaced");
+	dt_shm_access(p, "replaced");
+	/* a part of the other cut away: shmdt of its start still detaches the rest */
+	munmap(p2, 4096);
+	dt_shmdt(p2, "cut");
+	dt_shmdt(p2 + 4096, "cut+4096");
+	dt_shm_access(p2 + 4096, "cut+4096");
 }
 
 static void child_looks(void *arg)
@@ -250,6 +280,7 @@ const struct dt_case dt_cases[] = {
 	{ "invisible", invisible, 0 },
 	{ "undo-at-unshare", undo_at_unshare, 0 },
 	{ "old-attachment", old_attachment, 0 },
+	{ "old-attachment-replaced", old_attachment_replaced, 0 },
 	{ "fork-inherits", fork_inherits, 0 },
 	{ "exec-inherits", exec_inherits, 0 },
 	{ "exec-child", exec_child, 1 },

@@ -233,6 +233,9 @@ UIPC_HIDDEN void proc_reap(struct ns *ns, struct uproc *p);
  * for it there).  *KEEP_MAP: other threads may still hold slots in it, so
  * it must stay mapped. */
 UIPC_HIDDEN void proc_leave_ns(struct ns *ns, bool *keep_map);
+/* in the child of clone(CLONE_NEWIPC) (no CLONE_VM): start it in NEW;
+ * ROBUST_HEAD, ROBUST_LEN: the cloning thread's get_robust_list */
+UIPC_HIDDEN void proc_clone_child(struct ns *new, void *robust_head, size_t robust_len);
 
 /* ---- cred.c: the caller's credentials, cached ---- */
 struct ucred_cache {

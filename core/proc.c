@@ -491,6 +491,46 @@ static void atfork_child(void)
 	run_fork_child_hooks(); /* e.g. shm: the child inherits the attachments */
 }
 
+static void run_leave_hooks(struct ns *ns);
+
+/* The child of clone(CLONE_NEWIPC) without CLONE_VM: a new process (no
+ * atfork handler ran) that starts in NEW.  It was never registered in the
+ * parent's namespace and has no SEM_UNDO list (the kernel does not give a
+ * clone child one either): it only drops what it inherited of it. */
+void proc_clone_child(struct ns *new, void *robust_head, size_t robust_len)
+{
+	struct ns *old = ns_current();
+
+	/*
+	 * The parent's list of robust mutexes held (glibc's, at the same
+	 * address in our copy of its memory) names locks the parent holds,
+	 * in an arena we are about to unmap; the kernel gave this new task no
+	 * list at all.  Start an empty one, as glibc's fork does: else the
+	 * next lock would link itself to the parent's, and our death would
+	 * not mark our locks owner-dead.  (The head's first word is the list,
+	 * the third the pending lock: struct robust_list_head.)
+	 */
+	if (robust_head) {
+		void **h = robust_head;
+
+		h[0] = h;
+		h[2] = NULL;
+		syscall(SYS_set_robust_list, robust_head, robust_len);
+	}
+
+	g_pid = 0;
+	g_proc_idx = UINT32_MAX;
+	g_stale_idx = UINT32_MAX;
+	uipc_tls_thread = NULL;
+	uipc_tls_ns = NULL;
+	g_ns_for_hooks = NULL;
+	j_forget_held();
+	pthread_mutex_init(&reg_mutex, NULL);
+	if (old)
+		run_leave_hooks(old);
+	ns_switch(new, false);
+}
+
 /* The kernel's exit work (exit_sem, exit_shm, ...): every layer's
  * proc_exit for this process. */
 void proc_exit_work(void)

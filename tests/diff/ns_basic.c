@@ -22,6 +22,7 @@
 #include <sys/msg.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define KEY 0x5eed
@@ -229,6 +230,34 @@ static void exec_bare_env(int argc, char **argv)
 	dt_wait(dt_fork(exec_runner_bare_env, NULL));
 }
 
+static int clone_child_fn(void *arg)
+{
+	(void)arg;
+	dt_out("clone child:");
+	look_for_three();
+	dt_semget(KEY + 50, 1, IPC_CREAT | 0600);
+	counts();
+	return 0;
+}
+
+/* clone(CLONE_NEWIPC): the child starts in a fresh namespace, the parent
+ * stays in its own */
+static void clone_newipc(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	static char stack[256 << 10] __attribute__((aligned(16)));
+	make_three();
+	errno = 0;
+	int pid = clone(clone_child_fn, stack + sizeof(stack), CLONE_NEWIPC | SIGCHLD, NULL);
+	int st = -1;
+	if (pid > 0 && waitpid(pid, &st, 0) != pid)
+		dt_fail("waitpid");
+	dt_out("clone(CLONE_NEWIPC) = %s, exit %d", pid > 0 ? "child" : dt_res(pid, errno),
+	       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	look_for_three();
+	dt_semget(KEY + 50, 1, 0);
+}
+
 /* a second and a third unshare: each time a fresh namespace */
 static void again(int argc, char **argv)
 {
@@ -285,6 +314,7 @@ const struct dt_case dt_cases[] = {
 	{ "exec-inherits", exec_inherits, 0 },
 	{ "exec-child", exec_child, 1 },
 	{ "exec-bare-env", exec_bare_env, 0 },
+	{ "clone-newipc", clone_newipc, 0 },
 	{ "again", again, 0 },
 	{ "limits", limits, 0 },
 	{ "refused", refused, 0 },

@@ -3304,8 +3304,12 @@ static unsigned long map_at(uintptr_t addr, uint64_t *off)
 /* l_mutex held: the attachments become orphans */
 static void orphans_take(void)
 {
-	struct orphan *n = realloc(l_orph, (size_t)(l_norph + l_n) * sizeof(*n));
+	struct orphan *n;
 
+	/* never realloc to 0 bytes: that frees the table */
+	if (!l_n)
+		return;
+	n = realloc(l_orph, (size_t)(l_norph + l_n) * sizeof(*n));
 	if (!n)
 		return;
 	l_orph = n;

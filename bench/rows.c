@@ -60,6 +60,8 @@ struct run bench_runs[] = {
 	{ .name = "doors-getpid", .argv = { "doors", "getpid" }, .reps = 5, .timeout = T },
 	{ .name = "doors-open", .argv = { "doors", "open" }, .reps = 5, .timeout = T },
 	{ .name = "doors-write", .argv = { "doors", "write" }, .reps = 5, .timeout = T },
+	/* 12. IPC namespaces (issue 15, seed 003) */
+	{ .name = "ns-unshare", .argv = { "ns_unshare", "1000" }, .reps = 3, .timeout = T },
 };
 const int bench_nruns = sizeof(bench_runs) / sizeof(bench_runs[0]);
 
@@ -181,6 +183,17 @@ const struct row bench_rows[] = {
 	    "ns_per_op", -1),
 	VAL("doors.write", "write of 1 byte to /dev/null", "ns/op", "doors-write",
 	    "ns_per_op", -1),
+	GROUP("12. IPC namespaces: unshare(CLONE_NEWIPC) (seed 003)"),
+	VAL("ns.unshare_1000_ms", "1000 x unshare in one process, total", "ms",
+	    "ns-unshare", "unshare_total_ms", -1),
+	VAL("ns.unshare_fresh_us", "unshare, median of 50", "us",
+	    "ns-unshare", "unshare_fresh_us", -1),
+	VAL("ns.first_semget_us", "first semget in a new namespace", "us",
+	    "ns-unshare", "first_semget_us", -1),
+	VAL("ns.second_semget_us", "second semget in it", "us",
+	    "ns-unshare", "second_semget_us", -1),
+	VAL("ns.leave_64m_us", "unshare leaving a written 64 MiB segment", "us",
+	    "ns-unshare", "leave_64m_us", -1),
 
 	GROUP("7. arena usage (uipc_ns_stats)"),
 	UIPC("arena.sem_array_bytes", "bytes per semaphore array (header)", "B",

@@ -30,6 +30,7 @@
 #define MIN_CLASS  6
 #define MAX_CLASS  39
 #define POPULATE_CHUNK (256u << 10)
+#define POPULATE_FIRST (16u << 10)
 
 struct blk {
 	uint32_t magic;
@@ -80,7 +81,14 @@ static uoff_t bump(struct ns *ns, struct alloc_state *a, int cls)
 	if (end > ns->size || end < start)
 		return 0;
 	if (end > a->populated) {
-		uint64_t to = (end + POPULATE_CHUNK - 1) & ~(uint64_t)(POPULATE_CHUNK - 1);
+		/* populated ahead as much as the heap already has, from 16 KiB up
+		 * to 256 KiB: a new namespace's first call (unshare, then one
+		 * semget) must not pay for 256 KiB it may never use */
+		uint64_t have = a->populated - ns->lay.heap_start;
+		uint64_t chunk = have < POPULATE_FIRST ? POPULATE_FIRST :
+				 have > POPULATE_CHUNK ? POPULATE_CHUNK :
+				 1ULL << (63 - __builtin_clzll(have));
+		uint64_t to = (end + chunk - 1) & ~(chunk - 1);
 
 		if (to > ns->size)
 			to = ns->size;

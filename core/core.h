@@ -48,6 +48,7 @@ struct ns {
 	gid_t file_gid;
 	unsigned file_mode;
 	bool shared;               /* a shared namespace (uipc-shared-NAME) */
+	int anon_fd;               /* an anonymous namespace's memfd, else -1 */
 	char path[4096];
 };
 
@@ -84,6 +85,9 @@ struct core_hooks {
 	void (*fork_child)(void);
 	/* the process registered again after an exec (slot PROC_IDX) */
 	void (*exec_note)(uint32_t proc_idx);
+	/* this process leaves NS for another (unshare), before its proc_exit
+	 * there: drop what the process keeps that names NS's objects */
+	void (*ns_leave)(struct ns *ns);
 };
 
 #define CORE_HOOKS(name)                                                     \
@@ -102,6 +106,28 @@ UIPC_HIDDEN int ns_path(const char *name, char *buf, size_t len);
 UIPC_HIDDEN int ns_create(const char *name, const struct uipc_ns_opts *opts);
 UIPC_HIDDEN int ns_remove(const char *name);
 UIPC_HIDDEN int ns_select(const char *name);
+/* An anonymous namespace's memfd holds its segments too (shm.c): segment
+ * file K is the range [K << ANON_SLOT_SHIFT, +ANON_SLOT) of it, K >= 1
+ * (the arena is in the first), so that the kernel frees their memory with
+ * the namespace's last fd or mapping. */
+#define ANON_SLOT_SHIFT 48                  /* 256 TiB: the largest segment */
+#define ANON_SLOT (1ULL << ANON_SLOT_SHIFT)
+#define ANON_SLOTS ((1ULL << (63 - ANON_SLOT_SHIFT)) - 1)  /* file size < 2^63 */
+#define ANON_FILE_SIZE (ANON_SLOTS << ANON_SLOT_SHIFT)
+/* anonymous namespaces (unshare): a new one, built and mapped but not
+ * entered; dropping one never entered; entering it (after leaving the old
+ * one: proc_leave_ns); the current one without opening it (NULL: none) */
+UIPC_HIDDEN int ns_anon_new(struct ns **out);
+UIPC_HIDDEN void ns_anon_drop(struct ns *ns);
+UIPC_HIDDEN void ns_switch(struct ns *new, bool keep_old_map);
+UIPC_HIDDEN struct ns *ns_current(void);
+UIPC_HIDDEN struct ns *ns_get_existing(void);  /* never creates one */
+/* the environment entries (UIPC_NS_FD=..., UIPC_NS_FILE=...) an exec'd
+ * image needs to find the current anonymous namespace: 1, or 0 when the
+ * current namespace is not anonymous.  No allocation (vfork children). */
+UIPC_HIDDEN int ns_exec_env(char *fdvar, size_t fdlen, char *filevar, size_t filelen);
+/* an anonymous namespace's fd, which the program's close must not close */
+UIPC_HIDDEN bool ns_fd_guarded(int fd);
 /* 64 unpredictable bits (getrandom): names others must not guess */
 UIPC_HIDDEN uint64_t ns_random64(void);
 
@@ -182,14 +208,16 @@ UIPC_HIDDEN void arena_init(struct uipc_hdr *h, uoff_t heap_start);
 /* ---- proc.c ---- */
 UIPC_HIDDEN struct uthread *cur_thread_slow(struct ns *ns);
 UIPC_HIDDEN extern __thread struct uthread *uipc_tls_thread;
+UIPC_HIDDEN extern __thread struct ns *uipc_tls_ns;  /* the namespace of that slot */
 
 /* this thread's slot, registered on first use: inline, since every lock
- * acquire asks (a call into proc.c cost more than the answer) */
+ * acquire asks (a call into proc.c cost more than the answer).  A slot of
+ * a namespace the process has left (unshare) is not this one's. */
 static inline struct uthread *cur_thread(struct ns *ns)
 {
 	struct uthread *t = uipc_tls_thread;
 
-	return likely(t) ? t : cur_thread_slow(ns);
+	return likely(t && uipc_tls_ns == ns) ? t : cur_thread_slow(ns);
 }
 UIPC_HIDDEN struct uproc *cur_proc(struct ns *ns);   /* NULL: no slot (ENOMEM) */
 UIPC_HIDDEN int cur_pid(void);
@@ -201,6 +229,13 @@ UIPC_HIDDEN bool proc_is_dead(struct ns *ns, struct uproc *p);
 UIPC_HIDDEN void proc_note_continue(void);
 UIPC_HIDDEN bool tid_is_registered(struct ns *ns, pid_t tid);
 UIPC_HIDDEN void proc_reap(struct ns *ns, struct uproc *p);
+/* unshare: this process leaves NS (the kernel's exit_sem and exit_shm run
+ * for it there).  *KEEP_MAP: other threads may still hold slots in it, so
+ * it must stay mapped. */
+UIPC_HIDDEN void proc_leave_ns(struct ns *ns, bool *keep_map);
+/* in the child of clone(CLONE_NEWIPC) (no CLONE_VM): start it in NEW;
+ * ROBUST_HEAD, ROBUST_LEN: the cloning thread's get_robust_list */
+UIPC_HIDDEN void proc_clone_child(struct ns *new, void *robust_head, size_t robust_len);
 
 /* ---- cred.c: the caller's credentials, cached ---- */
 struct ucred_cache {

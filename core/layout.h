@@ -248,7 +248,7 @@ struct shm_spare {
 };
 
 struct shm_pool {
-	uint64_t next_file;        /* unused: file numbers are random (shm.c) */
+	uint64_t next_file;        /* anonymous namespaces only: the last segment number (shm.c) */
 	uint32_t n;                /* entries in use */
 	uint32_t pad;
 	struct shm_spare e[SHM_POOL_CAP];

@@ -38,6 +38,7 @@ static bool g_ns_used;    /* an IPC call has used g_ns */
  * its uid stays in its namespace, as with kernel IPC namespaces.
  */
 static char g_pinned[4096];
+static int g_pinned_fd = -1; /* an anonymous namespace's inherited arena fd */
 static struct ns *g_ns;
 static int g_ns_err;
 static char g_sel_name[UIPC_NS_NAME_MAX + 1];
@@ -554,6 +555,7 @@ static int map_checked(int fd, const char *path, struct ns **out, bool shared)
 	ns->file_gid = st.st_gid;
 	ns->file_mode = st.st_mode & 0777;
 	ns->shared = shared;
+	ns->anon_fd = -1;
 	compute_layout(ns->shift, &ns->lay, &eager_end);
 	snprintf(ns->path, sizeof(ns->path), "%s", path);
 	*out = ns;
@@ -705,8 +707,12 @@ static int open_or_create(const char *path, struct ns **out)
 	return -ENOENT;
 }
 
+static int map_anon(int fd, const char *path, struct ns **out);
+
 static int open_pinned(struct ns **out)
 {
+	if (g_pinned_fd >= 0)
+		return map_anon(g_pinned_fd, g_pinned, out);
 	if (!g_pinned[0]) {
 		say("uipc: invalid namespace name '%s' (NAME or shared:NAME; NAME: letters, "
 		    "digits, . _ -; at most %d)", current_name(), UIPC_NS_NAME_MAX);
@@ -725,9 +731,14 @@ static void ns_unmap(struct ns *ns)
  * inherited one is checked like any other each time it is opened (by its
  * name's kind), so a file planted before the first process chose it is
  * refused by the children too. */
+static void pin_anon(void);
+
 static void pin_path(void)
 {
 	const char *f = getenv("UIPC_NS_FILE");
+
+	if (!g_sel_name[0])
+		pin_anon();
 
 	if (!g_sel_name[0] && f && *f && strlen(f) < sizeof(g_pinned)) {
 		snprintf(g_pinned, sizeof(g_pinned), "%s", f);
@@ -876,6 +887,8 @@ int ns_select(const char *name)
 	else {
 		snprintf(g_sel_name, sizeof(g_sel_name), "%s", name);
 		g_ns_err = 0;
+		g_pinned_fd = -1;
+		unsetenv("UIPC_NS_FD");
 		unsetenv("UIPC_NS_FILE");
 		pin_path();
 	}
@@ -883,3 +896,211 @@ int ns_select(const char *name)
 	return r;
 }
 
+
+/* ---- anonymous namespaces: unshare(CLONE_NEWIPC) ----
+ *
+ * An anonymous namespace's arena is a memfd: no name in any directory, so
+ * the kernel frees it when the last member's fd and mapping go, whatever
+ * killed them (see docs/namespaces.md).  Members find it through an fd
+ * they inherit (not close-on-exec), named by UIPC_NS_FD in the
+ * environment.  Its segments are slots of the same memfd (shm.c), so
+ * nothing of it is ever in a directory.  UIPC_NS_FILE names it in messages.
+ */
+#define NS_FD_ENV "UIPC_NS_FD"
+#define ANON_FD_BASE 900     /* out of the way of the program's low fds */
+
+
+/* Map the arena of the anonymous namespace FD (its segments named after
+ * PATH).  Joined by possession of the fd, as a kernel namespace is joined
+ * through an inherited reference: no name checks, the header's are made. */
+static int map_anon(int fd, const char *path, struct ns **out)
+{
+	struct stat st;
+	struct uipc_hdr hdr;
+	struct ns *ns;
+	uint64_t eager_end;
+	void *m;
+	int r;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != ANON_FILE_SIZE ||
+	    pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || hdr.arena_size > ANON_SLOT)
+		return -EINVAL;
+	/* the file is the arena, then the segments' slots (shm.c) */
+	st.st_size = (off_t)hdr.arena_size;
+	r = check_header(fd, &st, path, &hdr);
+	if (r)
+		return r;
+	m = map_arena(fd, hdr.arena_size);
+	if (m == MAP_FAILED)
+		return -errno;
+	ns = calloc(1, sizeof(*ns));
+	if (!ns) {
+		sys_munmap(m, hdr.arena_size);
+		return -ENOMEM;
+	}
+	ns->base = m;
+	ns->size = hdr.arena_size;
+	ns->hdr = m;
+	ns->shift = (int)hdr.ipcmni_shift;
+	ns->ipcmni = 1 << ns->shift;
+	ns->file_uid = st.st_uid;
+	ns->file_gid = st.st_gid;
+	ns->file_mode = 0600;
+	ns->anon_fd = fd;
+	compute_layout(ns->shift, &ns->lay, &eager_end);
+	snprintf(ns->path, sizeof(ns->path), "%s", path);
+	*out = ns;
+	return 0;
+}
+
+/* The inherited anonymous namespace, if the environment names one whose
+ * fd is open (an fd closed by the program is no namespace). */
+static void pin_anon(void)
+{
+	const char *v = getenv(NS_FD_ENV);
+	char *end;
+	long fd;
+
+	if (!v || !*v)
+		return;
+	fd = strtol(v, &end, 10);
+	if (*end || fd < 0 || fd > INT_MAX || fcntl((int)fd, F_GETFD) < 0)
+		return;
+	g_pinned_fd = (int)fd;
+}
+
+/* The name the segments of a new anonymous namespace are made after. */
+static int anon_path(char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/uipc-%u-anon-%016llx", ns_dir(false),
+			 (unsigned)geteuid(), (unsigned long long)ns_random64());
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* A new memfd arena, built whole before anyone can see it: its fd, moved
+ * above ANON_FD_BASE and inherited across exec.  -errno on failure. */
+static int anon_arena(void)
+{
+	uint64_t size = page_up((uint64_t)env_num("UIPC_NS_SIZE", (int64_t)DEFAULT_ARENA));
+	int extended = env_num("UIPC_NS_EXTENDED", 0) != 0;
+	int fd, hi, r;
+
+	if (size < MIN_ARENA * 2 || size > ANON_SLOT)
+		return -EINVAL;
+	fd = (int)sys_syscall(SYS_memfd_create, "uipc-ns", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = build_file(fd, 0600, size, extended);
+	/* room for the segments' slots after the arena: sparse, no memory */
+	if (!r && ftruncate(fd, (off_t)ANON_FILE_SIZE) < 0)
+		r = -errno;
+	if (r) {
+		sys_close(fd);
+		return r;
+	}
+	hi = fcntl(fd, F_DUPFD, ANON_FD_BASE);  /* no FD_CLOEXEC: exec keeps it */
+	r = hi < 0 ? -errno : 0;
+	sys_close(fd);
+	return r ? r : hi;
+}
+
+int ns_anon_new(struct ns **out)
+{
+	char path[4096];
+	int fd, r = anon_path(path, sizeof(path));
+
+	if (r)
+		return r;
+	fd = anon_arena();
+	if (fd < 0)
+		return fd;
+	r = map_anon(fd, path, out);
+	if (r)
+		sys_close(fd);
+	return r;
+}
+
+void ns_anon_drop(struct ns *ns)
+{
+	sys_close(ns->anon_fd);
+	ns_unmap(ns);
+}
+
+bool ns_fd_guarded(int fd)
+{
+	struct ns *ns = __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
+
+	return fd >= 0 && ((ns && ns->anon_fd == fd) ||
+			   (!ns && fd == __atomic_load_n(&g_pinned_fd, __ATOMIC_RELAXED)));
+}
+
+/* Leaving OLD (the caller's registration is gone): its arena goes from
+ * this process; an anonymous one is freed by the kernel when its last
+ * member lets go of it.  The mapping is kept while another thread may
+ * still hold a slot in it (thread_exit_hook).  Deliberately no teardown
+ * work here: the leaver does not pay for the namespace (seed 003). */
+static void ns_release_old(struct ns *old, bool keep_map)
+{
+	if (old->anon_fd >= 0)
+		sys_close(old->anon_fd);
+	old->anon_fd = -1;
+	if (!keep_map)
+		ns_unmap(old);
+}
+
+/* Switch this process to NEW (from ns_anon_new): the kernel's unshare of
+ * the IPC namespace, per process.  The caller left the old one first
+ * (proc_leave_ns). */
+void ns_switch(struct ns *new, bool keep_old_map)
+{
+	char fdbuf[16];
+	struct ns *old;
+
+	pthread_mutex_lock(&ns_mutex);
+	old = g_ns;
+	__atomic_store_n(&g_ns, new, __ATOMIC_RELEASE);
+	g_ns_used = true;
+	g_ns_err = 0;
+	g_pinned_fd = new->anon_fd;
+	snprintf(g_pinned, sizeof(g_pinned), "%s", new->path);
+	snprintf(fdbuf, sizeof(fdbuf), "%d", new->anon_fd);
+	setenv(NS_FD_ENV, fdbuf, 1);
+	setenv("UIPC_NS_FILE", new->path, 1);
+	pthread_mutex_unlock(&ns_mutex);
+	if (old)
+		ns_release_old(old, keep_old_map);
+}
+
+int ns_exec_env(char *fdvar, size_t fdlen, char *filevar, size_t filelen)
+{
+	struct ns *ns = ns_current();
+
+	if (!ns || ns->anon_fd < 0)
+		return 0;
+	snprintf(fdvar, fdlen, NS_FD_ENV "=%d", ns->anon_fd);
+	snprintf(filevar, filelen, "UIPC_NS_FILE=%s", ns->path);
+	return 1;
+}
+
+struct ns *ns_current(void)
+{
+	return __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
+}
+
+/* The namespace to leave at an unshare: the current one, opened if it
+ * exists (after an exec, SEM_UNDO state may wait there), but never created
+ * only to be left.  NULL: none. */
+struct ns *ns_get_existing(void)
+{
+	struct ns *ns = ns_current();
+	struct stat st;
+
+	if (ns)
+		return ns;
+	if (g_pinned_fd < 0 && (!g_pinned[0] || stat(g_pinned, &st) < 0))
+		return NULL;
+	return ns_get();
+}

@@ -29,6 +29,7 @@ static pthread_key_t thread_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 /* this thread's slot; read inline by cur_thread() (core.h) */
 __thread struct uthread *uipc_tls_thread;
+__thread struct ns *uipc_tls_ns;
 static struct ns *g_ns_for_hooks;
 
 /* ---- the layers' hooks (CORE_HOOKS in core.h), in link order ---- */
@@ -350,8 +351,10 @@ struct uthread *cur_thread_slow(struct ns *ns)
 {
 	/* no handler may register this thread again in the middle */
 	uipc_crit_enter();
-	if (!uipc_tls_thread)
+	if (!uipc_tls_thread || uipc_tls_ns != ns) {
 		uipc_tls_thread = register_thread(ns);
+		uipc_tls_ns = ns;
+	}
 	uipc_crit_exit();
 	return uipc_tls_thread;
 }
@@ -488,6 +491,46 @@ static void atfork_child(void)
 	run_fork_child_hooks(); /* e.g. shm: the child inherits the attachments */
 }
 
+static void run_leave_hooks(struct ns *ns);
+
+/* The child of clone(CLONE_NEWIPC) without CLONE_VM: a new process (no
+ * atfork handler ran) that starts in NEW.  It was never registered in the
+ * parent's namespace and has no SEM_UNDO list (the kernel does not give a
+ * clone child one either): it only drops what it inherited of it. */
+void proc_clone_child(struct ns *new, void *robust_head, size_t robust_len)
+{
+	struct ns *old = ns_current();
+
+	/*
+	 * The parent's list of robust mutexes held (glibc's, at the same
+	 * address in our copy of its memory) names locks the parent holds,
+	 * in an arena we are about to unmap; the kernel gave this new task no
+	 * list at all.  Start an empty one, as glibc's fork does: else the
+	 * next lock would link itself to the parent's, and our death would
+	 * not mark our locks owner-dead.  (The head's first word is the list,
+	 * the third the pending lock: struct robust_list_head.)
+	 */
+	if (robust_head) {
+		void **h = robust_head;
+
+		h[0] = h;
+		h[2] = NULL;
+		sys_syscall(SYS_set_robust_list, robust_head, robust_len);
+	}
+
+	g_pid = 0;
+	g_proc_idx = UINT32_MAX;
+	g_stale_idx = UINT32_MAX;
+	uipc_tls_thread = NULL;
+	uipc_tls_ns = NULL;
+	g_ns_for_hooks = NULL;
+	j_forget_held();
+	pthread_mutex_init(&reg_mutex, NULL);
+	if (old)
+		run_leave_hooks(old);
+	ns_switch(new, false);
+}
+
 /* The kernel's exit work (exit_sem, exit_shm, ...): every layer's
  * proc_exit for this process. */
 void proc_exit_work(void)
@@ -507,24 +550,89 @@ void proc_exit_work(void)
 	run_exit_hooks(ns, p);
 }
 
-static void exit_hook(void)
+/* Give back this process's slot in NS (its exit work done); only the
+ * thread that holds the alive lock may let it go. */
+static void free_own_slot(struct ns *ns, bool exiting)
 {
-	struct ns *ns;
-	struct uproc *p;
+	struct uproc *p = proc_at(ns, g_proc_idx);
+	pid_t tid = (pid_t)sys_syscall(SYS_gettid);
 
-	proc_exit_work();
-	if ((pid_t)sys_syscall(SYS_getpid) != g_pid || g_proc_idx == UINT32_MAX)
-		return;
-	ns = ns_get();
-	p = ns ? proc_at(ns, g_proc_idx) : NULL;
-	thread_exit_hook(uipc_tls_thread);
+	if (uipc_tls_ns == ns)
+		thread_exit_hook(uipc_tls_thread);
 	if (p) {
-		if (atomic_load(&p->alive_tid) != 0) {
+		if (atomic_load(&p->alive_tid) == tid) {
+			atomic_store(&p->alive_tid, 0);
+			pthread_mutex_unlock(&p->alive);
+		} else if (atomic_load(&p->alive_tid) != 0) {
+			if (!exiting)
+				return;  /* another thread holds it: reaped after our death */
 			atomic_store(&p->alive_tid, 0);
 			pthread_mutex_unlock(&p->alive);
 		}
 		atomic_store(&p->state, SLOT_WORD(0, SLOT_FREE));
 	}
+}
+
+static void exit_hook(void)
+{
+	struct ns *ns;
+
+	proc_exit_work();
+	if ((pid_t)sys_syscall(SYS_getpid) != g_pid || g_proc_idx == UINT32_MAX)
+		return;
+	ns = ns_get();
+	if (!ns)
+		return;
+	free_own_slot(ns, true);
+}
+
+/* threads of this process (field 20 of /proc/self/stat); 0: unknown */
+static long nr_threads(void)
+{
+	char buf[1024], *p;
+	ssize_t n;
+	int fd = sys_open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	sys_close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	for (int field = 2; field < 20 && p; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtol(p + 1, NULL, 10) : 0;
+}
+
+static void run_leave_hooks(struct ns *ns)
+{
+	for_each_hooks(h)
+		if (h->ns_leave)
+			h->ns_leave(ns);
+}
+
+void proc_leave_ns(struct ns *ns, bool *keep_map)
+{
+	/* registering finds our slot again after an exec: its SEM_UNDO list */
+	struct uproc *p = cur_proc(ns);
+
+	*keep_map = nr_threads() != 1;
+	run_leave_hooks(ns);          /* what the process keeps of NS */
+	if (p) {
+		run_exit_hooks(ns, p);    /* exit_sem, exit_shm: as unshare does */
+		pthread_mutex_lock(&reg_mutex);
+		free_own_slot(ns, false);
+		pthread_mutex_unlock(&reg_mutex);
+	}
+	pthread_mutex_lock(&reg_mutex);
+	__atomic_store_n(&g_proc_idx, UINT32_MAX, __ATOMIC_RELEASE);
+	g_stale_idx = UINT32_MAX;
+	pthread_mutex_unlock(&reg_mutex);
+	uipc_tls_thread = NULL;
+	uipc_tls_ns = NULL;
+	__atomic_store_n(&g_ns_for_hooks, NULL, __ATOMIC_RELEASE);
 }
 
 __attribute__((constructor)) static void proc_init(void)

@@ -34,7 +34,7 @@ typedef int (*fd3_fn)(int, int, int);
 int close(int fd)
 {
 	REAL("close", fd1_fn);
-	if (unlikely(shm_fd_guarded(fd))) {
+	if (unlikely(shm_fd_guarded(fd) || ns_fd_guarded(fd))) {
 		errno = EBADF;
 		return -1;
 	}

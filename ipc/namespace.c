@@ -60,6 +60,7 @@ CORE_HOOKS(ipc_hooks) = {
 	.proc_exit = ipc_proc_exit,
 	.fork_child = shm_fork_child,     /* the child inherits the attachments */
 	.exec_note = shm_note_exec,       /* the old image's attachments are gone */
+	.ns_leave = shm_ns_leave,         /* unshare: its segments' fds go */
 };
 
 /* ---- statistics and fsck (include/uipc.h, via entry/api.c) ---- */

@@ -385,6 +385,101 @@ static void file_name(struct ns *ns, uint64_t file, char *buf, size_t len)
 	snprintf(buf, len, "%s.shm-%llx", ns->path, (unsigned long long)file);
 }
 
+/* ---- an anonymous namespace's segments: slots of its memfd ----
+ *
+ * An anonymous namespace (unshare) has no directory entries: the memory of
+ * its segment number K is the range [K << ANON_SLOT_SHIFT, +ANON_SLOT) of
+ * the arena's memfd (core/core.h), so that the kernel frees it with the
+ * namespace, whatever killed its members.  The file protocol (fd cache,
+ * pool of spares) stays the same; only these calls differ: an "open" is a
+ * dup of the memfd, truncating to 0 punches the slot, unlinking punches it
+ * and forgets the number, and numbers come from a counter (pool.next_file),
+ * never reused but through the pool, like the random names of files.
+ */
+static bool anon(struct ns *ns)
+{
+	return ns->anon_fd >= 0;
+}
+
+/* where segment FILE starts in the fd that maps it */
+static off_t seg_map_off(struct ns *ns, uint64_t file)
+{
+	return anon(ns) ? (off_t)(file << ANON_SLOT_SHIFT) : 0;
+}
+
+/* open segment file FILE (NAME in DFD): a new fd, or -1 and errno */
+static int seg_openat(struct ns *ns, int dfd, const char *name, uint64_t file, int oflag)
+{
+	(void)file;
+	if (anon(ns))
+		return fcntl(ns->anon_fd, F_DUPFD_CLOEXEC, 0);
+	if (dfd < 0) {
+		errno = ENOENT;
+		return -1;
+	}
+	return sys_openat(dfd, name, oflag | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* ftruncate of segment FILE through FD: 0 empties it (the slot punched);
+ * a size must fit the slot */
+static int seg_truncate(struct ns *ns, int fd, uint64_t file, uint64_t size)
+{
+	if (!anon(ns))
+		return ftruncate(fd, (off_t)size);
+	if (size > ANON_SLOT) {
+		errno = EFBIG;
+		return -1;
+	}
+	if (size)
+		return 0;
+	return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, seg_map_off(ns, file),
+			 (off_t)ANON_SLOT);
+}
+
+/* unlinkat of segment FILE (NAME in DFD): an anonymous one's slot is
+ * emptied, its number never used again */
+static void seg_unlinkat(struct ns *ns, int dfd, const char *name, uint64_t file)
+{
+	if (anon(ns)) {
+		int fd = seg_openat(ns, dfd, name, file, O_RDWR);
+
+		if (fd >= 0) {
+			seg_truncate(ns, fd, file, 0);
+			sys_close(fd);
+		}
+		return;
+	}
+	if (dfd >= 0)
+		unlinkat(dfd, name, 0);
+}
+
+/* pages of memory segment FILE holds (LEN: its size; -1: unknown) */
+static long seg_pages(struct ns *ns, uint64_t file, uint64_t len)
+{
+	char path[4200];
+	struct stat st;
+	off_t at, end, data, hole;
+	long pages = 0;
+
+	if (!anon(ns)) {
+		file_name(ns, file, path, sizeof(path));
+		return stat(path, &st) == 0 ? (long)(st.st_blocks * 512 / UIPC_PAGE) : -1;
+	}
+	at = seg_map_off(ns, file);
+	end = at + (off_t)len;
+	while (at < end) {
+		data = lseek(ns->anon_fd, at, SEEK_DATA);
+		if (data < 0 || data >= end)
+			break;
+		hole = lseek(ns->anon_fd, data, SEEK_HOLE);
+		if (hole < 0 || hole > end)
+			hole = end;
+		pages += (long)((hole - data) / UIPC_PAGE);
+		at = hole;
+	}
+	return pages;
+}
+
 static struct shm_att *att_at(struct ns *ns, struct shmid_kernel *shp)
 {
 	if (!shp->att || !shp->att_cap)
@@ -740,8 +835,7 @@ static void pool_discard(struct ns *ns, struct shm_pool *pl, uint32_t k)
 	int dfd = seg_dirfd(ns), fd;
 
 	file_base(ns, pl->e[k].file, name, sizeof(name));
-	if (dfd >= 0)
-		unlinkat(dfd, name, 0);
+	seg_unlinkat(ns, dfd, name, pl->e[k].file);
 	pthread_mutex_lock(&l_mutex);
 	fd = spare_take(pl->e[k].file);
 	if (fd >= 0)
@@ -807,10 +901,10 @@ static bool holder_gone(struct ns *ns, const struct shm_spare *e)
 }
 
 /* empty the segment file NAME of directory DFD through a fresh fd: done? */
-static bool truncate_named(int dfd, const char *name)
+static bool truncate_named(struct ns *ns, int dfd, const char *name, uint64_t file)
 {
-	int fd = dfd < 0 ? -1 : sys_openat(dfd, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	bool done = fd >= 0 && ftruncate(fd, 0) == 0;
+	int fd = seg_openat(ns, dfd, name, file, O_WRONLY | O_NONBLOCK);
+	bool done = fd >= 0 && seg_truncate(ns, fd, file, 0) == 0;
 
 	if (fd >= 0)
 		sys_close(fd);
@@ -835,7 +929,7 @@ static void pool_fix(struct ns *ns)
 		if (e->state != SPARE_DIRTY || !holder_gone(ns, e))
 			continue;
 		file_base(ns, e->file, name, sizeof(name));
-		if (truncate_named(dfd, name))
+		if (truncate_named(ns, dfd, name, e->file))
 			J_SET(ns, e->state, SPARE_CLEAN);
 		else
 			pool_discard(ns, pl, k);
@@ -903,18 +997,16 @@ static void unlink_seg(struct ns *ns, const struct rmfile *rf, int dfd, const ch
 {
 	int i = fd_find(rf->obj, rf->gen, rf->file);
 
-	(void)ns;
 	if (rf->trunc) {
 		if (i >= 0) {
-			if (ftruncate(l_fds[i].fd, 0)) {
+			if (seg_truncate(ns, l_fds[i].fd, rf->file, 0)) {
 				/* nothing more to do */
 			}
 		} else {
-			truncate_named(dfd, name);     /* failing: nothing more to do */
+			truncate_named(ns, dfd, name, rf->file);  /* failing: nothing more to do */
 		}
 	}
-	if (dfd >= 0)
-		unlinkat(dfd, name, 0);
+	seg_unlinkat(ns, dfd, name, rf->file);
 	if (i >= 0)
 		fd_drop(i);
 }
@@ -946,12 +1038,12 @@ static void release_file(struct ns *ns, const struct rmfile *rf)
 		l_fds[i] = l_fds[--l_nfds];
 	}
 	pthread_mutex_unlock(&l_mutex);
-	if (fd < 0 && dfd >= 0) {
-		fd = sys_openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		fd = seg_openat(ns, dfd, name, rf->file, O_RDWR | O_NONBLOCK);
 		if (fd >= 0)
 			fd = fd_hide(fd);
 	}
-	ok = fd >= 0 && ftruncate(fd, 0) == 0;
+	ok = fd >= 0 && seg_truncate(ns, fd, rf->file, 0) == 0;
 	/* clean only once empty: a taker never meets this segment's data */
 	ok = pool_settle(ns, rf->file, ok);
 	pthread_mutex_lock(&l_mutex);
@@ -1103,6 +1195,12 @@ static void sweep_files(struct ns *ns)
 	if (ids_lock(ns, IPC_SHM_IDS))
 		return;
 	pool_fix(ns);
+	if (anon(ns)) {
+		/* no names: a slot a dead creator took is given back by the
+		 * rollback of its section */
+		ids_unlock(ns, IPC_SHM_IDS);
+		return;
+	}
 	d = opendir(dir[0] ? dir : "/");
 	while (d && (e = readdir(d))) {
 		unsigned long long file;
@@ -1183,23 +1281,26 @@ static int create_file(struct ns *ns, uint64_t file, uint64_t size, int *fdp)
 	if (dfd < 0)
 		return -ENOMEM;
 	file_base(ns, file, name, sizeof(name));
-	fd = sys_openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (anon(ns))
+		fd = seg_openat(ns, dfd, name, file, O_RDWR);
+	else
+		fd = sys_openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0 && errno == EEXIST)
 		return -EEXIST;
 	if (fd < 0)
 		return errno == ENOSPC || errno == EDQUOT ? -ENOSPC : -ENOMEM;
 	/* the umask may have taken bits of that mode away; in a group
 	 * namespace the members share the namespace file's group, not ours */
-	um = cur_umask();
+	um = anon(ns) ? 0 : cur_umask();
 	if (((um < 0 || (mode & (mode_t)um)) && fchmod(fd, mode) < 0) ||
-	    ftruncate(fd, (off_t)size) < 0) {
+	    seg_truncate(ns, fd, file, size) < 0) {
 		int e = errno;
 
 		sys_close(fd);
-		unlinkat(dfd, name, 0);
+		seg_unlinkat(ns, dfd, name, file);
 		return e == EFBIG || e == EINVAL ? -EINVAL : -ENOMEM;
 	}
-	if (ns->shared && ns->file_gid != getegid() && fchown(fd, (uid_t)-1, ns->file_gid) < 0) {
+	if (!anon(ns) && ns->shared && ns->file_gid != getegid() && fchown(fd, (uid_t)-1, ns->file_gid) < 0) {
 		/* not a member of that group: the file's other bits decide */
 	}
 	*fdp = fd_hide(fd);
@@ -1244,7 +1345,7 @@ static int pool_take(struct ns *ns, uint64_t size, uint64_t *filep, int *fdp)
 			char name[4200];
 
 			file_base(ns, file, name, sizeof(name));
-			fd = dfd < 0 ? -1 : sys_openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+			fd = seg_openat(ns, dfd, name, file, O_RDWR);
 			if (fd < 0 && errno == ENOENT) {
 				pool_remove(ns, pl, k);  /* removed behind our back */
 				continue;
@@ -1258,7 +1359,7 @@ static int pool_take(struct ns *ns, uint64_t size, uint64_t *filep, int *fdp)
 		 * so that the removal's undo record holds it too */
 		__atomic_store_n(&pl->e[k].state, SPARE_TAKING, __ATOMIC_RELAXED);
 		pool_remove(ns, pl, k);
-		if (ftruncate(fd, (off_t)size) < 0) {
+		if (seg_truncate(ns, fd, file, size) < 0) {
 			int e = errno;
 
 			close_guarded(fd);
@@ -1268,6 +1369,43 @@ static int pool_take(struct ns *ns, uint64_t size, uint64_t *filep, int *fdp)
 		*fdp = fd;
 		return 0;
 	}
+}
+
+/*
+ * An anonymous namespace's next segment number: the one after the last
+ * given, going round past ANON_SLOTS to numbers no live segment or spare
+ * has.  Journaled in the ids section, so a creation rolled back gives its
+ * number (never written to) back.  A number reused after the round may
+ * hold what a destroyer that died before emptying it left: emptied first.
+ */
+static int anon_seg_file(struct ns *ns, uint64_t size, uint64_t *filep, int *fdp)
+{
+	uint64_t *next = &ns->hdr->shm_pool.next_file;
+	/* bit 63: the numbers went round once, so a number may be taken */
+	bool wrapped = (*next >> 63) != 0;
+	uint64_t file = *next & ~(1ULL << 63);
+	int r;
+
+	for (uint64_t tries = 0;; tries++) {
+		if (tries >= ANON_SLOTS)
+			return -ENOSPC;
+		if (++file >= ANON_SLOTS) {
+			file = 1;
+			wrapped = true;
+		}
+		if (!wrapped || !file_in_use(ns, file))
+			break;
+	}
+	r = create_file(ns, file, size, fdp);
+	if (r == 0 && wrapped && seg_truncate(ns, *fdp, file, 0) < 0) {
+		close_guarded(*fdp);
+		r = -ENOMEM;
+	}
+	if (r == 0) {
+		J_SET(ns, *next, file | (wrapped ? 1ULL << 63 : 0));
+		*filep = file;
+	}
+	return r;
 }
 
 /* The file of a new segment of SIZE bytes: a spare, or a new file (ids
@@ -1282,6 +1420,8 @@ static int seg_file(struct ns *ns, uint64_t size, uint64_t *filep, int *fdp)
 
 	if (r != -ENOENT)
 		return r;
+	if (anon(ns))
+		return anon_seg_file(ns, size, filep, fdp);
 	for (int tries = 0; tries < 16; tries++) {
 		uint64_t file = (ns_random64() & ((1ULL << 60) - 1)) | 1;
 
@@ -1624,11 +1764,11 @@ static int open_seg(struct ns *ns, uoff_t off, uint64_t gen, uint64_t file, int 
 		return fd;
 	}
 	pthread_mutex_unlock(&l_mutex);
-	dfd = seg_dirfd(ns);
-	if (dfd < 0)
+	dfd = anon(ns) ? -1 : seg_dirfd(ns);
+	if (dfd < 0 && !anon(ns))
 		return -ENOMEM;
 	file_base(ns, file, name, sizeof(name));
-	fd = sys_openat(dfd, name, oflag | O_NOFOLLOW | O_CLOEXEC);
+	fd = seg_openat(ns, dfd, name, file, oflag);
 	if (fd < 0)
 		return errno == ENOENT ? -EIDRM : -errno;
 	/* cached by the caller once the segment is marked (fd_keep) */
@@ -1836,7 +1976,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 	}
 	/* not through the mmap hook: the accounting of what a MAP_FIXED
 	 * attach replaces is done below, after the new attach is counted */
-	m = sys_mmap((void *)addr, len, prot, flags, fd, 0);
+	m = sys_mmap((void *)addr, len, prot, flags, fd, seg_map_off(ns, file));
 	if (m == MAP_FAILED) {
 		err = errno == EACCES || errno == EPERM ? -EACCES : -errno;
 		if (addr && !(shmflg & SHM_REMAP))
@@ -1973,6 +2113,9 @@ long ksys_shmat(int shmid, const void *shmaddr, int shmflg)
  * detached; then every later fragment of the same segment, mapped from
  * ADDR on too, that ends within the segment's size from ADDR.
  */
+static int l_norph;
+static int orphan_shmdt(uintptr_t addr);
+
 static int do_shmdt(struct ns *ns, const void *shmaddr)
 {
 	uintptr_t addr = (uintptr_t)shmaddr;
@@ -1997,7 +2140,7 @@ static int do_shmdt(struct ns *ns, const void *shmaddr)
 	}
 	if (first < 0) {
 		pthread_mutex_unlock(&l_mutex);
-		return -EINVAL;
+		return l_norph ? orphan_shmdt(addr) : -EINVAL;
 	}
 	{
 		struct lattach f0 = l_att[first];
@@ -2407,14 +2550,13 @@ static int shmctl_shm_info(struct ns *ns, struct shm_info *si)
 	maxidx = ipc_get_maxidx(ns, IPC_SHM_IDS);
 	for (int i = 0; i <= maxidx; i++) {
 		struct uperm *p = ipc_obtain(ns, IPC_SHM_IDS, i);
-		char path[4200];
-		struct stat st;
+		long pages;
 
 		if (!p || !ns_ptr(ns, ns_off(ns, p), sizeof(struct shmid_kernel)))
 			continue;
-		file_name(ns, shp_of(p)->file, path, sizeof(path));
-		if (stat(path, &st) == 0)
-			si->shm_rss += (unsigned long)st.st_blocks * 512 / UIPC_PAGE;
+		pages = seg_pages(ns, shp_of(p)->file, PAGE_ALIGN(shp_of(p)->segsz));
+		if (pages > 0)
+			si->shm_rss += (unsigned long)pages;
 	}
 	si->shm_tot = ns->hdr->shm_tot;
 	ids_unlock(ns, IPC_SHM_IDS);
@@ -2914,10 +3056,10 @@ static void shm_atfork_prepare(void)
 		file = __atomic_load_n(&shp->file, __ATOMIC_ACQUIRE);
 		if (fd_find(ns_off(ns, shp), gen, file) >= 0)
 			continue; /* inherited anyway */
-		dfd = seg_dirfd(ns);
+		dfd = anon(ns) ? -1 : seg_dirfd(ns);
 		/* read without the lock: the child checks (seg_file_is) */
 		file_base(ns, file, name, sizeof(name));
-		fd = dfd < 0 ? -1 : sys_openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		fd = seg_openat(ns, dfd, name, file, O_RDWR);
 		if (fd < 0)
 			continue;
 		l_fork_fds[l_nfork++] = (struct fdent){ fd_hide(fd), ns_off(ns, shp), gen, file };
@@ -3072,7 +3214,8 @@ static int shm_check_pool(struct ns *ns, char *report, size_t len, size_t *used)
 					    (unsigned long long)e->file);
 		file_name(ns, e->file, path, sizeof(path));
 		if (e->state == SPARE_CLEAN &&
-		    (stat(path, &st) < 0 || st.st_size != 0 || st.st_blocks != 0))
+		    (anon(ns) ? seg_pages(ns, e->file, ANON_SLOT) != 0 :
+		     (stat(path, &st) < 0 || st.st_size != 0 || st.st_blocks != 0)))
 			SHM_PROBLEM("shm: clean spare file %llx is missing or not empty\n",
 				    (unsigned long long)e->file);
 	}
@@ -3171,4 +3314,157 @@ int shm_proc_show(int idx, char *buf, size_t len)
 		     (unsigned long long)ds.shm_atime, (unsigned long long)ds.shm_dtime,
 		     (unsigned long long)ds.shm_ctime, shm_rss_bytes(id), 0UL);
 	return n < 0 || (size_t)n >= len ? 0 : n;
+}
+
+/*
+ * Attachments made before an unshare (orphans).  The kernel keeps them
+ * attached and counted in the old namespace, and shmdt of one works.
+ * uipc counts them out at the unshare (its exit_shm) but keeps what the
+ * process needs for its own shmdt: the fragments, and which file and
+ * offset each mapping was of (from /proc/self/maps), so that a shmdt
+ * after the program replaced the mapping finds it is not one any more.
+ */
+struct orphan {
+	struct lattach f;
+	unsigned long ino;
+	uint64_t off;
+};
+static struct orphan *l_orph;
+
+/* /proc/self/maps as a stream, opened by the system call itself (libc's
+ * fopen is entry/'s, which the layers below never call) */
+static FILE *proc_maps_open(void)
+{
+	int fd = sys_open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
+
+	if (fd >= 0 && !f)
+		sys_close(fd);
+	return f;
+}
+
+/* the mapping that starts at ADDR: its file offset and inode (0: none) */
+static unsigned long map_at(uintptr_t addr, uint64_t *off)
+{
+	char line[512];
+	unsigned long ino = 0;
+	FILE *f = proc_maps_open();
+
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long a, b, i;
+		unsigned long long o;
+
+		if (sscanf(line, "%lx-%lx %*s %llx %*s %lu", &a, &b, &o, &i) == 4 && a == addr) {
+			*off = o;
+			ino = i;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return ino;
+}
+
+/* l_mutex held: the attachments become orphans */
+static void orphans_take(void)
+{
+	struct orphan *n;
+
+	/* never realloc to 0 bytes: that frees the table */
+	if (!l_n)
+		return;
+	n = realloc(l_orph, (size_t)(l_norph + l_n) * sizeof(*n));
+	if (!n)
+		return;
+	l_orph = n;
+	for (int i = 0; i < l_n; i++) {
+		struct orphan *o = &l_orph[l_norph];
+
+		o->f = l_att[i];
+		o->ino = map_at(o->f.addr, &o->off);
+		if (o->ino)
+			l_norph++;
+	}
+}
+
+/* A piece of an orphan as mapped now: the part of a /proc/self/maps
+ * line [A, B) still mapping orphan O's file at O's offsets (the program
+ * may have cut or replaced it since). */
+struct opiece {
+	uintptr_t a, b;
+	uint64_t pgoff;            /* in the segment */
+	const struct orphan *o;
+};
+
+static int orphan_pieces(struct opiece *out, int max)
+{
+	char line[512];
+	int n = 0;
+	FILE *f = proc_maps_open();
+
+	while (f && n < max && fgets(line, sizeof(line), f)) {
+		unsigned long a, b, ino;
+		unsigned long long off;
+
+		if (sscanf(line, "%lx-%lx %*s %llx %*s %lu", &a, &b, &off, &ino) != 4 || !ino)
+			continue;
+		for (int i = 0; i < l_norph && n < max; i++) {
+			const struct orphan *o = &l_orph[i];
+
+			if (o->ino != ino || a < o->f.addr || b > o->f.addr + o->f.len ||
+			    off != o->off + (a - o->f.addr))
+				continue;
+			out[n++] = (struct opiece){ a, b, o->f.pgoff + (a - o->f.addr) / UIPC_PAGE, o };
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* shmdt of an orphan, as the kernel's shmdt selects vmas: the first piece
+ * at or above ADDR that starts where its page of the segment would, then
+ * every piece of the same segment within its size; -EINVAL: none */
+static int orphan_shmdt(uintptr_t addr)
+{
+	struct opiece pc[64];
+	int n, first = -1;
+
+	pthread_mutex_lock(&l_mutex);
+	n = orphan_pieces(pc, 64);
+	for (int i = 0; i < n; i++)
+		if (pc[i].a >= addr && (pc[i].a - addr) / UIPC_PAGE == pc[i].pgoff &&
+		    (first < 0 || pc[i].a < pc[first].a))
+			first = i;
+	for (int i = 0; first >= 0 && i < n; i++) {
+		const struct lattach *f0 = &pc[first].o->f, *f = &pc[i].o->f;
+
+		if (i == first || (pc[i].a > pc[first].a && f->obj == f0->obj &&
+				   f->gen == f0->gen && pc[i].b - addr <= f0->seglen &&
+				   (pc[i].a - addr) / UIPC_PAGE == pc[i].pgoff))
+			sys_munmap((void *)pc[i].a, pc[i].b - pc[i].a);
+	}
+	pthread_mutex_unlock(&l_mutex);
+	return first >= 0 ? 0 : -EINVAL;
+}
+
+/* This process leaves NS (unshare), before its exit_shm there: the fds it
+ * keeps are of NS's segment files, looked up by NS's offsets, so they go;
+ * the attachments stay mapped, as orphans (above). */
+void shm_ns_leave(struct ns *ns)
+{
+	int dfd;
+
+	(void)ns;
+	pthread_mutex_lock(&l_mutex);
+	orphans_take();
+	l_n = 0;
+	while (l_nfds > 0)
+		fd_close_safe(l_fds[--l_nfds].fd);
+	dfd = __atomic_exchange_n(&l_dirfd, -1, __ATOMIC_ACQ_REL);
+	if (dfd >= 0)
+		fd_close_safe(dfd);
+	atomic_store(&exec_pending, NO_PROC);
+	pthread_mutex_unlock(&l_mutex);
 }

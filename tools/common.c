@@ -120,7 +120,12 @@ int require_existing_namespace(void)
 {
 	char path[PATH_MAX];
 	const char *name = current_ns_name();
+	const char *anon = getenv("UIPC_NS_FD");
 
+	/* run inside an anonymous namespace (after unshare): it exists, by
+	 * the fd this process inherited */
+	if (!global_ns && !global_dir && anon && *anon)
+		return 0;
 	if (uipc_ns_path(NULL, path, sizeof(path)) != 0) {
 		warnerr(errno, "namespace '%s'", name);
 		return -1;

@@ -18,6 +18,8 @@
 #                         hangs cannot hold the suite for many minutes
 #   UIPC_DIFF_KEEP=dir    keep every transcript in dir
 #   UIPC_DIFF_VERBOSE=1   print the whole diff, not only its beginning
+#   DT_UIPC_WRAP="cmd..." (set by a .t) run the uipc side as cmd... PROG ARGS
+#                         (tests/diff-ns.t: `unshare --ipc --`, under uipc)
 set -u
 
 DT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -96,7 +98,7 @@ dt_run_uipc() {
 	local rc=0
 	DT_UDIR=$(mktemp -d /dev/shm/uipc-diff.XXXXXX)
 	env UIPC_DIFF_MODE=uipc timeout -k 5 "$DT_RUN_TIMEOUT" \
-		env UIPC_DIR="$DT_UDIR" UIPC_NS=diff LD_PRELOAD="$DT_LIB_RUN" "$@" \
+		env UIPC_DIR="$DT_UDIR" UIPC_NS=diff LD_PRELOAD="$DT_LIB_RUN" ${DT_UIPC_WRAP:-} "$@" \
 		>"$out" 2>"$out.err" </dev/null || rc=$?
 	rm -rf "$DT_UDIR"
 	DT_UDIR=

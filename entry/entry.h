@@ -52,4 +52,7 @@ static inline int procfs_dup(int oldfd, int newfd)
 	return newfd;
 }
 
+/* unshare.c: unshare(FLAGS), 0 or -errno (CLONE_NEWIPC served by uipc) */
+UIPC_HIDDEN long entry_unshare(int flags);
+
 #endif /* UIPC_ENTRY_H */

@@ -115,8 +115,11 @@ static bool uipc_syscall(long nr, const struct sys_args *x, unsigned hand0, long
 		*ret = sys_raw6(nr, x->a, x->b, x->c, x->d, x->e, x->f);
 		cred_invalidate();
 		return true;
-	/* IPC namespaces: SYS_unshare, SYS_setns and SYS_clone3 go here when
-	 * entry/ serves their libc names. */
+	/* IPC namespaces: unshare(CLONE_NEWIPC) is uipc's (unshare.c);
+	 * SYS_setns and SYS_clone3 go here when entry/ serves them */
+	case SYS_unshare:
+		*ret = entry_unshare((int)x->a);
+		return true;
 	}
 	return false;
 }

@@ -36,7 +36,7 @@ static long new_ipc_ns(int other_flags)
 
 	if (r)
 		return r;
-	if (other_flags && syscall(SYS_unshare, other_flags) < 0) {
+	if (other_flags && sys_syscall(SYS_unshare, other_flags) < 0) {
 		r = -errno;
 		ns_anon_drop(new);
 		return r;
@@ -49,11 +49,18 @@ static long new_ipc_ns(int other_flags)
 	return 0;
 }
 
-int unshare(int flags)
+/* unshare(FLAGS) as the raw system call answers: 0 or -errno (also for
+ * syscall(SYS_unshare, ...), entry/syscall.c) */
+long entry_unshare(int flags)
 {
 	if (!(flags & CLONE_NEWIPC))
-		return (int)syscall(SYS_unshare, flags);
-	return (int)set_errno_ret(new_ipc_ns(flags & ~CLONE_NEWIPC));
+		return sys_raw6(SYS_unshare, flags, 0, 0, 0, 0, 0);
+	return new_ipc_ns(flags & ~CLONE_NEWIPC);
+}
+
+int unshare(int flags)
+{
+	return (int)set_errno_ret(entry_unshare(flags));
 }
 
 typedef int (*clone_fn)(int (*)(void *), void *, int, void *, ...);
@@ -100,7 +107,7 @@ int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 	r = ns_anon_new(&st.new);
 	if (r)
 		return (int)set_errno_ret(r);
-	if (syscall(SYS_get_robust_list, 0, &st.robust_head, &st.robust_len) < 0)
+	if (sys_syscall(SYS_get_robust_list, 0, &st.robust_head, &st.robust_len) < 0)
 		st.robust_head = NULL;
 	pid = real_clone(clone_child, stack, flags & ~CLONE_NEWIPC, &st, ptid, tls, ctid);
 	r = errno;

@@ -22,6 +22,7 @@
 #include <sys/msg.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -82,6 +83,21 @@ static void invisible(int argc, char **argv)
 	make_three();
 	dt_semget(KEY + 10, 1, IPC_CREAT | 0600);
 	do_unshare();
+	look_for_three();
+	counts();
+	make_three();
+	counts();
+}
+
+/* the same through syscall(SYS_unshare, ...), the door of programs
+ * that make the call by number */
+static void invisible_by_number(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	make_three();
+	errno = 0;
+	long r = syscall(SYS_unshare, CLONE_NEWIPC);
+	dt_out("syscall(SYS_unshare, CLONE_NEWIPC) = %s", dt_res(r, errno));
 	look_for_three();
 	counts();
 	make_three();
@@ -307,6 +323,7 @@ static void refused(int argc, char **argv)
 
 const struct dt_case dt_cases[] = {
 	{ "invisible", invisible, 0 },
+	{ "invisible-by-number", invisible_by_number, 0 },
 	{ "undo-at-unshare", undo_at_unshare, 0 },
 	{ "old-attachment", old_attachment, 0 },
 	{ "old-attachment-replaced", old_attachment_replaced, 0 },

@@ -520,13 +520,42 @@ static int check_header(int fd, const struct stat *st, const char *path, struct 
 	return 0;
 }
 
+/* an -errno in a pointer (map_ns) */
+#define IS_NS_ERR(p) ((uintptr_t)(p) >= (uintptr_t)-4095)
+
+/* Map the checked arena of FD (header HDR, file ST) and make its process-
+ * local view, named PATH: the ns, or -errno as a pointer (IS_NS_ERR). */
+static struct ns *map_ns(int fd, const struct uipc_hdr *hdr, const struct stat *st,
+			 const char *path)
+{
+	uint64_t eager_end;
+	struct ns *ns;
+	void *m = map_arena(fd, hdr->arena_size);
+
+	if (m == MAP_FAILED)
+		return (struct ns *)(intptr_t)-errno;
+	ns = calloc(1, sizeof(*ns));
+	if (!ns) {
+		sys_munmap(m, hdr->arena_size);
+		return (struct ns *)(intptr_t)-ENOMEM;
+	}
+	ns->base = m;
+	ns->size = hdr->arena_size;
+	ns->hdr = m;
+	ns->shift = (int)hdr->ipcmni_shift;
+	ns->ipcmni = 1 << ns->shift;
+	ns->file_uid = st->st_uid;
+	ns->file_gid = st->st_gid;
+	compute_layout(ns->shift, &ns->lay, &eager_end);
+	snprintf(ns->path, sizeof(ns->path), "%s", path);
+	return ns;
+}
+
 static int map_checked(int fd, const char *path, struct ns **out, bool shared)
 {
 	struct stat st;
 	struct uipc_hdr hdr;
-	uint64_t eager_end;
 	struct ns *ns;
-	void *m;
 	int r;
 
 	if (fstat(fd, &st) < 0)
@@ -538,26 +567,12 @@ static int map_checked(int fd, const char *path, struct ns **out, bool shared)
 		r = check_private_mode(&st, path);
 	if (r)
 		return r;
-	m = map_arena(fd, hdr.arena_size);
-	if (m == MAP_FAILED)
-		return -errno;
-	ns = calloc(1, sizeof(*ns));
-	if (!ns) {
-		sys_munmap(m, hdr.arena_size);
-		return -ENOMEM;
-	}
-	ns->base = m;
-	ns->size = hdr.arena_size;
-	ns->hdr = m;
-	ns->shift = (int)hdr.ipcmni_shift;
-	ns->ipcmni = 1 << ns->shift;
-	ns->file_uid = st.st_uid;
-	ns->file_gid = st.st_gid;
+	ns = map_ns(fd, &hdr, &st, path);
+	if (IS_NS_ERR(ns))
+		return (int)(intptr_t)ns;
 	ns->file_mode = st.st_mode & 0777;
 	ns->shared = shared;
 	ns->anon_fd = -1;
-	compute_layout(ns->shift, &ns->lay, &eager_end);
-	snprintf(ns->path, sizeof(ns->path), "%s", path);
 	*out = ns;
 	return 0;
 }
@@ -918,8 +933,6 @@ static int map_anon(int fd, const char *path, struct ns **out)
 	struct stat st;
 	struct uipc_hdr hdr;
 	struct ns *ns;
-	uint64_t eager_end;
-	void *m;
 	int r;
 
 	if (fstat(fd, &st) < 0)
@@ -932,25 +945,11 @@ static int map_anon(int fd, const char *path, struct ns **out)
 	r = check_header(fd, &st, path, &hdr);
 	if (r)
 		return r;
-	m = map_arena(fd, hdr.arena_size);
-	if (m == MAP_FAILED)
-		return -errno;
-	ns = calloc(1, sizeof(*ns));
-	if (!ns) {
-		sys_munmap(m, hdr.arena_size);
-		return -ENOMEM;
-	}
-	ns->base = m;
-	ns->size = hdr.arena_size;
-	ns->hdr = m;
-	ns->shift = (int)hdr.ipcmni_shift;
-	ns->ipcmni = 1 << ns->shift;
-	ns->file_uid = st.st_uid;
-	ns->file_gid = st.st_gid;
+	ns = map_ns(fd, &hdr, &st, path);
+	if (IS_NS_ERR(ns))
+		return (int)(intptr_t)ns;
 	ns->file_mode = 0600;
 	ns->anon_fd = fd;
-	compute_layout(ns->shift, &ns->lay, &eager_end);
-	snprintf(ns->path, sizeof(ns->path), "%s", path);
 	*out = ns;
 	return 0;
 }

@@ -924,7 +924,6 @@ int ns_select(const char *name)
 #define NS_FD_ENV "UIPC_NS_FD"
 #define ANON_FD_BASE 900     /* out of the way of the program's low fds */
 
-
 /* Map the arena of the anonymous namespace FD (its segments named after
  * PATH).  Joined by possession of the fd, as a kernel namespace is joined
  * through an inherited reference: no name checks, the header's are made. */

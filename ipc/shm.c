@@ -401,10 +401,16 @@ static bool anon(struct ns *ns)
 	return ns->anon_fd >= 0;
 }
 
-/* where segment FILE starts in the fd that maps it */
+/* where segment FILE starts in the fd that maps it; -1 (which mmap,
+ * fallocate and lseek refuse) for a number no segment can have: FILE comes
+ * from the arena, and slot 0 is the arena itself */
 static off_t seg_map_off(struct ns *ns, uint64_t file)
 {
-	return anon(ns) ? (off_t)(file << ANON_SLOT_SHIFT) : 0;
+	if (!anon(ns))
+		return 0;
+	if (file == 0 || file >= ANON_SLOTS)
+		return -1;
+	return (off_t)(file << ANON_SLOT_SHIFT);
 }
 
 /* open segment file FILE (NAME in DFD): a new fd, or -1 and errno */
@@ -466,7 +472,10 @@ static long seg_pages(struct ns *ns, uint64_t file, uint64_t len)
 		return stat(path, &st) == 0 ? (long)(st.st_blocks * 512 / UIPC_PAGE) : -1;
 	}
 	at = seg_map_off(ns, file);
-	end = at + (off_t)len;
+	if (at < 0)
+		return -1;
+	/* within the slot (LEN comes from the arena; -1 is the whole slot) */
+	end = at + (off_t)(len < ANON_SLOT ? len : ANON_SLOT);
 	while (at < end) {
 		data = lseek(ns->anon_fd, at, SEEK_DATA);
 		if (data < 0 || data >= end)

@@ -77,6 +77,8 @@ struct options {
 	const char *only;	/* run only runs whose name contains this */
 	const char *big_arena;	/* UIPC_NS_SIZE for RUN_BIG_ARENA runs, or NULL */
 	const char *scale;	/* BENCH_SCALE for the programs */
+	char cpu_model[128];	/* /proc/cpuinfo's model name, printed beside
+				   every figure (figures differ by machine) */
 	int have_lib;
 	int kernel_ext;		/* kernel booted with ipcmni_extend */
 	int kernel_only;

@@ -159,8 +159,13 @@ void print_table(void)
 	const char *group = NULL;
 	double v[NSIDES], ratio = 0;
 	int i, s, ok[NSIDES], hr, met, rc;
+	struct utsname u;
 
-	printf("\nratio > 1: uipc is faster/better (kernel/uipc for times, "
+	uname(&u);
+	printf("\nmeasured on: %s, Linux %s, %ld CPUs (figures are this machine's; "
+	       "compare ratios across machines)\n", opt.cpu_model, u.release,
+	       sysconf(_SC_NPROCESSORS_ONLN));
+	printf("ratio > 1: uipc is faster/better (kernel/uipc for times, "
 	       "uipc/kernel for rates)\n");
 	printf("\n  %-46s %-5s %13s %13s %7s  %s\n", "benchmark", "unit", "kernel",
 	       "uipc", "ratio", "target");
@@ -325,6 +330,8 @@ int write_json(const char *path)
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	fputs("{\n  \"meta\": {\"time\": ", f);
 	json_str(f, when);
+	fputs(", \"cpu_model\": ", f);
+	json_str(f, opt.cpu_model);
 	fputs(", \"kernel_release\": ", f);
 	json_str(f, u.release);
 	fprintf(f, ", \"cpus\": %ld, \"lib\": ", sysconf(_SC_NPROCESSORS_ONLN));

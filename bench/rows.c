@@ -21,16 +21,20 @@ struct run bench_runs[] = {
 	{ .name = "keys-31900", .argv = { "sem_keys", "31900" }, .reps = 1, .timeout = T },
 	{ .name = "ext-keys-10", .argv = { "sem_keys", "10" },
 	  .flags = RUN_EXTENDED, .reps = 3, .timeout = T },
+	{ .name = "ext-keys-100000", .argv = { "sem_keys", "100000", "3" },
+	  .flags = RUN_EXTENDED | RUN_BIG_ARENA, .reps = 1, .timeout = 240 },
 	{ .name = "ext-keys-1000000", .argv = { "sem_keys", "1000000", "3" },
 	  .flags = RUN_EXTENDED | RUN_BIG_ARENA, .reps = 1, .timeout = 240 },
 	/* 2. seed 002: no-op semop on two ids at an idx distance */
 	{ .name = "cyclic-1",     .argv = { "sem_cyclic", "1" },     .reps = 5, .timeout = T },
 	{ .name = "cyclic-40",    .argv = { "sem_cyclic", "40" },    .reps = 5, .timeout = T },
+	{ .name = "cyclic-300",   .argv = { "sem_cyclic", "300" },   .reps = 5, .timeout = T },
 	{ .name = "cyclic-3348",  .argv = { "sem_cyclic", "3348" },  .reps = 5, .timeout = T },
 	{ .name = "cyclic-27348", .argv = { "sem_cyclic", "27348" }, .reps = 5, .timeout = T },
 	/* 3. seed 004: threads on their own semaphore of one array */
 	{ .name = "threads-1", .argv = { "sem_threads", "1" }, .reps = 3, .timeout = T },
 	{ .name = "threads-2", .argv = { "sem_threads", "2" }, .reps = 3, .timeout = T },
+	{ .name = "threads-4", .argv = { "sem_threads", "4" }, .reps = 3, .timeout = T },
 	{ .name = "threads-8", .argv = { "sem_threads", "8" }, .reps = 3, .timeout = T },
 	/* 4. one uncontended semop */
 	{ .name = "single", .argv = { "sem_single" }, .reps = 3, .timeout = T },
@@ -106,6 +110,8 @@ const struct row bench_rows[] = {
 	     TGT_UIPC_MAX, 2),
 	VAL("ext.lookup.10.per_call", "extended ids: lookup per call, 10 keys", "ns",
 	    "ext-keys-10", "lookup_ns_per_call", -1),
+	VAL("ext.lookup.100000.per_call", "extended ids: lookup per call, 100k keys", "ns",
+	    "ext-keys-100000", "lookup_ns_per_call", -1),
 	VAL("ext.create.1000000.per_call", "extended ids: create per call, 1M keys", "ns",
 	    "ext-keys-1000000", "create_ns_per_call", -1),
 	VAL("ext.lookup.1000000.per_call", "extended ids: lookup per call, 1M keys", "ns",
@@ -115,12 +121,12 @@ const struct row bench_rows[] = {
 	     "lookup_ns_per_call", TGT_NONE, 0),
 
 	GROUP("2. cyclic ids: no-op semop alternating between 2 ids (seed 002)"),
-	CYCLIC_ROW(1), CYCLIC_ROW(40), CYCLIC_ROW(3348), CYCLIC_ROW(27348),
+	CYCLIC_ROW(1), CYCLIC_ROW(40), CYCLIC_ROW(300), CYCLIC_ROW(3348), CYCLIC_ROW(27348),
 	QUOT("cyclic.slowdown_27348_1", "no-op semop, distance 27348 / 1",
 	     "cyclic-27348", "ns_per_op", "cyclic-1", "ns_per_op", TGT_NONE, 0),
 
 	GROUP("3. threads of one process, own semaphore of one array (seed 004)"),
-	THREADS_ROW(1), THREADS_ROW(2), THREADS_ROW(8),
+	THREADS_ROW(1), THREADS_ROW(2), THREADS_ROW(4), THREADS_ROW(8),
 
 	GROUP("4. single semop, no contention, no SEM_UNDO"),
 	VALT("single.ns_per_op", "semop +1 / -1, one thread", "ns/op",

@@ -1768,8 +1768,45 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
  * against semopm, nsops < 1, the sops pointer, then the id and the timeout
  * value.  nsops is an unsigned int in the system call: wider values wrap.
  */
+static int semtimedop_general(unsigned hand0, int semid, struct sembuf *tsops, size_t nsops_arg,
+			      const struct timespec *timeout, bool has_timeout, bool fast_tried);
+
+/*
+ * The common call, one operation without SEM_UNDO or timeout, that
+ * completes at once: in a frame of its own, small, so that it does not
+ * pay for the general path's (a 600-byte frame, six saved registers, the
+ * arguments' structure).  Anything else goes to the general path, which
+ * decides everything again from the start (errors included, in the
+ * kernel's order): nothing has been changed here then.
+ */
+static int semop_one(unsigned hand0, int semid, struct sembuf *usop, bool has_timeout)
+{
+	struct ns *ns = ns_get();
+	struct sembuf sop;
+	int r;
+
+	if (ns && semid >= 0 && ns->hdr->lim.semopm >= 1 &&
+	    !uipc_copy_from_user(&sop, usop, sizeof(sop)) && !(sop.sem_flg & SEM_UNDO)) {
+		r = semop_fast(ns, semid, &sop);
+		if (r == 0 || r == -ERANGE)
+			return r;
+	}
+	return semtimedop_general(hand0, semid, usop, 1, NULL, has_timeout, true);
+}
+
 int ksys_semtimedop(unsigned hand0, int semid, struct sembuf *tsops, size_t nsops_arg,
 		    const struct timespec *timeout, bool has_timeout)
+{
+	if (nsops_arg == 1 && !timeout)
+		return semop_one(hand0, semid, tsops, has_timeout);
+	return semtimedop_general(hand0, semid, tsops, nsops_arg, timeout, has_timeout, false);
+}
+
+/* FAST_TRIED: semop_one found that the operation cannot complete at once
+ * (or could not tell): semop_fast is not tried again */
+static __attribute__((noinline)) int
+semtimedop_general(unsigned hand0, int semid, struct sembuf *tsops, size_t nsops_arg,
+		   const struct timespec *timeout, bool has_timeout, bool fast_tried)
 {
 	unsigned int nsops = (unsigned int)nsops_arg;
 	struct ns *ns;
@@ -1807,7 +1844,7 @@ int ksys_semtimedop(unsigned hand0, int semid, struct sembuf *tsops, size_t nsop
 		}
 	}
 	/* the fast path: one op, no SEM_UNDO, nobody waiting */
-	if (nsops == 1 && !(sops[0].sem_flg & SEM_UNDO)) {
+	if (nsops == 1 && !(sops[0].sem_flg & SEM_UNDO) && !fast_tried) {
 		r = semop_fast(ns, semid, sops);
 		if (r == 0 || r == -ERANGE)
 			goto out;

@@ -190,6 +190,27 @@ static inline int ipcperms(struct uperm *p, int flag)
 	return 0;
 }
 
+/*
+ * An adaptive spin before a sleep (util.c), one per thread and kind of
+ * wait: a spin that ends in time doubles the budget (up to MAX), one that
+ * runs out halves it (to 0 below SPIN_MIN_NS), so that a peer on another
+ * CPU is waited for without a system call on either side while a peer that
+ * cannot run meanwhile (it shares our CPU, or a third process holds its
+ * CPU) soon finds us asleep.  At 0 every 32nd wait probes again with
+ * SPIN_PROBE_NS (the peer may have moved).
+ */
+#define SPIN_MIN_NS   500
+#define SPIN_PROBE_NS 4000
+struct spin_budget {
+	int64_t ns, max;
+	unsigned skipped;
+};
+/* the ns to spin now; 0: sleep at once */
+UIPC_HIDDEN int64_t spin_budget_take(struct spin_budget *b);
+/* the condition ended while spinning; WAITED: not at the first look */
+UIPC_HIDDEN void spin_budget_paid(struct spin_budget *b, bool waited);
+UIPC_HIDDEN void spin_budget_wasted(struct spin_budget *b);
+
 /* ---- sem.c ---- */
 UIPC_HIDDEN void sem_exit_proc(struct ns *ns, struct uproc *p);
 UIPC_HIDDEN int sem_array_bytes(int nsems);

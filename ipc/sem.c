@@ -1333,6 +1333,10 @@ static int wait_word_or_death(_Atomic uint32_t *word, uint32_t cur, const struct
  * finding us not asleep it makes no system call to wake us).
  */
 enum { WAIT_SLEEP, WAIT_SPIN, WAIT_YIELD };
+/* this thread's spin before a sleep, adapted to how often it paid: a
+ * waker on another CPU that is busy with a third process cannot post while
+ * we spin (issue 18: ping-pong under load) */
+static __thread struct spin_budget sem_spin = { .ns = SPIN_NS, .max = SPIN_NS };
 #define WAKER_YIELDS 2
 
 static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *deadline,
@@ -1349,16 +1353,22 @@ static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *de
 			return -EINTR;
 	}
 	if (how == WAIT_SPIN) {
-		for (int i = 0;; i++) {
-			if (atomic_load_explicit(&q->wake, memory_order_acquire) == seq)
+		int64_t budget = spin_budget_take(&sem_spin);
+
+		for (int i = 0; budget; i++) {
+			if (atomic_load_explicit(&q->wake, memory_order_acquire) == seq) {
+				spin_budget_paid(&sem_spin, i >= 64);
 				return 0;
+			}
 			if ((i & 63) == 63) {
 				/* where the kernel's caller sleeps, a handler
 				 * that runs interrupts it */
 				if (uipc_handler_gen() != hand0)
 					return -EINTR;
-				if (mono_ns() - start > SPIN_NS)
+				if (mono_ns() - start > budget) {
+					spin_budget_wasted(&sem_spin);
 					break;
+				}
 			}
 			cpu_relax();
 		}

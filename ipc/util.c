@@ -172,6 +172,30 @@ static int populate_entry(struct ns *ns, struct ipc_ids *ids, int idx)
 	return 0;
 }
 
+/* ---- adaptive spinning (ipc.h) ---- */
+
+int64_t spin_budget_take(struct spin_budget *b)
+{
+	if (b->ns)
+		return b->ns;
+	return ++b->skipped % 32 ? 0 : SPIN_PROBE_NS;
+}
+
+void spin_budget_paid(struct spin_budget *b, bool waited)
+{
+	/* a probe that ends at once counts too (the peer is back on another
+	 * CPU), else a stream that once shared a CPU would sleep for good */
+	if (b->ns < SPIN_PROBE_NS)
+		b->ns = SPIN_PROBE_NS;
+	else if (waited)
+		b->ns = b->ns * 2 > b->max ? b->max : b->ns * 2;
+}
+
+void spin_budget_wasted(struct spin_budget *b)
+{
+	b->ns = b->ns / 2 < SPIN_MIN_NS ? 0 : b->ns / 2;
+}
+
 /* ---- key hash ---- */
 
 static uint32_t key_hash(int32_t key)

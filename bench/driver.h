@@ -47,7 +47,7 @@ struct run {
 };
 
 enum row_kind { ROW_GROUP, ROW_VALUE, ROW_QUOTIENT };
-enum target { TGT_NONE, TGT_RATIO_MIN, TGT_UIPC_MAX };
+enum target { TGT_NONE, TGT_RATIO_MIN, TGT_UIPC_MAX, TGT_UIPC_MIN };
 
 struct row {
 	enum row_kind kind;

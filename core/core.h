@@ -246,7 +246,21 @@ struct ucred_cache {
 	uint64_t caps;             /* effective capabilities, low 64 bits */
 	int valid;
 };
-UIPC_HIDDEN const struct ucred_cache *cur_cred(void);
+UIPC_HIDDEN extern __thread struct ucred_cache uipc_tls_cred;
+UIPC_HIDDEN extern __thread unsigned uipc_tls_cred_gen;
+UIPC_HIDDEN extern _Atomic unsigned uipc_cred_gen;
+UIPC_HIDDEN const struct ucred_cache *cur_cred_slow(void);
+
+/* the caller's credentials: inline, since every permission check of the
+ * lock-free paths asks (the call cost as much as the two loads) */
+static inline const struct ucred_cache *cur_cred(void)
+{
+	unsigned gen = __atomic_load_n(&uipc_cred_gen, __ATOMIC_ACQUIRE);
+
+	if (likely(uipc_tls_cred.valid && uipc_tls_cred_gen == gen))
+		return &uipc_tls_cred;
+	return cur_cred_slow();
+}
 /* the credentials may have changed (entry/'s set*id and capset wrappers) */
 UIPC_HIDDEN void cred_invalidate(void);
 UIPC_HIDDEN bool has_cap(int cap);

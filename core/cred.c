@@ -12,39 +12,37 @@
 
 #include "core/core.h"
 
-static __thread struct ucred_cache tls_cred;
-static _Atomic unsigned cred_gen = 1;
-static __thread unsigned tls_cred_gen;
+__thread struct ucred_cache uipc_tls_cred;
+__thread unsigned uipc_tls_cred_gen;
+_Atomic unsigned uipc_cred_gen = 1;	/* bumped by cred_invalidate */
 
 void cred_invalidate(void)
 {
-	atomic_fetch_add(&cred_gen, 1);
+	atomic_fetch_add(&uipc_cred_gen, 1);
 }
 
-const struct ucred_cache *cur_cred(void)
+/* cur_cred's refill (core.h): the first call of a thread, or after an
+ * invalidation */
+const struct ucred_cache *cur_cred_slow(void)
 {
-	struct ucred_cache *c = &tls_cred;
-	unsigned gen = atomic_load_explicit(&cred_gen, memory_order_acquire);
+	struct ucred_cache *c = &uipc_tls_cred;
+	unsigned gen = atomic_load_explicit(&uipc_cred_gen, memory_order_acquire);
 
-	if (likely(c->valid && tls_cred_gen == gen))
-		return c;
-	{
-		struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-		struct __user_cap_data_struct d[2];
-		int n;
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	int n;
 
-		c->euid = geteuid();
-		c->egid = getegid();
-		n = getgroups(256, c->groups);
-		c->ngroups = n < 0 ? 0 : n;
-		memset(d, 0, sizeof(d));
-		if (sys_syscall(SYS_capget, &h, d) == 0)
-			c->caps = (uint64_t)d[0].effective | ((uint64_t)d[1].effective << 32);
-		else
-			c->caps = 0;
-		c->valid = 1;
-		tls_cred_gen = gen;
-	}
+	c->euid = geteuid();
+	c->egid = getegid();
+	n = getgroups(256, c->groups);
+	c->ngroups = n < 0 ? 0 : n;
+	memset(d, 0, sizeof(d));
+	if (sys_syscall(SYS_capget, &h, d) == 0)
+		c->caps = (uint64_t)d[0].effective | ((uint64_t)d[1].effective << 32);
+	else
+		c->caps = 0;
+	c->valid = 1;
+	uipc_tls_cred_gen = gen;
 	return c;
 }
 

@@ -61,6 +61,7 @@ struct aio_kiocb {
 	int rw_flags;
 	int64_t pos;
 	int64_t done;                /* bytes already moved by the inline try */
+	int64_t prior;               /* bytes moved before iov and pos (uring.c advanced them) */
 	int cancel_fd;               /* poll: an eventfd io_cancel writes, or -1 */
 	short events;                /* poll: the events asked for */
 	bool on_active;              /* poll: in ctx->active (active_lock) */
@@ -94,12 +95,27 @@ UIPC_HIDDEN int aio_poll_cancel(struct kioctx *ctx, uint64_t obj);
 /* cancel every pending poll of CTX (io_destroy) */
 UIPC_HIDDEN void aio_poll_cancel_all(struct kioctx *ctx);
 
-/* ---- worker.c ---- */
-/* run REQ in the background.  0 or -errno (no thread could be started). */
+/* ---- backend.c: who performs what cannot complete at once ---- */
+/* run REQ in the background (the chosen backend).  0 or -errno (not
+ * queued).  The uring backend starts it at the next aio_queue_flush. */
 UIPC_HIDDEN int aio_queue_work(struct aio_kiocb *req);
+/* start what aio_queue_work queued (once per io_submit) */
+UIPC_HIDDEN void aio_queue_flush(void);
+UIPC_HIDDEN void aio_backend_fork_child(void);
+
+/* ---- worker.c: the threads backend ---- */
+/* 0, or -EAGAIN when no thread could be started */
+UIPC_HIDDEN int aio_threads_queue(struct aio_kiocb *req);
 /* perform REQ now, blocking; its result (bytes or -errno) */
 UIPC_HIDDEN int64_t aio_do_io(struct aio_kiocb *req, int extra_flags);
-UIPC_HIDDEN void aio_worker_fork_child(void);
+UIPC_HIDDEN void aio_threads_fork_child(void);
+
+/* ---- uring.c: the io_uring backend ---- */
+/* the ring and its thread: 0, or -errno when io_uring cannot be used */
+UIPC_HIDDEN int aio_uring_start(void);
+UIPC_HIDDEN void aio_uring_queue(struct aio_kiocb *req);
+UIPC_HIDDEN void aio_uring_kick(void);
+UIPC_HIDDEN void aio_uring_fork_child(void);
 /* a detached thread running FN(ARG), every signal blocked.  0 or -errno. */
 UIPC_HIDDEN int aio_start_thread(void *(*fn)(void *), void *arg);
 UIPC_HIDDEN void aio_req_free(struct aio_kiocb *req);

@@ -309,7 +309,7 @@ static void aio_fork_child(void)
 	atomic_store(&ioctx_table, NULL);
 	free_ctxs = NULL;
 	aio_nr = 0;
-	aio_worker_fork_child();
+	aio_backend_fork_child();
 }
 
 CORE_HOOKS(aio_hooks) = {

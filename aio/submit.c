@@ -366,6 +366,7 @@ long ksys_io_submit(aio_context_t ctx_id, long nr, struct iocb **iocbpp)
 		if (ret)
 			break;
 	}
+	aio_queue_flush();              /* one kick for the whole batch */
 	put_ioctx(ctx);
 	return i ? i : ret;
 }

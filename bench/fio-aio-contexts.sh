@@ -12,8 +12,8 @@
 # and 512 threads on two compare; with iodepth 1 on tmpfs both sides
 # complete every request inside io_submit, on the job's thread.  (No
 # aggregate IOPS: 512 threads do not start at the same moment.)  Target:
-# per-I/O time at 512 at most 10% above
-# of the time at 1, on each side.  Writes build/bench/fio-aio-contexts.json
+# per-I/O time at 512 at most 10% above the time at 1, on each side.
+# Writes build/bench/fio-aio-contexts.json
 # and, with gnuplot, docs/plots/aio-contexts.svg.  Not a timed test.
 #   bench/fio-aio-contexts.sh [--uipc build/uipc] [--reps N] [--secs S] [--jobs "1 8 512"]
 #                             [--json FILE] [--svg FILE] [--quick]

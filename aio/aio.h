@@ -7,8 +7,7 @@
  * that perform I/O which cannot complete at once (worker.c).  State is
  * per process: contexts are not inherited by a fork child and die with
  * the process, as in the kernel;
- * fs.aio-nr is accounted per process (limit UIPC_AIO_MAX_NR, default
- * 65536, the kernel's fs.aio-max-nr default).
+ * fs.aio-nr and fs.aio-max-nr are the namespace's (core/aionr.c).
  * May call: core/ only.  Never ipc/ or entry/.
  * Returns: 0, a count, or -errno.  Never errno.
  */
@@ -37,6 +36,7 @@ struct kioctx {
 	uint32_t id;                 /* table slot */
 	uint32_t nr_events;          /* ring->nr, our copy (the ring is writable by all) */
 	uint32_t max_reqs;           /* what io_setup asked: fs.aio-nr's share */
+	unsigned acct_gen;           /* the accounting it was made under (ctx.c) */
 	uint32_t reqs_limit;         /* requests in flight or unread, at most */
 	uint32_t tail;               /* our copy of ring->tail (completion lock) */
 	_Atomic uint32_t inflight;   /* submitted, not yet in the ring */

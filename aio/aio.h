@@ -65,6 +65,7 @@ struct aio_kiocb {
 	int cancel_fd;               /* poll: an eventfd io_cancel writes, or -1 */
 	short events;                /* poll: the events asked for */
 	bool on_active;              /* poll: in ctx->active (active_lock) */
+	bool stream;                 /* a pipe or socket: no position (submit.c) */
 	struct aio_kiocb *next_active;
 	int nr_iov;
 	struct iovec *iov;

@@ -64,6 +64,7 @@ int64_t aio_do_io(struct aio_kiocb *req, int extra_flags)
 {
 	struct iovec tmp[8], *iov = req->iov, *heap = NULL;
 	int cnt = req->nr_iov, flags = req->rw_flags | extra_flags;
+	off_t pos;
 	ssize_t n;
 
 	switch (req->opcode) {
@@ -78,10 +79,12 @@ int64_t aio_do_io(struct aio_kiocb *req, int extra_flags)
 			return req->done;
 		cnt = iov_skip(req, req->done, iov, cnt);
 	}
+	/* -1: the file's own position, all a pipe or socket has */
+	pos = req->stream ? -1 : req->pos + req->done;
 	if (req->opcode == IOCB_CMD_PREAD || req->opcode == IOCB_CMD_PREADV)
-		n = preadv2(req->fd, iov, cnt, req->pos + req->done, flags);
+		n = preadv2(req->fd, iov, cnt, pos, flags);
 	else
-		n = pwritev2(req->fd, iov, cnt, req->pos + req->done, flags);
+		n = pwritev2(req->fd, iov, cnt, pos, flags);
 	if (n < 0)
 		n = req->done + req->prior ? 0 : -errno;
 	free(heap);

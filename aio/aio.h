@@ -82,6 +82,10 @@ UIPC_HIDDEN void put_ioctx(struct kioctx *ctx);
 /* put REQ's event (RES, RES2) in its ring, wake readers, signal its eventfd,
  * free REQ */
 UIPC_HIDDEN void aio_complete(struct aio_kiocb *req, int64_t res, int64_t res2);
+/* aio_complete's first part: the event in the ring and the eventfd; the
+ * caller wakes the context (aio_wake) and frees REQ (a batch of completions
+ * wakes each context once) */
+UIPC_HIDDEN void aio_post(struct aio_kiocb *req, int64_t res, int64_t res2);
 /* events in the ring not yet read (head as the program may have stored it) */
 UIPC_HIDDEN uint32_t aio_ring_used(struct kioctx *ctx);
 /* wake whoever sleeps on CTX (io_getevents, io_destroy) */

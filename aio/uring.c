@@ -335,38 +335,48 @@ static void fill_sq(void)
 
 /* ---- the completion queue (ring thread) ---- */
 
-/* REQ's result RES from the ring: its event, or the threads backend's
- * turn for a file that would not block in io_uring's way */
-static void complete_req(struct aio_kiocb *req, int res)
+/* REQ's result RES from the ring: its event (the context is woken by the
+ * caller), or the threads backend's turn for a file that would not block
+ * in io_uring's way.  Whether an event was posted. */
+static bool complete_req(struct aio_kiocb *req, int res)
 {
 	if (res == -EAGAIN && !(req->rw_flags & RWF_NOWAIT) && aio_threads_queue(req) == 0)
-		return;
-	if (res < 0)
-		aio_complete(req, req->prior ? req->prior : res, 0);
-	else
-		aio_complete(req, req->prior + res, 0);
+		return false;
+	aio_post(req, res < 0 ? (req->prior ? req->prior : res) : req->prior + res, 0);
+	return true;
 }
 
-/* every completion there is; how many */
+/* every completion there is, each context woken once after its events;
+ * how many */
 static unsigned reap_cq(void)
 {
 	unsigned head = *ring.cq_head, tail = __atomic_load_n(ring.cq_tail, __ATOMIC_ACQUIRE);
+	struct aio_kiocb *done = NULL, *req;
 	unsigned n = 0;
 	bool rearm = false;
 
 	for (; head != tail; head++, n++) {
 		struct io_uring_cqe *cqe = &ring.cqes[head & ring.cq_mask];
 		uint64_t tag = cqe->user_data;
-		int res = cqe->res;
 
 		if (tag == KICK_TAG) {
 			rearm = true;
 			continue;
 		}
 		inflight--;
-		complete_req((struct aio_kiocb *)(uintptr_t)tag, res);
+		req = (struct aio_kiocb *)(uintptr_t)tag;
+		if (complete_req(req, cqe->res)) {
+			req->next = done;
+			done = req;
+		}
 	}
 	__atomic_store_n(ring.cq_head, head, __ATOMIC_RELEASE);
+	for (; done; done = req) {
+		req = done->next;
+		if (!req || req->ctx != done->ctx)
+			aio_wake(done->ctx);
+		aio_req_free(done);
+	}
 	if (rearm)
 		while (!arm_kick())
 			uring_enter(sq_unsubmitted(), 0, IORING_ENTER_GETEVENTS);

@@ -121,6 +121,10 @@ UIPC_HIDDEN int aio_uring_start(void);
 UIPC_HIDDEN void aio_uring_queue(struct aio_kiocb *req);
 UIPC_HIDDEN void aio_uring_kick(void);
 UIPC_HIDDEN void aio_uring_fork_child(void);
+/* the ring's own descriptors, which the program's close must not close;
+ * the lowest of them >= LO, or INT_MAX */
+UIPC_HIDDEN bool aio_fd_guarded(int fd);
+UIPC_HIDDEN int aio_fd_next_guarded(unsigned lo);
 /* a detached thread running FN(ARG), every signal blocked.  0 or -errno. */
 UIPC_HIDDEN int aio_start_thread(void *(*fn)(void *), void *arg);
 UIPC_HIDDEN void aio_req_free(struct aio_kiocb *req);

@@ -469,6 +469,27 @@ void aio_uring_kick(void)
 	}
 }
 
+/* the ring's and the kick's descriptors are uipc's, not the program's:
+ * entry/'s close and close_range leave them alone (a daemon closing every
+ * fd would otherwise leave the ring thread without its ring) */
+bool aio_fd_guarded(int fd)
+{
+	return fd >= 0 && (fd == __atomic_load_n(&ring.fd, __ATOMIC_RELAXED) ||
+			   fd == __atomic_load_n(&kick_fd, __ATOMIC_RELAXED));
+}
+
+int aio_fd_next_guarded(unsigned lo)
+{
+	int r = __atomic_load_n(&ring.fd, __ATOMIC_RELAXED);
+	int k = __atomic_load_n(&kick_fd, __ATOMIC_RELAXED), best = INT_MAX;
+
+	if (r >= 0 && (unsigned)r >= lo)
+		best = r;
+	if (k >= 0 && (unsigned)k >= lo && k < best)
+		best = k;
+	return best;
+}
+
 /* the child of a fork has no ring thread: the parent's ring goes (the
  * parent completes its own requests) and the next request starts anew */
 void aio_uring_fork_child(void)

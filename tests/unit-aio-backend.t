@@ -20,7 +20,7 @@ runs=("default|$def|||" "threads|threads|threads||" "uring|uring|uring||"
       "default, kernel AIO refused|$def|||noaio"
       "default, io_uring refused|threads|||noaio --uring"
       "uring, io_uring refused|threads|uring|said|noaio --uring")
-echo "1..$(( ${#runs[@]} * 7 ))"
+echo "1..$(( ${#runs[@]} * 8 ))"
 n=0 failed=0
 for r in "${runs[@]}"; do
 	IFS='|' read -r name expect env said deny <<<"$r"
@@ -46,7 +46,7 @@ for r in "${runs[@]}"; do
 		echo "ok $n - [$name] exit 0, stderr $([ -n "$said" ] && echo "says uring is refused" || echo empty)"
 	else
 		failed=$((failed+1))
-		echo "not ok $n - [$name] exit $rc (a run that died early has fewer than 6 lines above), stderr:"
+		echo "not ok $n - [$name] exit $rc (a run that died early has fewer than 7 lines above), stderr:"
 		sed 's/^/# /' "$err"
 	fi
 done

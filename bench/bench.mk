@@ -12,6 +12,15 @@
 #   make bench-fio                          only seed 001's fio row: native AIO, kernel
 #                                           vs uipc (bench/fio-aio.sh, JSON:
 #                                           build/bench/fio-aio.json)
+#   make bench-fio-disk                     issue 17's disk rows: fio libaio randread
+#                                           4k iodepth=32 buffered and direct=1
+#                                           (bench/fio-aio-disk.sh, JSON:
+#                                           build/bench/fio-aio-disk.json)
+#   make bench-fio-contexts                 seed 001's curve: CPU time per AIO
+#                                           request against 1..512 contexts
+#                                           (bench/fio-aio-contexts.sh, JSON:
+#                                           build/bench/fio-aio-contexts.json, plot:
+#                                           docs/plots/aio-contexts.svg, gnuplot)
 #   make bench-journal                      what the undo journal costs the locked
 #                                           paths (bench/journal-cost.sh)
 #   make bench-plots                        only the SVG plots of the seeds' curves
@@ -44,11 +53,21 @@ bench: all bench-progs
 	bench/stress-ng.sh --lib $(B)/libuipc.so --json $(B)/bench/stress-ng.json $(filter --quick,$(BENCH_ARGS))
 	rm -f $(B)/bench/fio-aio.json
 	-bench/fio-aio.sh --uipc $(B)/uipc --json $(B)/bench/fio-aio.json $(filter --quick,$(BENCH_ARGS))
+	bench/fio-aio-disk.sh --uipc $(B)/uipc --json $(B)/bench/fio-aio-disk.json $(filter --quick,$(BENCH_ARGS))
+	bench/fio-aio-contexts.sh --uipc $(B)/uipc --json $(B)/bench/fio-aio-contexts.json $(filter --quick,$(BENCH_ARGS))
 	bench/plots.sh --results $(B)/bench/results.json --fio $(B)/bench/fio-aio.json --out $(PLOTS_DIR)
 
 # the SVG plots of the seeds' curves from the last run (bench/plots.sh)
 bench-plots:
 	bench/plots.sh --results $(B)/bench/results.json --fio $(B)/bench/fio-aio.json --out $(PLOTS_DIR)
+
+# issue 17's disk rows alone (bench/fio-aio-disk.sh)
+bench-fio-disk: all | $(B)/bench
+	bench/fio-aio-disk.sh --uipc $(B)/uipc --json $(B)/bench/fio-aio-disk.json $(filter --quick,$(BENCH_ARGS))
+
+# seed 001's curve alone, with its plot (bench/fio-aio-contexts.sh)
+bench-fio-contexts: all | $(B)/bench
+	bench/fio-aio-contexts.sh --uipc $(B)/uipc --json $(B)/bench/fio-aio-contexts.json $(filter --quick,$(BENCH_ARGS))
 
 # seed 001's fio job alone (bench/fio-aio.sh)
 bench-fio: all | $(B)/bench
@@ -81,4 +100,4 @@ bench-journal: all $(B)/nojournal/libuipc.so $(B)/bench/locked_paths
 	bench/journal-cost.sh --bindir $(B)/bench --lib $(B)/libuipc.so \
 		--nojournal $(B)/nojournal/libuipc.so --json $(B)/bench/journal-cost.json $(JOURNAL_ARGS)
 
-.PHONY: bench-progs bench-stress-ng bench-fio bench-journal bench-plots
+.PHONY: bench-progs bench-stress-ng bench-fio bench-fio-disk bench-fio-contexts bench-journal bench-plots

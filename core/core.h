@@ -237,6 +237,18 @@ UIPC_HIDDEN void proc_leave_ns(struct ns *ns, bool *keep_map);
  * ROBUST_HEAD, ROBUST_LEN: the cloning thread's get_robust_list */
 UIPC_HIDDEN void proc_clone_child(struct ns *new, void *robust_head, size_t robust_len);
 
+/* ---- aionr.c: fs.aio-nr and fs.aio-max-nr of a namespace ---- */
+/* fs.aio-max-nr of NS */
+UIPC_HIDDEN uint64_t ns_aio_max_nr(struct ns *ns);
+/* fs.aio-nr of NS (the events of its live processes' contexts) in *OUT.
+ * 0 or -errno (its lock). */
+UIPC_HIDDEN int ns_aio_nr(struct ns *ns, uint64_t *out);
+/* N more events for a context of this process: 0, -EAGAIN past
+ * fs.aio-max-nr, -ENOMEM (no process slot), or the lock's -errno */
+UIPC_HIDDEN int ns_aio_reserve(struct ns *ns, uint64_t n);
+/* give back N events of this process's (io_destroy) */
+UIPC_HIDDEN void ns_aio_release(struct ns *ns, uint64_t n);
+
 /* ---- cred.c: the caller's credentials, cached ---- */
 struct ucred_cache {
 	uid_t euid;

@@ -1,8 +1,9 @@
 /*
  * procfs.c - the /proc files of System V IPC, opened through libc:
- * /proc/sysvipc/{sem,msg,shm} and the IPC sysctls under /proc/sys/kernel
+ * /proc/sysvipc/{sem,msg,shm}, the IPC sysctls under /proc/sys/kernel
  * (sem, msgmax, msgmnb, msgmni, shmmax, shmall, shmmni, shm_rmid_forced,
- * sem_next_id, msg_next_id, shm_next_id) show the caller's uipc namespace.
+ * sem_next_id, msg_next_id, shm_next_id) and native AIO's under
+ * /proc/sys/fs (aio-max-nr, aio-nr) show the caller's uipc namespace.
  *
  * open() and its relatives (open64, openat, openat64, the fortified
  * __open_2 family, fopen, fopen64) look at the path first: anything that
@@ -179,7 +180,8 @@ static int proc_kind(const char *path)
 	for (int t = 0; t < IPC_NR_IDS; t++)
 		if (!strcmp(path, sysvipc[t]))
 			return t;
-	if (!strncmp(path, "/proc/sys/kernel/", 17) && ipc_sysctl_known(path))
+	if ((!strncmp(path, "/proc/sys/kernel/", 17) || !strncmp(path, "/proc/sys/fs/", 13)) &&
+	    ipc_sysctl_known(path))
 		return PROC_SYSCTL;
 	return -1;
 }
@@ -361,23 +363,25 @@ static int reopen(int fd, int flags)
 	return nfd;
 }
 
-static int check_open(int kind, int flags)
+static int check_open(int kind, const char *path, int flags)
 {
+	bool writing = (flags & O_ACCMODE) != O_RDONLY;
+
 	if (flags & O_DIRECTORY)
 		return -ENOTDIR;
 	if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
 		return -EEXIST;
-	/* sysctls are 0644 and /proc/sysvipc 0444, both root's */
-	if ((flags & O_ACCMODE) != O_RDONLY && geteuid() != 0)
+	/* sysctls are 0644 and /proc/sysvipc 0444, both root's; a 0444
+	 * sysctl (fs.aio-nr) is refused to root too, as /proc/sys does */
+	if (writing && (geteuid() != 0 || (kind == PROC_SYSCTL && ipc_sysctl_read_only(path))))
 		return -EACCES;
-	(void)kind;
 	return 0;
 }
 
 /* open one of our files; the fd or -errno */
 static int proc_open(int kind, const char *path, int flags)
 {
-	int r = check_open(kind, flags), fd;
+	int r = check_open(kind, path, flags), fd;
 
 	if (r)
 		return r;

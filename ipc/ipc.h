@@ -71,6 +71,8 @@ UIPC_HIDDEN int ipc_sysctl_set(const char *name, const char *value);
 UIPC_HIDDEN ssize_t ipc_sysctl_write(const char *name, const char *buf, size_t len);
 /* is NAME ("kernel.msgmax" or "/proc/sys/kernel/msgmax") an IPC sysctl? */
 UIPC_HIDDEN bool ipc_sysctl_known(const char *name);
+/* a sysctl no one may write (fs.aio-nr: 0444 on the kernel) */
+UIPC_HIDDEN bool ipc_sysctl_read_only(const char *name);
 /*
  * /proc/sysvipc/{sem,msg,shm} (TYPE: IPC_SEM_IDS, ...): the kernel's text,
  * header and one line per object of the caller's namespace, handed to EMIT

@@ -1,5 +1,6 @@
 /*
- * tools/run.c - `uipc run [--ns NAME] [--dir DIR] -- CMD [ARGS...]`: find
+ * tools/run.c - `uipc run [--ns NAME] [--dir DIR] [--aio-backend=B] -- CMD
+ * [ARGS...]`: find
  * libuipc.so ($UIPC_LIB, else next to the uipc binary as in the build tree,
  * else in the library directory of an installed uipc, else wherever the
  * loaded library came from), check that the namespace opens, put the library
@@ -238,11 +239,28 @@ static int check_namespace(const char *ns)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
+/* --aio-backend: UIPC_AIO_BACKEND for the command (aio/backend.c) */
+static int set_aio_backend(const char *b)
+{
+	if (strcmp(b, "uring") && strcmp(b, "threads")) {
+		warnmsg("--aio-backend: '%s' is not uring or threads", b);
+		return -1;
+	}
+	if (setenv("UIPC_AIO_BACKEND", b, 1) != 0) {
+		warnerr(errno, "cannot set UIPC_AIO_BACKEND");
+		return -1;
+	}
+	return 0;
+}
+
+enum { OPT_AIO_BACKEND = OPT_FIRST_FREE };
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "ns", required_argument, NULL, OPT_NS },
 		{ "dir", required_argument, NULL, OPT_DIR },
+		{ "aio-backend", required_argument, NULL, OPT_AIO_BACKEND },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -256,6 +274,10 @@ int cmd_run(int argc, char **argv)
 			break;
 		case OPT_DIR:
 			set_dir_option(optarg);
+			break;
+		case OPT_AIO_BACKEND:
+			if (set_aio_backend(optarg) != 0)
+				return EXIT_USAGE;
 			break;
 		case 'h':
 			fputs(help_for("run"), stdout);

@@ -56,7 +56,7 @@ static const struct {
 } commands[] = {
 	{ "run", cmd_run,
 	  "Usage:\n"
-	  " uipc run [--ns NAME] [--dir DIR] [--] CMD [ARGS...]\n"
+	  " uipc run [--ns NAME] [--dir DIR] [--aio-backend=uring|threads] [--] CMD [ARGS...]\n"
 	  "\n"
 	  "Run CMD with libuipc.so preloaded (LD_PRELOAD), so that its System V IPC\n"
 	  "calls use the uipc namespace NAME instead of the kernel.\n"
@@ -70,7 +70,10 @@ static const struct {
 	  "\n"
 	  "Options:\n"
 	  " --ns NAME    namespace (sets UIPC_NS); shared:NAME for a shared one\n"
-	  " --dir DIR    directory of namespace files (sets UIPC_DIR)\n" },
+	  " --dir DIR    directory of namespace files (sets UIPC_DIR)\n"
+	  " --aio-backend=uring|threads\n"
+	  "              who performs native AIO that cannot complete at once (sets\n"
+	  "              UIPC_AIO_BACKEND); default: uring where the kernel allows it\n" },
 	{ "ipcs", cmd_ipcs,
 	  "Usage:\n"
 	  " uipc ipcs [--ns NAME] [resource-option...] [output-option]\n"

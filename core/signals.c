@@ -46,6 +46,11 @@ static _Atomic bool cont_installed;
 static pthread_once_t install_once = PTHREAD_ONCE_INIT;
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 static _Atomic unsigned cont_gen;
+/* signals uipc keeps for itself (sig_own: SIGSYS, entry/trap.c): the
+ * program's sigaction is recorded, never installed; and those of them it
+ * keeps out of every signal mask it installs (sa_mask of the handlers) */
+static void (*owned[NSIGS])(int, siginfo_t *, void *);
+static uint64_t unblockable;
 
 /* per thread: depth of uipc critical sections, signals held meanwhile */
 static __thread int crit_depth;
@@ -133,6 +138,12 @@ unsigned uipc_cont_gen(void)
 	return atomic_load_explicit(&cont_gen, memory_order_acquire);
 }
 
+void sig_strip_unblockable(sigset_t *set)
+{
+	for (uint64_t m = unblockable; m; m &= m - 1)
+		sigdelset(set, __builtin_ctzll(m));
+}
+
 /* Run the program's handler for SIG as the kernel would have. */
 static void call_program(int sig, siginfo_t *si, void *ctx)
 {
@@ -198,6 +209,7 @@ void uipc_crit_exit(void)
 		mask = prog_act[sig].sa_mask;
 		if (!(prog_act[sig].sa_flags & SA_NODEFER))
 			sigaddset(&mask, sig);
+		sig_strip_unblockable(&mask);
 		pthread_sigmask(SIG_BLOCK, &mask, &old);
 		call_program(sig, &si, NULL);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -306,6 +318,7 @@ static void install_ours(int sig, const struct sigaction *prog, void (*h)(int, s
 	sa.sa_flags = SA_SIGINFO | extra_flags;
 	if (prog) {
 		sa.sa_mask = prog->sa_mask;
+		sig_strip_unblockable(&sa.sa_mask);
 		sa.sa_flags |= prog->sa_flags & (SA_RESTART | SA_NODEFER | SA_ONSTACK | SA_RESETHAND);
 	} else {
 		sigemptyset(&sa.sa_mask);
@@ -359,8 +372,8 @@ int sig_program_action(int sig, const struct sigaction *act, struct sigaction *o
 		bool fn = installed_function(act);
 
 		prog_act[sig] = *act;
-		if (is_fault_signal(sig)) {
-			/* our fault handler stays; it calls the program's */
+		if (is_fault_signal(sig) || owned[sig]) {
+			/* our handler stays; it calls the program's */
 		} else if (fn) {
 			install_ours(sig, act, trampoline, 0);
 			trampolined[sig] = true;
@@ -375,6 +388,51 @@ int sig_program_action(int sig, const struct sigaction *act, struct sigaction *o
 	}
 	pthread_mutex_unlock(&act_mutex);
 	return r;
+}
+
+/* ---- signals uipc keeps (entry/trap.c) ---- */
+
+void sig_keep_unblocked(int sig)
+{
+	if (catchable(sig))
+		__atomic_or_fetch(&unblockable, 1ULL << sig, __ATOMIC_RELAXED);
+}
+
+int sig_own(int sig, void (*h)(int, siginfo_t *, void *), int flags)
+{
+	struct sigaction sa;
+	int r;
+
+	if (!catchable(sig) || is_fault_signal(sig))
+		return -EINVAL;
+	/* what the program had before is recorded first (install) */
+	pthread_once(&install_once, install);
+	if (!real_sigaction)
+		return -ENOSYS;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = h;
+	sa.sa_flags = SA_SIGINFO | flags;
+	sigemptyset(&sa.sa_mask);
+	pthread_mutex_lock(&act_mutex);
+	owned[sig] = h;
+	trampolined[sig] = false;
+	r = real_sigaction(sig, &sa, NULL) ? -errno : 0;
+	pthread_mutex_unlock(&act_mutex);
+	return r;
+}
+
+bool sig_program_handler(int sig, struct sigaction *out)
+{
+	if (sig <= 0 || sig >= NSIGS)
+		return false;
+	*out = prog_act[sig];
+	return installed_function(out);
+}
+
+void sig_run_program(int sig, siginfo_t *si, void *ctx)
+{
+	if (sig > 0 && sig < NSIGS)
+		call_program(sig, si, ctx);
 }
 
 void uipc_sleep_begin(void)

@@ -19,24 +19,22 @@
  * Native AIO's numbers go to aio/ the same way.  The numbers that change
  * credentials (capset, setresuid, ...) go to the kernel and then make
  * core/cred.c read the credentials again.  More doors open here by
- * adding a case to uipc_syscall(): the namespace calls have their place
- * marked below.
+ * adding a case to entry_sys_serve(): the namespace calls have their place
+ * marked below.  trap.c's SIGSYS handler serves a trapped system call
+ * instruction with the same function: a number added here is served in
+ * trap mode too once trap.c's filter sends it (its list, trap_numbers).
  */
 #include <stdarg.h>
 
 #include "aio/aio.h"
 #include "entry/entry.h"
 
-/* the arguments, as the kernel receives them: six registers */
-struct sys_args {
-	long a, b, c, d, e, f;
-};
-
 /*
  * The numbers uipc serves: sets *RET to the raw result (a value or -errno)
- * and returns true; false for a number that goes to the kernel.
+ * and returns true; false for a number that goes to the kernel.  Also the
+ * SIGSYS handler's (trap.c), for a system call instruction trapped.
  */
-static bool uipc_syscall(long nr, const struct sys_args *x, unsigned hand0, long *ret)
+bool entry_sys_serve(long nr, const struct sys_args *x, unsigned hand0, long *ret)
 {
 	switch (nr) {
 	case SYS_semget:
@@ -112,7 +110,10 @@ static bool uipc_syscall(long nr, const struct sys_args *x, unsigned hand0, long
 	case SYS_setfsuid:
 	case SYS_setfsgid:
 	case SYS_setgroups:
-		*ret = sys_raw6(nr, x->a, x->b, x->c, x->d, x->e, x->f);
+		/* at most three arguments: the sixth register carries the
+		 * pass word of trap mode's filter (trap.c), which would
+		 * otherwise send the call back to the SIGSYS handler */
+		*ret = sys_pass5(nr, x->a, x->b, x->c, x->d, x->e);
 		cred_invalidate();
 		return true;
 	/* IPC namespaces: unshare(CLONE_NEWIPC) is uipc's (unshare.c);
@@ -150,7 +151,7 @@ long syscall(long nr, ...)
 	x.e = va_arg(ap, long);
 	x.f = va_arg(ap, long);
 	va_end(ap);
-	if (unlikely(uipc_syscall(nr, &x, hand0, &r)))
+	if (unlikely(entry_sys_serve(nr, &x, hand0, &r)))
 		return raw_ret(r);
 	return raw_ret(sys_raw6(nr, x.a, x.b, x.c, x.d, x.e, x.f));
 }

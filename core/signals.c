@@ -210,9 +210,9 @@ void uipc_crit_exit(void)
 		if (!(prog_act[sig].sa_flags & SA_NODEFER))
 			sigaddset(&mask, sig);
 		sig_strip_unblockable(&mask);
-		pthread_sigmask(SIG_BLOCK, &mask, &old);
+		uipc_sigmask(SIG_BLOCK, &mask, &old);
 		call_program(sig, &si, NULL);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		uipc_sigmask(SIG_SETMASK, &old, NULL);
 	}
 }
 
@@ -391,6 +391,90 @@ int sig_program_action(int sig, const struct sigaction *act, struct sigaction *o
 }
 
 /* ---- signals uipc keeps (entry/trap.c) ---- */
+
+/* ---- signal masks: the signals kept unblocked stay out of them ----
+ *
+ * Per thread, the program's view: which of the unblockable signals it asked
+ * to have blocked (what sigprocmask reports back).  The kernel's mask never
+ * has them.
+ */
+static __thread uint64_t t_view;
+static void (*unblock_hook)(void);
+
+#define SIGKILL_STOP ((1ULL << (SIGKILL - 1)) | (1ULL << (SIGSTOP - 1)))
+
+bool sig_view_blocked(int sig)
+{
+	return (t_view >> (sig - 1)) & 1;
+}
+
+void sig_view_set(int sig, bool blocked)
+{
+	if (blocked)
+		t_view |= 1ULL << (sig - 1);
+	else
+		t_view &= ~(1ULL << (sig - 1));
+}
+
+void sig_on_unblock(void (*fn)(void))
+{
+	unblock_hook = fn;
+}
+
+long sig_mask_apply(int how, const void *set, void *oset, size_t size, uint64_t *mask)
+{
+	uint64_t keep = __atomic_load_n(&unblockable, __ATOMIC_RELAXED), kbits = 0, view, old, nset;
+
+	for (uint64_t m = keep; m; m &= m - 1)
+		kbits |= 1ULL << (__builtin_ctzll(m) - 1);
+	view = *mask | (t_view & kbits);
+	old = view;
+	if (size != 8)
+		return -EINVAL;
+	if (set) {
+		if (uipc_copy_from_user(&nset, set, 8))
+			return -EFAULT;
+		nset &= ~SIGKILL_STOP;
+		switch (how) {
+		case SIG_BLOCK:   view |= nset; break;
+		case SIG_UNBLOCK: view &= ~nset; break;
+		case SIG_SETMASK: view = nset; break;
+		default:          return -EINVAL;
+		}
+		t_view = view & kbits;
+		*mask = view & ~kbits;
+	}
+	if (oset && uipc_copy_to_user(oset, &old, 8))
+		return -EFAULT;
+	return 0;
+}
+
+int uipc_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+	uint64_t m, nset;
+	sigset_t copy;
+	long r;
+
+	/* glibc's: its own SIGCANCEL and SIGSETXID are never blocked */
+	if (set) {
+		copy = *set;
+		sigdelset(&copy, 32);
+		sigdelset(&copy, 33);
+		memcpy(&nset, &copy, 8);
+	}
+	if (old)
+		sigemptyset(old);
+	if (!__atomic_load_n(&unblockable, __ATOMIC_RELAXED))
+		return (int)-sys_pass5(SYS_rt_sigprocmask, how, set ? (long)&nset : 0, (long)old, 8, 0);
+	r = sys_pass5(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&m, 8, 0);
+	if (r == 0)
+		r = sig_mask_apply(how, set ? &nset : NULL, old, 8, &m);
+	if (r == 0 && set)
+		r = sys_pass5(SYS_rt_sigprocmask, SIG_SETMASK, (long)&m, 0, 8, 0);
+	if (r == 0 && unblock_hook)
+		unblock_hook();
+	return (int)-r;
+}
 
 void sig_keep_unblocked(int sig)
 {

@@ -67,6 +67,22 @@ UIPC_HIDDEN void sig_keep_unblocked(int sig);
 UIPC_HIDDEN bool sig_program_handler(int sig, struct sigaction *out);
 /* run the program's handler of SIG (nothing if it has none) */
 UIPC_HIDDEN void sig_run_program(int sig, siginfo_t *si, void *ctx);
+/*
+ * Signal masks with the signals kept unblocked (sig_keep_unblocked) out of
+ * them, and the program's wish for those kept per thread (its view).
+ * sig_mask_apply: the raw rt_sigprocmask (the kernel's checks, order and
+ * -errno; SET and OSET the caller's, copied with fault checks) on the
+ * 64-bit mask *MASK.  uipc_sigmask: pthread_sigmask (glibc's: SIGCANCEL
+ * and SIGSETXID never blocked), for every layer (libc's pthread_sigmask
+ * is entry/'s); 0 or an errno value.  sig_on_unblock: FN runs after each
+ * uipc_sigmask (a held signal to send again).
+ */
+UIPC_HIDDEN long sig_mask_apply(int how, const void *set, void *oset, size_t size,
+				uint64_t *mask);
+UIPC_HIDDEN int uipc_sigmask(int how, const sigset_t *set, sigset_t *old);
+UIPC_HIDDEN bool sig_view_blocked(int sig);
+UIPC_HIDDEN void sig_view_set(int sig, bool blocked);
+UIPC_HIDDEN void sig_on_unblock(void (*fn)(void));
 /* take the signals kept unblocked (sig_own) out of SET */
 UIPC_HIDDEN void sig_strip_unblockable(sigset_t *set);
 /* counts the continues (SIGCONT) this process went through */

@@ -98,6 +98,11 @@ bool entry_sys_serve(long nr, const struct sys_args *x, unsigned hand0, long *re
 					  (struct io_event *)x->d, (const struct timespec *)x->e,
 					  (const void *)x->f);
 		return true;
+	/* an mmap of the vma's file: an attachment's is uipc's (ipc/shm.c) */
+	case SYS_remap_file_pages:
+		*ret = shm_remap_file_pages((void *)x->a, (size_t)x->b, (int)x->c, (size_t)x->d,
+					    (int)x->e);
+		return true;
 	/* credentials changed by number: the kernel changes them, and the
 	 * checks that follow must see it (core/cred.c caches them) */
 	case SYS_capset:

@@ -96,7 +96,6 @@
 #define PROBE_ERRNO    4011
 #define X32_BIT        0x40000000
 #define SIGSYS_BIT     (1ULL << (SIGSYS - 1))
-#define SIGKILL_STOP   ((1ULL << (SIGKILL - 1)) | (1ULL << (SIGSTOP - 1)))
 
 /* the IPC calls: served by uipc, never made by it */
 static const int ipc_numbers[] = {
@@ -276,9 +275,8 @@ static mask_fn real_pthread_sigmask;   /* libc's, outside trap mode */
 /* our filter is installed: SIGSYS is kept out of every mask */
 static bool trap_on;
 static bool handler_installed;
-/* per thread: the program asked for SIGSYS to be blocked (its view), and
- * a SIGSYS sent meanwhile, held until it unblocks */
-static __thread bool t_sys_blocked;
+/* per thread: a SIGSYS sent while the program blocks it (in its view,
+ * core/signals.c), held until it unblocks */
 static __thread bool t_sys_held;
 static __thread siginfo_t t_held_info;
 
@@ -287,46 +285,22 @@ static long raw_sigmask(int how, const uint64_t *set, uint64_t *old)
 	return sys_pass5(SYS_rt_sigprocmask, how, (long)set, (long)old, 8, 0);
 }
 
+static bool sys_blocked(void)
+{
+	return sig_view_blocked(SIGSYS);
+}
+
 /* the held SIGSYS, sent again now that the program unblocked it */
 static void release_held(void)
 {
 	siginfo_t si;
 
-	if (!t_sys_held || t_sys_blocked)
+	if (!t_sys_held || sys_blocked())
 		return;
 	t_sys_held = false;
 	si = t_held_info;
 	sys_raw6(SYS_rt_tgsigqueueinfo, getpid(), sys_raw6(SYS_gettid, 0, 0, 0, 0, 0, 0), SIGSYS,
 		 (long)&si, 0, 0);
-}
-
-/*
- * The program's rt_sigprocmask on the mask *MASK (the kernel's 64 bits):
- * its view has SIGSYS as t_sys_blocked says, the mask itself never.  The
- * kernel's order of checks and writes.  0 or -errno; *MASK updated.
- */
-static long emulate_sigprocmask(int how, const void *set, void *oset, size_t size, uint64_t *mask)
-{
-	uint64_t view = *mask | (t_sys_blocked ? SIGSYS_BIT : 0), old = view, nset;
-
-	if (size != 8)
-		return -EINVAL;
-	if (set) {
-		if (uipc_copy_from_user(&nset, set, 8))
-			return -EFAULT;
-		nset &= ~SIGKILL_STOP;
-		switch (how) {
-		case SIG_BLOCK:   view |= nset; break;
-		case SIG_UNBLOCK: view &= ~nset; break;
-		case SIG_SETMASK: view = nset; break;
-		default:          return -EINVAL;
-		}
-		t_sys_blocked = (view & SIGSYS_BIT) != 0;
-		*mask = view & ~SIGSYS_BIT;
-	}
-	if (oset && uipc_copy_to_user(oset, &old, 8))
-		return -EFAULT;
-	return 0;
 }
 
 /* ---- the handler ---- */
@@ -390,19 +364,19 @@ static void chain(siginfo_t *si, ucontext_t *uc)
 
 	if (sig_program_handler(SIGSYS, &pa)) {
 		uint64_t m, old;
-		bool was = t_sys_blocked;
+		bool was = sys_blocked();
 
 		memcpy(&m, &pa.sa_mask, 8);
 		if (!(pa.sa_flags & SA_NODEFER))
 			m |= SIGSYS_BIT;
 		if (trap_on) {
-			t_sys_blocked = was || (m & SIGSYS_BIT);
+			sig_view_set(SIGSYS, was || (m & SIGSYS_BIT));
 			m &= ~SIGSYS_BIT;
 		}
 		raw_sigmask(SIG_BLOCK, &m, &old);
 		sig_run_program(SIGSYS, si, uc);
 		raw_sigmask(SIG_SETMASK, &old, NULL);
-		t_sys_blocked = was;
+		sig_view_set(SIGSYS, was);
 		return;
 	}
 	/* a trap kills whatever the disposition (the kernel resets an
@@ -437,8 +411,8 @@ static bool serve(long nr, const struct sys_args *x, bool ours, unsigned hand0, 
 	if (!ours)
 		return false;
 	if (nr == SYS_rt_sigprocmask) {
-		*ret = emulate_sigprocmask((int)x->a, (const void *)x->b, (void *)x->c,
-					   (size_t)x->d, uc_mask(uc));
+		*ret = sig_mask_apply((int)x->a, (const void *)x->b, (void *)x->c, (size_t)x->d,
+				      uc_mask(uc));
 		if (*ret == 0)
 			release_held();
 		return true;
@@ -465,6 +439,7 @@ static void sigsys_handler(int sig, siginfo_t *si, void *ctx)
 			/* our filter, inherited by an image whose environment
 			 * lost UIPC_TRAP: trap mode all the same */
 			sig_keep_unblocked(SIGSYS);
+			sig_on_unblock(release_held);
 			trap_on = true;
 		}
 		if (serve(si->si_syscall, &x, si->si_errno == TRAP_DATA, hand0, uc, &ret)) {
@@ -474,7 +449,7 @@ static void sigsys_handler(int sig, siginfo_t *si, void *ctx)
 		}
 	}
 #endif
-	if (si->si_code != SYS_SECCOMP && trap_on && t_sys_blocked) {
+	if (si->si_code != SYS_SECCOMP && trap_on && sys_blocked()) {
 		/* sent by kill() while the program blocks it: held */
 		t_held_info = *si;
 		t_sys_held = true;
@@ -507,9 +482,10 @@ static void trap_start(void)
 	if (trap_on)
 		return;
 	sig_keep_unblocked(SIGSYS);
+	sig_on_unblock(release_held);
 	trap_on = true;
 	if (raw_sigmask(SIG_UNBLOCK, &m, &old) == 0 && (old & SIGSYS_BIT))
-		t_sys_blocked = true;
+		sig_view_set(SIGSYS, true);
 }
 
 static int load_filter(int which)
@@ -614,32 +590,12 @@ __attribute__((constructor(101))) static void trap_init(void)
 
 int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
-	uint64_t m, nset;
-	sigset_t copy;
-	long r;
-
 	if (!trap_on) {
 		if (!real_pthread_sigmask)   /* a call before the constructor */
 			real_pthread_sigmask = (mask_fn)dlsym(RTLD_NEXT, "pthread_sigmask");
 		return real_pthread_sigmask ? real_pthread_sigmask(how, set, old) : ENOSYS;
 	}
-	/* glibc's: its own SIGCANCEL and SIGSETXID are never blocked */
-	if (set) {
-		copy = *set;
-		sigdelset(&copy, 32);
-		sigdelset(&copy, 33);
-		memcpy(&nset, &copy, 8);
-	}
-	if (old)
-		sigemptyset(old);
-	r = raw_sigmask(SIG_BLOCK, NULL, &m);
-	if (r == 0)
-		r = emulate_sigprocmask(how, set ? &nset : NULL, old, 8, &m);
-	if (r == 0 && set)
-		r = raw_sigmask(SIG_SETMASK, &m, NULL);
-	if (r == 0)
-		release_held();
-	return r ? (int)-r : 0;
+	return uipc_sigmask(how, set, old);
 }
 
 int sigprocmask(int how, const sigset_t *set, sigset_t *old)
@@ -729,7 +685,7 @@ bool trap_exec_prepare(void)
 {
 	uint64_t m = SIGSYS_BIT;
 
-	if (!trap_on || !t_sys_blocked)
+	if (!trap_on || !sys_blocked())
 		return false;
 	return raw_sigmask(SIG_BLOCK, &m, NULL) == 0;
 }

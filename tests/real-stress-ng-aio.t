@@ -5,13 +5,14 @@
 # disk: on the kernel, then under uipc, each must complete with no failure;
 # bogo ops/s printed as diagnostics.  That uipc served it: with the
 # process's AIO limit at 0 (UIPC_AIO_MAX_NR=0) stress-ng's io_setup fails
-# with EAGAIN, which the kernel's calls would not.
+# with EAGAIN, which the kernel's calls would not; and it passes with the
+# kernel's io_* calls refused by a seccomp filter (UIPC_NO_KERNEL_IPC=1).
 top=$(cd "$(dirname "$0")/.." && pwd)
 lib=$top/build/libuipc.so
 secs=${UIPC_STRESS_SECS:-5}
-echo "1..3"
+echo "1..4"
 if [ ! -f "$lib" ] || ! command -v stress-ng >/dev/null; then
-	for i in 1 2 3; do echo "not ok $i - stress-ng or $lib missing"; done
+	for i in 1 2 3 4; do echo "not ok $i - stress-ng or $lib missing"; done
 	exit 1
 fi
 dir=$(mktemp -d /dev/shm/uipc-stress-aio.XXXXXX)
@@ -50,4 +51,7 @@ check $? "aiol under uipc: passed with --verify ($(ops "$dir/uipc.log") bogo ops
 run "$dir/limit.log" UIPC_DIR="$dir" UIPC_NS=aio LD_PRELOAD="$lib" UIPC_AIO_MAX_NR=0
 grep -q "io_setup failed.*errno=11" "$dir/limit.log"
 check $? "under uipc with UIPC_AIO_MAX_NR=0 its io_setup fails with EAGAIN: uipc serves it" "$dir/limit.log"
+run "$dir/nokipc.log" UIPC_DIR="$dir" UIPC_NS=aio2 LD_PRELOAD="$lib" UIPC_NO_KERNEL_IPC=1
+passed "$dir/nokipc.log" && ! grep -q seccomp "$dir/nokipc.log"
+check $? "aiol under uipc with the kernel's io_* calls refused (ENOSYS): passed with --verify ($(ops "$dir/nokipc.log") bogo ops/s)" "$dir/nokipc.log"
 [ $failed -eq 0 ]

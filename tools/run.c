@@ -380,7 +380,7 @@ static enum exe_kind classify(const char *path, char *detail, size_t dlen, int d
 }
 
 /* 0 if CMD can be run under uipc; else a message and the exit status */
-static int check_program(const char *cmd, bool trap, bool allow)
+static int check_program(const char *cmd, bool trap, bool nokipc, bool allow)
 {
 	char path[PATH_MAX], detail[2 * PATH_MAX + 64] = "";
 	enum exe_kind k;
@@ -391,8 +391,10 @@ static int check_program(const char *cmd, bool trap, bool allow)
 	if (k != EXE_STATIC && k != EXE_FOREIGN)
 		return 0;
 	if (allow) {
-		warnmsg("warning: %s: its System V IPC calls go to the kernel%s", detail,
-			trap ? " (with --trap, a trapped call kills it with SIGSYS)" : "");
+		warnmsg("warning: %s: %s", detail,
+			trap ? "with --trap its first System V IPC call kills it (SIGSYS)" :
+			nokipc ? "with --no-kernel-ipc its System V IPC calls fail (ENOSYS)" :
+				 "its System V IPC calls go to the kernel");
 		return 0;
 	}
 	warnmsg("%s: no preloaded library reaches it, so its System V IPC calls would "
@@ -463,7 +465,7 @@ int cmd_run(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return usage_error("no command given");
-	err = check_program(argv[optind], trap, allow_static);
+	err = check_program(argv[optind], trap, no_kernel_ipc, allow_static);
 	if (err)
 		return err;
 	if (find_library(lib) != 0)

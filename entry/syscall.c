@@ -34,7 +34,7 @@
  * and returns true; false for a number that goes to the kernel.  Also the
  * SIGSYS handler's (trap.c), for a system call instruction trapped.
  */
-bool entry_sys_serve(long nr, const struct sys_args *x, unsigned hand0, long *ret)
+static inline __attribute__((always_inline)) bool sys_serve(long nr, const struct sys_args *x, unsigned hand0, long *ret)
 {
 	switch (nr) {
 	case SYS_semget:
@@ -130,6 +130,12 @@ bool entry_sys_serve(long nr, const struct sys_args *x, unsigned hand0, long *re
 	return false;
 }
 
+/* for trap.c (the same switch, inlined into syscall() below) */
+bool entry_sys_serve(long nr, const struct sys_args *x, unsigned hand0, long *ret)
+{
+	return sys_serve(nr, x, hand0, ret);
+}
+
 /* the kernel's raw result in libc's convention: -1 and errno in the top
  * page, anything else is a value (shmat's address included) */
 static long raw_ret(long r)
@@ -156,7 +162,7 @@ long syscall(long nr, ...)
 	x.e = va_arg(ap, long);
 	x.f = va_arg(ap, long);
 	va_end(ap);
-	if (unlikely(entry_sys_serve(nr, &x, hand0, &r)))
+	if (unlikely(sys_serve(nr, &x, hand0, &r)))
 		return raw_ret(r);
 	return raw_ret(sys_raw6(nr, x.a, x.b, x.c, x.d, x.e, x.f));
 }

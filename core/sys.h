@@ -98,7 +98,10 @@ static inline long sys_pass5(long nr, long a, long b, long c, long d, long e)
 	register long x3 __asm__("x3") = d;
 	register long x4 __asm__("x4") = e;
 
-	__asm__ volatile("ldr x5, =" UIPC_SYS_PASS_STR "\n\t"
+	__asm__ volatile("movz x5, #0x4150\n\t"            /* UIPC_SYS_PASS */
+			 "movk x5, #0x5452, lsl #16\n\t"
+			 "movk x5, #0x7063, lsl #32\n\t"
+			 "movk x5, #0x7569, lsl #48\n\t"
 			 "svc 0\n\t"
 			 "mov x5, xzr"
 			 : "+r"(x0)

@@ -85,7 +85,7 @@ static char *const *fix_env(char *const envp[], char **out, char *fdv, size_t fd
 /* the exec itself, with trap mode's SIGSYS wish passed on (trap.c) */
 #define EXEC_CALL(call)                                  \
 	do {                                             \
-		bool prep_ = trap_exec_prepare();        \
+		int prep_ = trap_exec_prepare();         \
 		int r_ = (call);                         \
 		trap_exec_failed(prep_);                 \
 		return r_;                               \

@@ -681,21 +681,36 @@ int sigpending(sigset_t *set)
 
 /* ---- exec: the program's wish goes to the new image ---- */
 
-bool trap_exec_prepare(void)
+int trap_exec_prepare(void)
 {
 	uint64_t m = SIGSYS_BIT;
+	struct sigaction pa;
+	int done = 0;
 
-	if (!trap_on || !sys_blocked())
-		return false;
-	return raw_sigmask(SIG_BLOCK, &m, NULL) == 0;
+	/* SIG_IGN survives exec (a handler does not): the program's, which
+	 * ours stands in for, must reach the new image */
+	if (handler_installed && !sig_program_handler(SIGSYS, &pa) && pa.sa_handler == SIG_IGN) {
+		struct { void *h; unsigned long flags; void *restorer; uint64_t mask; } ign = {
+			SIG_IGN, 0, NULL, 0 };
+
+		if (sys_raw6(SYS_rt_sigaction, SIGSYS, (long)&ign, 0, 8, 0, 0) == 0)
+			done |= 2;
+	}
+	if (trap_on && sys_blocked() && raw_sigmask(SIG_BLOCK, &m, NULL) == 0)
+		done |= 1;
+	return done;
 }
 
-void trap_exec_failed(bool prepared)
+void trap_exec_failed(int prepared)
 {
 	uint64_t m = SIGSYS_BIT;
 	int e = errno;
 
-	if (prepared)
+	if (prepared & 1)
 		raw_sigmask(SIG_UNBLOCK, &m, NULL);
+	if (prepared & 2) {
+		handler_installed = false;
+		install_handler();
+	}
 	errno = e;
 }

@@ -267,6 +267,50 @@ CASE(fork_exec)
 	rrmid(g_id);
 }
 
+/* what the program asked for SIGSYS goes over exec: ignored (SIG_IGN
+ * survives exec), blocked (the mask does) */
+static int view_blocked(void);
+
+static void exec_view(int argc, char **argv)
+{
+	struct sigaction cur;
+
+	(void)argc, (void)argv;
+	need_trap();
+	sigaction(SIGSYS, NULL, &cur);
+	dt_out("exec'd image: SIGSYS %s, blocked %d", disp(&cur), view_blocked());
+	rrmid(rsemget(1));
+	exit(0);
+}
+
+static void child_exec_view(void *arg)
+{
+	char *args[] = { "trap_raw", "exec-view", NULL };
+
+	(void)arg;
+	dt_exec_self(args);
+}
+
+CASE(exec_sigsys)
+{
+	sigset_t s;
+
+	dt_out("SIGSYS ignored:");
+	signal(SIGSYS, SIG_IGN);
+	dt_wait(dt_fork(child_exec_view, NULL));
+	dt_out("SIGSYS ignored and blocked:");
+	sigemptyset(&s);
+	sigaddset(&s, SIGSYS);
+	sigprocmask(SIG_BLOCK, &s, NULL);
+	dt_wait(dt_fork(child_exec_view, NULL));
+	dt_out("SIGSYS at its default, blocked:");
+	signal(SIGSYS, SIG_DFL);
+	dt_wait(dt_fork(child_exec_view, NULL));
+	sigprocmask(SIG_UNBLOCK, &s, NULL);
+	dt_out("and here, after the children's exec: blocked %d", view_blocked());
+	rrmid(rsemget(1));
+}
+
 /* ---- SIGSYS blocked: the kernel forces SIGSYS for a trap ---- */
 
 static int view_blocked(void)
@@ -463,6 +507,8 @@ const struct dt_case dt_cases[] = {
 	{ "sigsys-default", sigsys_default, 0 },
 	{ "fork-exec", fork_exec, 0 },
 	{ "exec-helper", exec_helper, 1 },
+	{ "exec-sigsys", exec_sigsys, 0 },
+	{ "exec-view", exec_view, 1 },
 	{ "sigmask", sig_mask, 0 },
 	{ "eintr-nested", eintr_nested, 0 },
 	{ "threads", threads, 0 },

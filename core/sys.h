@@ -62,9 +62,9 @@ static inline long sys_raw6(long nr, long a, long b, long c, long d, long e, lon
 
 /*
  * Trap mode's pass word (entry/trap.c): the seccomp filter sends the calls uipc
- * must also make itself (credentials, rt_sigprocmask) to the SIGSYS handler
- * unless their sixth argument register holds this value.  Those calls take
- * at most four arguments, so the kernel ignores the sixth.
+ * must also make itself (credentials, rt_sigprocmask, remap_file_pages) to
+ * the SIGSYS handler unless their sixth argument register holds this value.
+ * Those calls take at most five arguments, so the kernel ignores the sixth.
  */
 #define UIPC_SYS_PASS 0x7569706354524150L  /* "uipcTRAP" */
 #define UIPC_SYS_PASS_STR "0x7569706354524150"

@@ -8,18 +8,22 @@
  * SIGSYS, and the handler here serves them from uipc with the raw calls'
  * conventions (the result in the return register, -errno on error).
  *
- * The filter (trap_filter) sends to SIGSYS:
+ * The filter (build_filter) sends to SIGSYS:
  *   - the twelve System V IPC calls and the six native AIO calls, always:
  *     uipc never makes them itself;
  *   - unshare with CLONE_NEWIPC in its flags (uipc's own unshare of the
  *     other flags never has it);
  *   - the calls uipc must see but also make itself: the credential calls
  *     (setuid ... setgroups, capset: core/cred.c then reads the
- *     credentials again) and rt_sigprocmask (below), unless the sixth
- *     argument register holds the pass word UIPC_SYS_PASS (entry.h).  Each
- *     takes at most four arguments, so the kernel ignores the sixth, and
- *     uipc's own calls of them put the word there.  A program's call holds
- *     it only by accident (2^-64 per call, of a value uipc chose).
+ *     credentials again), rt_sigprocmask (below) and remap_file_pages (an
+ *     attachment's is uipc's, ipc/shm.c), unless the sixth argument
+ *     register holds the pass word UIPC_SYS_PASS (core/sys.h).  Each takes
+ *     at most five arguments, so the kernel ignores the sixth,
+ *     and uipc's own calls of them (sys_pass5) put the word there and wipe
+ *     it again in the same asm statement: glibc's four-argument calls leave
+ *     that register as they found it, so a word left there would let the
+ *     program's next rt_sigprocmask through.  A program's call holds it
+ *     only by accident (a 64-bit value uipc chose).
  *   32-bit calls (int 0x80, x32) of the IPC numbers fail with ENOSYS: uipc
  *   serves only the native ABI, and a 32-bit program under trap mode would
  *   otherwise reach the kernel's IPC unseen.
@@ -47,7 +51,11 @@
  * again when it unblocks.  The sa_mask of the program's handlers loses it
  * too (signals.c), and the masks of sigsuspend, ppoll, pselect and
  * epoll_pwait.  An exec passes the program's wish on (the new image's
- * constructor takes it back).
+ * constructor takes it back), and so does an ignored SIGSYS.
+ *
+ * Split with core/signals.c: the program's view of the mask (per thread)
+ * and uipc_sigmask, which every layer uses for its own masks, live there;
+ * the filters, the handler and the libc names live here.
  *
  * The filter needs PR_SET_NO_NEW_PRIVS unless the caller has CAP_SYS_ADMIN:
  * set-user-ID programs then run without their privileges (docs/usage.md).
@@ -110,7 +118,7 @@ static const int ipc_numbers[] = {
 static const int pass_numbers[] = {
 	SYS_setuid, SYS_setgid, SYS_setreuid, SYS_setregid, SYS_setresuid,
 	SYS_setresgid, SYS_setfsuid, SYS_setfsgid, SYS_setgroups, SYS_capset,
-	SYS_rt_sigprocmask,
+	SYS_rt_sigprocmask, SYS_remap_file_pages,
 };
 
 #if defined(__x86_64__)

@@ -2546,7 +2546,8 @@ int shm_hook_munlockall(void)
  * anonymous namespace's segments are slots of one memfd: pages past the
  * segment's end come from an empty file, SIGBUS as on the kernel, never
  * from the next slot).  A range with no attachment in it goes to the
- * kernel.  0 or -errno, as the system call.
+ * kernel (with trap mode's pass word: the call is trapped by instruction
+ * too, entry/trap.c).  0 or -errno, as the system call.
  */
 static int sigbus_fd = -1;
 
@@ -2600,7 +2601,7 @@ long shm_remap_file_pages(void *addr, size_t size, int prot, size_t pgoff, int f
 	long r;
 
 	if (likely(!any_attached()))
-		return sys_raw6(SYS_remap_file_pages, (long)addr, (long)size, prot, (long)pgoff, flags, 0);
+		return sys_pass5(SYS_remap_file_pages, (long)addr, (long)size, prot, (long)pgoff, flags);
 	size &= ~(size_t)(UIPC_PAGE - 1);
 	end = start + size;
 	if (prot || end <= start || pgoff + size / UIPC_PAGE < pgoff)
@@ -2616,8 +2617,8 @@ long shm_remap_file_pages(void *addr, size_t size, int prot, size_t pgoff, int f
 		/* a vma of another file, or none, before the attachment */
 		if (ours)
 			return -EINVAL;
-		return sys_raw6(SYS_remap_file_pages, (long)addr, (long)size, prot, (long)pgoff,
-				flags, 0);
+		return sys_pass5(SYS_remap_file_pages, (long)addr, (long)size, prot, (long)pgoff,
+				 flags);
 	}
 	f0 = l_att[i];
 	/* the vmas that follow, up to END: contiguous, of the same attach

@@ -35,7 +35,7 @@ txt() { tr '\n' ' ' <"$1"; }
 # run OUT ARGS...: $UIPC run ARGS, stdout and stderr in OUT, the status in RC
 run() {
 	local out=$1; shift
-	"$UIPC" run "$@" >"$out" 2>&1
+	("$UIPC" run "$@") >"$out" 2>&1
 	RC=$?
 }
 

@@ -6,7 +6,8 @@
 # line.  trap_raw.c: sys_raw.c's cases on instructions, the program's own
 # SIGSYS handler and filter, fork and exec, SIGSYS blocked every way, EINTR
 # with nested traps, threads.  trap_cred.c: cred_raw.c's cases on
-# instructions.  Then a few cases again with the library's own way in,
+# instructions.  trap_remap.c: shm_remap.c's cases with remap_file_pages by
+# instruction.  Then a few cases again with the library's own way in,
 # UIPC_TRAP=1 in the environment of a preloaded program (no `uipc run`).
 # Driver: tests/diff/lib.sh.
 . "$(dirname "$0")/diff/lib.sh"
@@ -14,7 +15,7 @@ dt_require_lib
 
 export UIPC_LIB=$DT_LIB_RUN
 todo=()
-for p in trap_raw trap_cred; do
+for p in trap_raw trap_cred trap_remap; do
 	if [ -x "$DT_BIN/$p" ]; then
 		for c in $(dt_list "$p"); do todo+=("run $p $c"); done
 	else
@@ -22,6 +23,9 @@ for p in trap_raw trap_cred; do
 	fi
 done
 for c in sem shm fork-exec sigmask threads; do todo+=("env trap_raw $c"); done
+# and in an anonymous namespace (util-linux's unshare under uipc): the
+# segments are slots of one memfd
+for c in basic beyond; do todo+=("anon trap_remap $c"); done
 echo "1..${#todo[@]}"
 for t in "${todo[@]}"; do
 	set -- $t
@@ -29,9 +33,12 @@ for t in "${todo[@]}"; do
 	if [ "$how" = run ]; then
 		DT_UIPC_WRAP="$DT_ROOT/build/uipc run --trap --"
 		dt_case "$*" "$DT_BIN/$1" ${2:+"$2"}
-	else
+	elif [ "$how" = env ]; then
 		DT_UIPC_WRAP="env UIPC_TRAP=1"
 		dt_case "$* (UIPC_TRAP=1)" "$DT_BIN/$1" ${2:+"$2"}
+	else
+		DT_UIPC_WRAP="$DT_ROOT/build/uipc run --trap -- unshare --ipc --"
+		dt_case "$* (anonymous namespace)" "$DT_BIN/$1" ${2:+"$2"}
 	fi
 done
 [ "$DT_FAILED" = 0 ]

@@ -451,16 +451,14 @@ long sig_mask_apply(int how, const void *set, void *oset, size_t size, uint64_t 
 
 int uipc_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
-	uint64_t m, nset;
-	sigset_t copy;
+	uint64_t m, nset = 0;
 	long r;
 
-	/* glibc's: its own SIGCANCEL and SIGSETXID are never blocked */
+	/* glibc's: its own SIGCANCEL and SIGSETXID (32, 33) are never blocked
+	 * (cleared by hand: libc's sigdelset refuses them, with errno) */
 	if (set) {
-		copy = *set;
-		sigdelset(&copy, 32);
-		sigdelset(&copy, 33);
-		memcpy(&nset, &copy, 8);
+		memcpy(&nset, set, 8);
+		nset &= ~((1ULL << (32 - 1)) | (1ULL << (33 - 1)));
 	}
 	if (old)
 		sigemptyset(old);

@@ -62,7 +62,7 @@ static inline long sys_raw6(long nr, long a, long b, long c, long d, long e, lon
 
 /*
  * Trap mode's pass word (entry/trap.c): the seccomp filter sends the calls uipc
- * must also make itself (credentials, rt_sigprocmask, remap_file_pages) to
+ * must also make itself (credentials, remap_file_pages) to
  * the SIGSYS handler unless their sixth argument register holds this value.
  * Those calls take at most five arguments, so the kernel ignores the sixth.
  */

@@ -15,15 +15,15 @@
  *     other flags never has it);
  *   - the calls uipc must see but also make itself: the credential calls
  *     (setuid ... setgroups, capset: core/cred.c then reads the
- *     credentials again), rt_sigprocmask (below) and remap_file_pages (an
- *     attachment's is uipc's, ipc/shm.c), unless the sixth argument
- *     register holds the pass word UIPC_SYS_PASS (core/sys.h).  Each takes
- *     at most five arguments, so the kernel ignores the sixth,
- *     and uipc's own calls of them (sys_pass5) put the word there and wipe
- *     it again in the same asm statement: glibc's four-argument calls leave
- *     that register as they found it, so a word left there would let the
- *     program's next rt_sigprocmask through.  A program's call holds it
- *     only by accident (a 64-bit value uipc chose).
+ *     credentials again) and remap_file_pages (an attachment's is uipc's,
+ *     ipc/shm.c), unless the sixth argument register holds the pass word
+ *     UIPC_SYS_PASS (core/sys.h).  Each takes at most five arguments, so
+ *     the kernel ignores the sixth, and uipc's own calls of them
+ *     (sys_pass5) put the word there and wipe it again in the same asm
+ *     statement: glibc's calls of fewer arguments leave that register as
+ *     they found it, so a word left there would let the program's next
+ *     call of the group through.  A program's call holds it only by
+ *     accident (a 64-bit value uipc chose).
  *   32-bit calls (int 0x80, x32) of the IPC numbers fail with ENOSYS: uipc
  *   serves only the native ABI, and a 32-bit program under trap mode would
  *   otherwise reach the kernel's IPC unseen.
@@ -43,15 +43,21 @@
  * dump) follows.
  *
  * A seccomp trap while SIGSYS is blocked kills the process (the kernel
- * forces the default action).  So in trap mode SIGSYS is never really
- * blocked: sigprocmask and pthread_sigmask (interposed here) and
- * rt_sigprocmask by instruction (trapped) keep it out of the mask and
- * record the program's wish per thread, which is what they report; a
- * SIGSYS sent by kill() while the program "blocks" it is held and sent
- * again when it unblocks.  The sa_mask of the program's handlers loses it
- * too (signals.c), and the masks of sigsuspend, ppoll, pselect and
+ * forces the default action).  So in trap mode the program never blocks
+ * SIGSYS: sigprocmask and pthread_sigmask (interposed here) keep it out of
+ * the mask and record the program's wish per thread, which is what they
+ * report (a new thread starts without it); a SIGSYS sent by
+ * kill() while the program "blocks" it is held and sent again when it
+ * unblocks.  The sa_mask of the program's handlers loses it too
+ * (signals.c), and the masks of sigsuspend, ppoll, pselect and
  * epoll_pwait.  An exec passes the program's wish on (the new image's
  * constructor takes it back), and so does an ignored SIGSYS.
+ * rt_sigprocmask by instruction is not trapped: glibc's own (pthread_create
+ * and posix_spawn block every signal for a moment) run where no IPC call
+ * can come, and posix_spawn's child resets SIGSYS to the default before its
+ * last one, which a trap would then kill.  A program that blocks SIGSYS by
+ * instruction and then makes a trapped call dies, as it would under any
+ * seccomp trap.
  *
  * Split with core/signals.c: the program's view of the mask (per thread)
  * and uipc_sigmask, which every layer uses for its own masks, live there;
@@ -118,7 +124,7 @@ static const int ipc_numbers[] = {
 static const int pass_numbers[] = {
 	SYS_setuid, SYS_setgid, SYS_setreuid, SYS_setregid, SYS_setresuid,
 	SYS_setresgid, SYS_setfsuid, SYS_setfsgid, SYS_setgroups, SYS_capset,
-	SYS_rt_sigprocmask, SYS_remap_file_pages,
+	SYS_remap_file_pages,
 };
 
 #if defined(__x86_64__)
@@ -341,13 +347,6 @@ static void set_ret(ucontext_t *uc, long r)
 }
 #endif
 
-/* the signal mask the interrupted code had (restored at the handler's
- * return): the kernel's 64 bits at the start of uc_sigmask */
-static uint64_t *uc_mask(ucontext_t *uc)
-{
-	return (uint64_t *)(void *)&uc->uc_sigmask;
-}
-
 /* SIGSYS, the default action: the kernel's for a seccomp trap too (core) */
 static void die_by_sigsys(siginfo_t *si)
 {
@@ -403,8 +402,7 @@ static bool in(long nr, const int *list, size_t n)
 }
 
 /* a trapped system call uipc answers: true with the result in *RET */
-static bool serve(long nr, const struct sys_args *x, bool ours, unsigned hand0, ucontext_t *uc,
-		  long *ret)
+static bool serve(long nr, const struct sys_args *x, bool ours, unsigned hand0, long *ret)
 {
 	if (nr == PROBE_TRAP_NR || nr == PROBE_NOIPC_NR) {
 		/* our probe, trapped by someone else's filter */
@@ -418,13 +416,6 @@ static bool serve(long nr, const struct sys_args *x, bool ours, unsigned hand0, 
 	 * another filter would trap the pass-through again, for ever */
 	if (!ours)
 		return false;
-	if (nr == SYS_rt_sigprocmask) {
-		*ret = sig_mask_apply((int)x->a, (const void *)x->b, (void *)x->c, (size_t)x->d,
-				      uc_mask(uc));
-		if (*ret == 0)
-			release_held();
-		return true;
-	}
 	if (in(nr, pass_numbers, sizeof(pass_numbers) / sizeof(pass_numbers[0])))
 		return entry_sys_serve(nr, x, hand0, ret);
 	return false;
@@ -450,7 +441,7 @@ static void sigsys_handler(int sig, siginfo_t *si, void *ctx)
 			sig_on_unblock(release_held);
 			trap_on = true;
 		}
-		if (serve(si->si_syscall, &x, si->si_errno == TRAP_DATA, hand0, uc, &ret)) {
+		if (serve(si->si_syscall, &x, si->si_errno == TRAP_DATA, hand0, &ret)) {
 			set_ret(uc, ret);
 			errno = saved;
 			return;
@@ -574,8 +565,8 @@ static void warn_filter(const char *name, int err)
 
 /*
  * First of the library's constructors (priority 101): in an image exec'd
- * under the filter, a trapped call (rt_sigprocmask from a thread being
- * created, in another constructor) must find the handler.  The probes are
+ * under the filter, a trapped call in another constructor must find the
+ * handler.  The probes are
  * made only when asked for in the environment (UIPC_TRAP, and the test
  * mode UIPC_NO_KERNEL_IPC): a system call no kernel has could be fatal
  * under someone else's strict filter.

@@ -91,7 +91,7 @@ int uipc_ns_check(char *report, size_t len);
 /* ---- seccomp filters (trap mode; docs/usage.md) ----
  * UIPC_FILTER_TRAP: the System V IPC and native AIO system calls made by
  * instruction, unshare(CLONE_NEWIPC), the credential calls and
- * rt_sigprocmask raise SIGSYS, which libuipc's handler serves (what
+ * remap_file_pages raise SIGSYS, which libuipc's handler serves (what
  * `uipc run --trap` and UIPC_TRAP=1 install).  UIPC_FILTER_NO_KERNEL_IPC:
  * the kernel's System V IPC and native AIO calls fail with ENOSYS, as on a
  * kernel without them (`uipc run --no-kernel-ipc`, a test mode).  A filter

@@ -16,8 +16,9 @@
 #     become the holder, and a second ab run must have zero failed requests;
 #   - SIGTERM the server: every child gone, the semaphore removed.
 # The uipc side runs twice: the second time (nokipc) with `uipc run
-# --no-kernel-ipc` (a seccomp filter makes the kernel's System V IPC calls
-# fail with ENOSYS), which proves httpd's mutex is all uipc's.
+# --no-kernel-ipc --trap` (a seccomp filter makes the kernel's System V IPC
+# calls fail with ENOSYS, which proves httpd's mutex is all uipc's, and trap
+# mode's filter and SIGSYS handler are in every process).
 top=$(cd "$(dirname "$0")/.." && pwd)
 uipc=$top/build/uipc
 echo "1..20"
@@ -87,7 +88,7 @@ side() {
 		setsid unshare --ipc -- apache2 -f "$d/httpd.conf" -DFOREGROUND >"$d/out.log" 2>&1 &
 	else
 		local opt=
-		[ $side = nokipc ] && opt=--no-kernel-ipc
+		[ $side = nokipc ] && opt="--no-kernel-ipc --trap"
 		setsid "$uipc" run $opt --dir "$d/ns" --ns "$nsname" -- \
 			apache2 -f "$d/httpd.conf" -DFOREGROUND >"$d/out.log" 2>&1 &
 	fi

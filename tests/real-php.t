@@ -9,11 +9,12 @@
 # fresh IPC namespace) and under `uipc run` (a fresh namespace of this run):
 # every check must pass on both and the two transcripts must be identical;
 # and again under `uipc run --no-kernel-ipc` (a seccomp filter makes the
-# kernel's System V IPC calls fail with ENOSYS: PHP's IPC is all uipc's).
+# kernel's System V IPC calls fail with ENOSYS: PHP's IPC is all uipc's),
+# and under `uipc run --trap` (trap mode).
 top=$(cd "$(dirname "$0")/.." && pwd)
 uipc=$top/build/uipc
 script=$top/tests/real/php-sysv.php
-echo "1..7"
+echo "1..8"
 n=0 failed=0
 ok() { echo "ok $((++n)) - $*"; }
 nok() { failed=$((failed+1)); echo "not ok $((++n)) - $*"; }
@@ -63,6 +64,15 @@ else
 	nok "with the kernel's IPC refused (--no-kernel-ipc): status $nrc"
 	diff "$dir/kernel.out" "$dir/nokipc.out" | head -20 | sed 's/^/# /'
 fi
+timeout 60 "$uipc" run --trap --dir "$dir" --ns "$ns-trap" -- php "$script" "$key" \
+	>"$dir/trap.out" 2>&1
+trc=$?
+if [ "$trc" = 0 ] && cmp -s "$dir/kernel.out" "$dir/trap.out"; then
+	ok "in trap mode (--trap): $(tail -1 "$dir/trap.out"), the same transcript"
+else
+	nok "in trap mode (--trap): status $trc"
+	diff "$dir/kernel.out" "$dir/trap.out" | head -20 | sed 's/^/# /'
+fi
 # the objects were uipc's, not the kernel's: a queue PHP leaves behind is
 # listed by uipc ipcs, not in the kernel's /proc/sysvipc/msg, and goes with
 # uipc ipcrm
@@ -76,7 +86,7 @@ if [ "$inu" = 1 ] && [ "$ink" = 0 ]; then
 else
 	nok "php's queue: in uipc $inu, in the kernel $ink"
 fi
-left=$( ("$uipc" ipcs --dir "$dir" --ns "$ns" -a; "$uipc" ipcs --dir "$dir" --ns "$ns-nokipc" -a) |
+left=$(for n in "$ns" "$ns-nokipc" "$ns-trap"; do "$uipc" ipcs --dir "$dir" --ns "$n" -a; done |
 	grep -c '^0x')
 # segment files: none with memory; removed segments' files may stay as
 # empty spares of the pool (ipc/shm.c), at most 16 (SHM_POOL_CAP)

@@ -10,9 +10,10 @@
 # refused while that one lives (PostgreSQL reads its old segment's nattch with
 # IPC_STAT to decide whether it may start), kill it too, start again and
 # verify the data: the row committed before the crash is there and pgbench's
-# balances agree.  The uipc side runs twice: the second time with
-# `uipc run --no-kernel-ipc` (a seccomp filter makes the kernel's System V
-# IPC calls fail with ENOSYS), which proves PostgreSQL's IPC is all uipc's.
+# balances agree.  The uipc side runs twice: the second time (nokipc) with
+# `uipc run --no-kernel-ipc --trap` (a seccomp filter makes the kernel's
+# System V IPC calls fail with ENOSYS, which proves PostgreSQL's IPC is all
+# uipc's, and trap mode's filter and SIGSYS handler are in every process).
 # The tps of every side are printed.
 top=$(cd "$(dirname "$0")/.." && pwd)
 uipc=$top/build/uipc
@@ -61,7 +62,7 @@ run_side() {
 		timeout 150 runuser -u postgres -- "$uipc" run --dir "$d/ns" \
 			--ns "pg-$$-$RANDOM" -- bash "$scenario" "$d" "$uipc ipcs" "$port" >"$base/$side.r"
 	else
-		timeout 150 runuser -u postgres -- "$uipc" run --no-kernel-ipc --dir "$d/ns" \
+		timeout 150 runuser -u postgres -- "$uipc" run --no-kernel-ipc --trap --dir "$d/ns" \
 			--ns "pg-$$-$RANDOM" -- bash "$scenario" "$d" "$uipc ipcs" "$port" >"$base/$side.r"
 	fi
 	echo "R rc $?" >>"$base/$side.r"

@@ -10,6 +10,8 @@
 #   - --no-kernel-ipc: the kernel's IPC calls fail with ENOSYS (a system call
 #     instruction), libc's names still reach uipc; with --trap too, the
 #     instruction is served by uipc;
+#   - someone else's filter that traps the System V calls with SIGSYS (as
+#     Android's does): the library's handler serves them, without trap mode;
 #   - --trap: an instruction is served by uipc; the filter needs no_new_privs
 #     for a user without CAP_SYS_ADMIN only; UIPC_TRAP=1 in the environment
 #     of a preloaded program (no uipc run) does the same.
@@ -18,13 +20,13 @@ require_build
 PROBE=$T_BUILD/tests/cmd/ipcprobe
 STATIC=$T_BUILD/tests/cmd/ipcprobe-static
 SPIE=$T_BUILD/tests/cmd/ipcprobe-spie
-plan 22
+plan 24
 
 if [ ! -x "$STATIC" ] || [ ! -x "$SPIE" ]; then
 	make -s -C "$T_ROOT" B="$T_BUILD" cmd-static-progs >"$T_WORK/static.log" 2>&1
 fi
 if [ ! -x "$STATIC" ] || [ ! -x "$SPIE" ] || [ ! -x "$PROBE" ]; then
-	for i in $(seq 22); do ok 1 "ipcprobe, ipcprobe-static (libc6-dev's libc.a) or -spie missing"; done
+	for i in $(seq 24); do ok 1 "ipcprobe, ipcprobe-static (libc6-dev's libc.a) or -spie missing"; done
 	diag <"$T_WORK/static.log"
 	done_testing
 	exit
@@ -118,6 +120,18 @@ else
 	skip "user nobody: no_new_privs" "not root"
 	skip "user nobody: an instruction is served" "not root"
 fi
+# someone else's filter traps the System V calls with SIGSYS (Android's app
+# filter does): libuipc's handler serves them, without trap mode
+if have_kernel_ns; then
+	out=$(unshare --ipc -- sh -c "$PROBE seal raw; echo status \$?" 2>/dev/null)
+	is "$out" "status 159" "a program whose own filter traps semget, on the kernel: killed by SIGSYS"
+else
+	skip "the kernel side of a program whose own filter traps semget" "no kernel IPC namespace"
+fi
+new_ns
+run "$o" --ns "$NS" -- "$PROBE" seal raw libc
+like "$RC $(txt "$o")" "^0 raw semget = $N libc semget = $N \$" \
+	"the same under uipc (no --trap): libuipc's SIGSYS handler serves the trapped calls"
 run "$o" --help
 like "$(txt "$o")" "--trap .*--no-kernel-ipc .*--allow-static" "uipc run --help lists --trap, --no-kernel-ipc, --allow-static"
 # a 32-bit program: another ELF class than the library's

@@ -368,8 +368,13 @@ static void die_by_sigsys(siginfo_t *si)
 static void chain(siginfo_t *si, ucontext_t *uc)
 {
 	struct sigaction pa;
+	bool fn = sig_program_handler(SIGSYS, &pa);
 
-	if (sig_program_handler(SIGSYS, &pa)) {
+	/* a trap while the program blocks SIGSYS: the kernel forces the
+	 * default action, whatever the handler */
+	if (si->si_code == SYS_SECCOMP && trap_on && sys_blocked())
+		fn = false;
+	if (fn) {
 		uint64_t m, old;
 		bool was = sys_blocked();
 

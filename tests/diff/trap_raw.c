@@ -189,13 +189,23 @@ CASE(own_sigsys)
 	rrmid(id);
 }
 
+static void install_prog_sigsys(int flags);
+
 static void die_default(void *arg)
 {
 	struct rlimit no = { 0, 0 };
 
 	setrlimit(RLIMIT_CORE, &no);
-	if (arg)
+	if (arg == (void *)1)
 		signal(SIGSYS, SIG_IGN);
+	if (arg == (void *)2) {
+		sigset_t s;
+
+		install_prog_sigsys(0);
+		sigemptyset(&s);
+		sigaddset(&s, SIGSYS);
+		sigprocmask(SIG_BLOCK, &s, NULL);
+	}
 	own_filter(SYS_getppid);
 	raw_syscall(SYS_getppid);
 	dt_out("survived the trap");
@@ -218,6 +228,8 @@ CASE(sigsys_default)
 	dt_wait(dt_fork(die_default, NULL));
 	dt_out("a trap, SIGSYS ignored:");
 	dt_wait(dt_fork(die_default, (void *)1));
+	dt_out("a trap, SIGSYS blocked, with a handler:");
+	dt_wait(dt_fork(die_default, (void *)2));
 	dt_out("kill(), SIGSYS ignored:");
 	dt_wait(dt_fork(ign_kill, NULL));
 }

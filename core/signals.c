@@ -19,6 +19,14 @@
  *   runs; from the first time a thread sleeps in uipc a SIGCONT handler is
  *   installed (it also counts continues, see uipc_cont_gen).
  *
+ * - Signals uipc keeps for itself (sig_own: trap mode's SIGSYS, entry/trap.c)
+ *   keep uipc's handler; the program's sigaction is recorded and reported,
+ *   and its handler called from uipc's.  Those kept unblocked
+ *   (sig_keep_unblocked) stay out of every mask: the sa_mask of the
+ *   handlers installed here, and uipc_sigmask, the pthread_sigmask of every
+ *   layer (and of entry/trap.c's sigprocmask), which records per thread
+ *   that the program asked for them (its view).
+ *
  * The program's sigaction() and signal() (entry/watch.c) come here, and
  * report exactly what the program installed.
  */
@@ -390,8 +398,6 @@ int sig_program_action(int sig, const struct sigaction *act, struct sigaction *o
 	return r;
 }
 
-/* ---- signals uipc keeps (entry/trap.c) ---- */
-
 /* ---- signal masks: the signals kept unblocked stay out of them ----
  *
  * Per thread, the program's view: which of the unblockable signals it asked
@@ -473,6 +479,8 @@ int uipc_sigmask(int how, const sigset_t *set, sigset_t *old)
 		unblock_hook();
 	return (int)-r;
 }
+
+/* ---- signals uipc keeps (entry/trap.c) ---- */
 
 void sig_keep_unblocked(int sig)
 {

@@ -191,10 +191,10 @@ long aio_getevents_masked(unsigned hand0, aio_context_t ctx_id, long min_nr, lon
 	ret = -EINVAL;
 	if (min_nr >= 0 && min_nr <= nr) {
 		if (sigmask)
-			pthread_sigmask(SIG_SETMASK, sigmask, &old);
+			uipc_sigmask(SIG_SETMASK, sigmask, &old);
 		ret = read_events(ctx, min_nr, nr, events, deadline, hand0);
 		if (sigmask)
-			pthread_sigmask(SIG_SETMASK, &old, NULL);
+			uipc_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	put_ioctx(ctx);
 	return ret;

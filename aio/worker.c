@@ -135,9 +135,9 @@ int aio_start_thread(void *(*fn)(void *), void *arg)
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&a, 64 * 1024);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	uipc_sigmask(SIG_SETMASK, &all, &old);
 	err = pthread_create(&t, &a, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	uipc_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&a);
 	return -err;
 }

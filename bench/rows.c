@@ -64,6 +64,10 @@ struct run bench_runs[] = {
 	{ .name = "doors-getpid", .argv = { "doors", "getpid" }, .reps = 5, .timeout = T },
 	{ .name = "doors-open", .argv = { "doors", "open" }, .reps = 5, .timeout = T },
 	{ .name = "doors-write", .argv = { "doors", "write" }, .reps = 5, .timeout = T },
+	/* trap mode (issue 16): System V calls by system call instruction */
+	{ .name = "trap-semop", .argv = { "trap", "semop" }, .reps = 5, .timeout = T },
+	{ .name = "trap-libc", .argv = { "trap", "libc" }, .reps = 5, .timeout = T },
+	{ .name = "trap-getpid", .argv = { "trap", "getpid" }, .reps = 5, .timeout = T },
 	/* 12. IPC namespaces (issue 15, seed 003) */
 	{ .name = "ns-unshare", .argv = { "ns_unshare", "1000" }, .reps = 3, .timeout = T },
 };
@@ -194,6 +198,13 @@ const struct row bench_rows[] = {
 	    "ns_per_op", -1),
 	VAL("doors.write", "write of 1 byte to /dev/null", "ns/op", "doors-write",
 	    "ns_per_op", -1),
+	GROUP("11b. trap mode: by system call instruction (uipc side: --trap's filter)"),
+	VAL("trap.semop", "semop +1/-1 by instruction (uipc: SIGSYS, served)", "ns/op",
+	    "trap-semop", "ns_per_op", -1),
+	VAL("trap.libc", "... through libc's semop (uipc: the preload)", "ns/op", "trap-libc",
+	    "ns_per_op", -1),
+	VAL("trap.getpid", "getpid by instruction (uipc: let through by the filter)", "ns/op",
+	    "trap-getpid", "ns_per_op", -1),
 	GROUP("12. IPC namespaces: unshare(CLONE_NEWIPC) (seed 003)"),
 	VAL("ns.unshare_1000_ms", "1000 x unshare in one process, total", "ms",
 	    "ns-unshare", "unshare_total_ms", -1),

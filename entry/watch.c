@@ -191,6 +191,13 @@ int munlockall(void)
 	return shm_hook_munlockall();
 }
 
+/* the kernel emulates it with an mmap of the vma's file: an attachment's
+ * is its segment's (ipc/shm.c) */
+int remap_file_pages(void *addr, size_t size, int prot, size_t pgoff, int flags)
+{
+	return (int)set_errno_ret(shm_remap_file_pages(addr, size, prot, pgoff, flags));
+}
+
 int madvise(void *addr, size_t len, int advice)
 {
 	return shm_hook_madvise(addr, len, advice);

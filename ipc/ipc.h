@@ -251,5 +251,7 @@ UIPC_HIDDEN int shm_hook_munlock(void *addr, size_t len);
 UIPC_HIDDEN int shm_hook_madvise(void *addr, size_t len, int advice);
 UIPC_HIDDEN int shm_hook_mlockall(int flags);
 UIPC_HIDDEN int shm_hook_munlockall(void);
+/* remap_file_pages on an attachment as the kernel's; 0 or -errno */
+UIPC_HIDDEN long shm_remap_file_pages(void *addr, size_t size, int prot, size_t pgoff, int flags);
 
 #endif /* UIPC_IPC_H */

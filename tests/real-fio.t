@@ -8,18 +8,19 @@
 # verification as on the kernel, and must really be served by uipc: it
 # runs with the kernel's AIO calls refused (tests/real/noaio.c, a seccomp
 # filter: ENOSYS), under which fio fails on the kernel, and with
-# UIPC_AIO_MAX_NR=0 fio's io_setup fails.  (The kernel's fs/aio-nr, once
+# UIPC_AIO_MAX_NR=0 fio's io_setup fails; and the tmpfs job passes under
+# `uipc run --no-kernel-ipc` (the library's own filter).  (The kernel's fs/aio-nr, once
 # sampled here, is system-wide: other programs of the host move it.)
 top=$(cd "$(dirname "$0")/.." && pwd)
 uipc=$top/build/uipc
 noaio=$top/build/tests/real/noaio
 backend=${UIPC_AIO_BACKEND:-uring}
-echo "1..9"
+echo "1..10"
 n=0 failed=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); failed=$((failed+1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
 if [ ! -x "$uipc" ] || [ ! -x "$noaio" ] || ! command -v fio >/dev/null; then
-	for i in $(seq 1 9); do echo "not ok $i - fio, $uipc or $noaio missing"; done
+	for i in $(seq 1 10); do echo "not ok $i - fio, $uipc or $noaio missing"; done
 	exit 1
 fi
 shm=$(mktemp -d /dev/shm/uipc-fio.XXXXXX)
@@ -86,5 +87,16 @@ if ! env UIPC_AIO_MAX_NR=0 UIPC_DIR="$ns" timeout 60 "$uipc" run --aio-backend="
 	ok "with UIPC_AIO_MAX_NR=0 fio's io_setup fails under uipc (EAGAIN)"
 else
 	nok "with UIPC_AIO_MAX_NR=0 fio's io_setup fails under uipc" "$(tail -3 "$shm/log-max0")"
+fi
+# with the kernel's io_* calls refused by uipc's own filter: uipc needs none
+log=$shm/log-nokipc
+env UIPC_DIR="$ns" timeout 120 "$uipc" run --no-kernel-ipc --aio-backend="$backend" -- \
+	fio $(job "$shm" 0 1) >"$log" 2>&1
+rc=$?
+if [ "$rc" = 0 ] && [ "$(grep -c 'err= 0' "$log")" = 2 ] &&
+   grep -q "READ:.* io=4096KiB" "$log" && ! grep -qi "verify: bad\|mismatch" "$log"; then
+	ok "fio libaio shm direct=0 userspace_reap=1 under uipc run --no-kernel-ipc, $backend: verified"
+else
+	nok "fio libaio under uipc run --no-kernel-ipc, $backend: rc $rc" "$(tail -5 "$log")"
 fi
 [ $failed -eq 0 ]

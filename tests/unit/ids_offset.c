@@ -1,6 +1,7 @@
 /*
- * ids_offset.c - prints where the semaphore id table's header (struct
- * ipc_ids) sits in a namespace file, for tests that damage it on purpose.
+ * ids_offset.c - prints where the semaphore id table's in_use count (in its
+ * header, struct ipc_ids) sits in a namespace file, for tests that damage
+ * it on purpose.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -9,6 +10,6 @@
 
 int main(void)
 {
-	printf("%zu\n", offsetof(struct uipc_hdr, ids));
+	printf("%zu\n", offsetof(struct uipc_hdr, ids) + offsetof(struct ipc_ids, in_use));
 	return 0;
 }

@@ -586,18 +586,33 @@ static int claim_slot(struct ns *ns, bool threads, int32_t id, uint64_t *claimed
 
 /* ---- processes ---- */
 
+/* slots of processes that look gone, checked after we registered: a few
+ * per registration, so that dead processes' slots come back whatever
+ * pid_max is (a slot is also reaped when its pid is ours) */
+#define REAP_CHECKS 2
+static uint32_t g_reap[REAP_CHECKS];
+static int g_nreap;
+
 static uint32_t register_proc(struct ns *ns)
 {
 	pid_t pid = cur_pid();
 	uint64_t start = read_starttime(pid);
-	uint32_t i, top = atomic_load(&ns->hdr->procs_hwm);
+	uint32_t i, k, top = atomic_load(&ns->hdr->procs_hwm);
 	struct uproc *p;
 	int idx;
 
-	/* after exec: the slot of this very process is still there */
-	for (i = 0; i < top && i < MAX_PROCS; i++) {
+	if (top > MAX_PROCS)
+		top = MAX_PROCS;
+	/* after exec: the slot of this very process is still there.  The
+	 * scan starts at a place of our own, so that the slots of live
+	 * processes without a live holder are not always the ones checked. */
+	for (k = 0; k < top; k++) {
+		uint64_t w;
+
+		i = (k + (uint32_t)pid) % top;
 		p = proc_at(ns, i);
-		if (p && atomic_load(&p->state) == SLOT_WORD(pid, SLOT_LIVE)) {
+		w = p ? atomic_load(&p->state) : 0;
+		if (w == SLOT_WORD(pid, SLOT_LIVE)) {
 			if (p->starttime == start) {
 				/* the old image's attachments are gone */
 				run_exec_hooks(i);
@@ -606,6 +621,9 @@ static uint32_t register_proc(struct ns *ns)
 			/* a dead process whose pid we got: its exit work is done
 			 * once we are registered (see reap_noted) */
 			g_stale_idx = i;
+		} else if (SLOT_STATE(w) == SLOT_LIVE && g_nreap < REAP_CHECKS &&
+			   !proc_holder_alive(ns, p, NULL)) {
+			g_reap[g_nreap++] = i;
 		}
 	}
 	idx = claim_slot(ns, false, pid, NULL);
@@ -637,20 +655,32 @@ static uint32_t cur_proc_idx(struct ns *ns)
 	return idx;
 }
 
-/* The exit work that registering found to do (a dead process with our
- * pid): once this thread has a slot, since it takes locks. */
+/* The exit work that registering found to do (a dead process with our pid,
+ * slots whose processes look gone): once this thread has a slot, since it
+ * takes locks. */
 static void reap_noted(struct ns *ns)
 {
-	uint32_t stale;
+	uint32_t todo[REAP_CHECKS + 1];
+	int n = 0;
 
-	if (likely(g_stale_idx == UINT32_MAX))
+	if (likely(!g_nreap && g_stale_idx == UINT32_MAX))
 		return;
 	pthread_mutex_lock(&reg_mutex);
-	stale = g_stale_idx;
+	if (g_stale_idx != UINT32_MAX)
+		todo[n++] = g_stale_idx;
+	for (int i = 0; i < g_nreap; i++)
+		todo[n++] = g_reap[i];
 	g_stale_idx = UINT32_MAX;
+	g_nreap = 0;
 	pthread_mutex_unlock(&reg_mutex);
-	if (stale != UINT32_MAX && g_proc_idx != UINT32_MAX)
-		proc_reap(ns, proc_at(ns, stale));
+	if (g_proc_idx == UINT32_MAX)
+		return;
+	for (int i = 0; i < n; i++) {
+		struct uproc *p = proc_at(ns, todo[i]);
+
+		if (p)
+			proc_reap(ns, p);
+	}
 }
 
 struct uproc *cur_proc(struct ns *ns)
@@ -859,6 +889,7 @@ static void forget_registration(void)
 	g_pid = 0;
 	g_proc_idx = UINT32_MAX;
 	g_stale_idx = UINT32_MAX;
+	g_nreap = 0;
 	uipc_tls_thread = NULL;
 	uipc_tls_ns = NULL;
 	uipc_tls_lockval = 0;
@@ -996,6 +1027,7 @@ void proc_leave_ns(struct ns *ns, bool *keep_map)
 	pthread_mutex_lock(&reg_mutex);
 	__atomic_store_n(&g_proc_idx, UINT32_MAX, __ATOMIC_RELEASE);
 	g_stale_idx = UINT32_MAX;
+	g_nreap = 0;
 	pthread_mutex_unlock(&reg_mutex);
 	uipc_tls_thread = NULL;
 	uipc_tls_ns = NULL;

@@ -246,7 +246,10 @@ struct ipc_ids {
 	uint32_t pad2;
 	uoff_t populated;          /* bitmap of populated pages of entries[] */
 	_Atomic uint64_t wseq;     /* bumped at every release of the lock */
+	uint64_t spare[4];         /* to 128 bytes: ids[t] is a shift away */
 };
+
+_Static_assert(sizeof(struct ipc_ids) == 128, "the lock-free paths index ids[] by a shift");
 
 /* kern_ipc_perm, at the start of every object; every object's own lock (the
  * kernel's kern_ipc_perm.lock: sem's array lock, msg's and shm's object

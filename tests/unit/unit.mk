@@ -17,7 +17,8 @@ UNIT_PROGS := \
 	$(UNIT_DIR)/chaos_mixed \
 	$(UNIT_DIR)/trust_shm $(UNIT_DIR)/crash_aio \
 	$(UNIT_DIR)/ns_life \
-	$(UNIT_DIR)/lock_hostile
+	$(UNIT_DIR)/lock_hostile \
+	$(UNIT_DIR)/proc_reclaim
 TEST_PROGS += $(UNIT_PROGS)
 
 $(UNIT_DIR)/%: tests/unit/%.c | $(UNIT_DIR)
@@ -31,7 +32,7 @@ $(UNIT_DIR)/crash_aio: tests/unit/crash_aio.c | $(UNIT_DIR)
 	$(CC) $(TESTCFLAGS) $< -o $@ -ldl -laio
 
 # know the namespace layout: rebuilt when it changes
-$(UNIT_DIR)/ids_offset $(UNIT_DIR)/lock_hostile: core/layout.h
+$(UNIT_DIR)/ids_offset $(UNIT_DIR)/lock_hostile $(UNIT_DIR)/proc_reclaim: core/layout.h
 
 # the crash tests share crashkit.h
 $(UNIT_DIR)/crash_sem $(UNIT_DIR)/crash_msg $(UNIT_DIR)/crash_shm: tests/unit/crashkit.h

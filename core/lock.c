@@ -806,64 +806,51 @@ static __attribute__((noinline)) int lock_slow(struct ns *ns, struct ulock *l, u
 	}
 }
 
-/* take L's word: 0, 1 (from a dead holder) or -errno, as lock_slow */
-static inline int take_word(struct ns *ns, struct ulock *l, uint64_t me, int64_t deadline,
-			    unsigned flags)
+/* give_word's case with sleepers (W: the word, naming us): wake one.  A
+ * word that no longer names us was taken over by someone who found us dead
+ * (a corrupt arena): it is not ours to free. */
+static __attribute__((noinline)) void give_word_contended(struct ulock *l, uint64_t w)
 {
-	uint64_t free_word = 0;
-
-	if (likely(atomic_compare_exchange_strong_explicit(&l->word, &free_word, me,
-							   memory_order_acquire,
-							   memory_order_relaxed)))
-		return 0;
-	return lock_slow(ns, l, me, deadline, flags);
+	if (word_is_ours(w, uipc_tls_lockval) &&
+	    atomic_compare_exchange_strong_explicit(&l->word, &w, 0, memory_order_release,
+						    memory_order_relaxed))
+		sys_futex_wake(ulock_futex(l), 1);
 }
 
-/* Give L's word back (it names us, maybe with the waiters bit): wake one
- * sleeper if it had any.  A word that no longer names us was taken over by
- * someone who found us dead (a corrupt arena): it is not ours to free. */
+/* Give L's word back (it names us, maybe with the waiters bit). */
 static inline void give_word(struct ulock *l)
 {
-	uint64_t me = uipc_tls_lockval, w = me;
+	uint64_t w = uipc_tls_lockval;
 
-	if (likely(atomic_compare_exchange_strong_explicit(&l->word, &w, 0, memory_order_release,
-							   memory_order_relaxed)))
-		return;
-	if (!word_is_ours(w, me) ||
-	    !atomic_compare_exchange_strong_explicit(&l->word, &w, 0, memory_order_release,
-						     memory_order_relaxed))
-		return;
-	sys_futex_wake(ulock_futex(l), 1);
+	if (unlikely(!atomic_compare_exchange_strong_explicit(&l->word, &w, 0, memory_order_release,
+							      memory_order_relaxed)))
+		give_word_contended(l, w);
 }
 
-static int ulock_acquire_crit(struct ns *ns, struct ulock *l, int64_t deadline, unsigned flags);
-
-/* Signal handlers are held off while the lock is held (see signals.c). */
-int ulock_acquire(struct ns *ns, struct ulock *l)
+/*
+ * L was not free: wait for it (lock_slow), and recover what a dead holder
+ * left.  Out of line, so that the usual case keeps few registers.
+ */
+static __attribute__((noinline)) int take_contended(struct ns *ns, struct ulock *l, int64_t deadline,
+						    unsigned flags)
 {
-	int r;
+	int r = lock_slow(ns, l, uipc_tls_lockval, deadline, flags);
 
-	uipc_crit_enter();
-	r = ulock_acquire_crit(ns, l, ULOCK_FOREVER, 0);
-	if (r)
-		uipc_crit_exit();
-	return r;
+	if (r == -EDEADLK)
+		ns_corrupt(ns, "a lock taken twice");
+	if (r <= 0)
+		return r;
+	if (!JOURNAL_OFF)
+		recover_lock(ns, l);
+	return 0;
 }
 
-int ulock_acquire_until(struct ns *ns, struct ulock *l, int64_t deadline, unsigned flags)
-{
-	int r;
-
-	uipc_crit_enter();
-	r = ulock_acquire_crit(ns, l, deadline, flags);
-	if (r)
-		uipc_crit_exit();
-	return r;
-}
-
-static int ulock_acquire_crit(struct ns *ns, struct ulock *l, int64_t deadline, unsigned flags)
+/* Take L for a new section of this thread (signals already held off). */
+static inline __attribute__((always_inline)) int acquire_crit(struct ns *ns, struct ulock *l,
+							      int64_t deadline, unsigned flags)
 {
 	struct section *s;
+	uint64_t free_word = 0;
 	int r;
 
 	/* the thread slot (its frames) must exist before any change is made */
@@ -871,22 +858,23 @@ static int ulock_acquire_crit(struct ns *ns, struct ulock *l, int64_t deadline, 
 		return -ENOMEM;
 #ifdef UIPC_BENCH_NO_JOURNAL
 	/* no section, no frame: take the word (from a dead holder too), go */
-	r = take_word(ns, l, uipc_tls_lockval, deadline, flags);
-	return r < 0 ? r : 0;
+	(void)s;
+	if (!atomic_compare_exchange_strong_explicit(&l->word, &free_word, uipc_tls_lockval,
+						     memory_order_acquire, memory_order_relaxed))
+		return take_contended(ns, l, deadline, flags);
+	return 0;
 #endif
 	s = js.top ? js.top + 1 : js.sec;
 	if (unlikely(s == &js.sec[JDEPTH])) {
 		ns_corrupt(ns, "lock nesting too deep");
 		return -EDEADLK;
 	}
-	r = take_word(ns, l, uipc_tls_lockval, deadline, flags);
-	if (unlikely(r)) {
-		if (r < 0) {
-			if (r == -EDEADLK)
-				ns_corrupt(ns, "a lock taken twice");
+	if (unlikely(!atomic_compare_exchange_strong_explicit(&l->word, &free_word, uipc_tls_lockval,
+							      memory_order_acquire,
+							      memory_order_relaxed))) {
+		r = take_contended(ns, l, deadline, flags);
+		if (r)
 			return r;
-		}
-		recover_lock(ns, l);
 	}
 	/* no frame yet (attach_frame, at the first change); a new section
 	 * journals into its own frame until told otherwise */
@@ -898,6 +886,29 @@ static int ulock_acquire_crit(struct ns *ns, struct ulock *l, int64_t deadline, 
 	js.target = NULL;
 	js.cur_frame = NULL;
 	return 0;
+}
+
+/* Signal handlers are held off while the lock is held (see signals.c). */
+int ulock_acquire(struct ns *ns, struct ulock *l)
+{
+	int r;
+
+	uipc_crit_enter();
+	r = acquire_crit(ns, l, ULOCK_FOREVER, 0);
+	if (r)
+		uipc_crit_exit();
+	return r;
+}
+
+int ulock_acquire_until(struct ns *ns, struct ulock *l, int64_t deadline, unsigned flags)
+{
+	int r;
+
+	uipc_crit_enter();
+	r = acquire_crit(ns, l, deadline, flags);
+	if (r)
+		uipc_crit_exit();
+	return r;
 }
 
 /* Commit section S's changes (if it made any): the frame counts nothing. */

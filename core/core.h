@@ -261,6 +261,10 @@ UIPC_HIDDEN bool proc_is_dead(struct ns *ns, struct uproc *p);
  * of one of its live threads; NULL when none is known (then only
  * proc_is_dead tells) */
 UIPC_HIDDEN uint32_t *proc_alive_word(struct ns *ns, struct uproc *p);
+/* a death seen on alive word W (value V: FUTEX_OWNER_DIED, with sleepers):
+ * wake them all, once (the kernel woke one, which may be gone or busy
+ * with something else) */
+UIPC_HIDDEN void alive_word_wake_all(uint32_t *w, uint32_t v);
 UIPC_HIDDEN void proc_note_continue(void);
 UIPC_HIDDEN void proc_reap(struct ns *ns, struct uproc *p);
 /* unshare: this process leaves NS (the kernel's exit_sem and exit_shm run

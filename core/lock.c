@@ -28,7 +28,6 @@
 
 #include "core/core.h"
 
-#define FUTEX_OWNER_DIED_  0x40000000u
 #define FUTEX_WAITERS_     0x80000000u
 
 int ulock_init(struct ulock *l)
@@ -678,7 +677,7 @@ static void recover_lock(struct ns *ns, struct ulock *l)
  * time), then marks both words as having sleepers and sleeps on the lock
  * word and on the holder's alive word at once (futex_waitv).  The release
  * wakes one sleeper; the holder's death wakes one through its alive word
- * (the kernel), and the locker that takes the lock over wakes the rest.
+ * (the kernel), and the first locker to see the death wakes the rest.
  * Sleeps end after LOCK_SLICE_NS in any case, so that a wakeup lost with a
  * sleeper killed between its wakeup and its taking the lock costs a
  * slice, never a hang.
@@ -690,16 +689,6 @@ static void recover_lock(struct ns *ns, struct ulock *l)
 static inline bool word_is_ours(uint64_t w, uint64_t me)
 {
 	return (w & ~(uint64_t)ULOCK_WAITERS) == me;
-}
-
-/* A holder's death seen on its alive word W (value V): wake every other
- * sleeper on it, once (the kernel woke only one). */
-static void wake_death_sleepers(uint32_t *w, uint32_t v)
-{
-	if (w && (v & FUTEX_OWNER_DIED_) && (v & FUTEX_WAITERS_) &&
-	    __atomic_compare_exchange_n(w, &v, v & ~FUTEX_WAITERS_, false, __ATOMIC_ACQ_REL,
-					__ATOMIC_RELAXED))
-		sys_futex_wake(w, INT_MAX);
 }
 
 /* Set BIT in *W (which held *V): false if *W changed meanwhile. */
@@ -771,12 +760,12 @@ static __attribute__((noinline)) int lock_slow(struct ns *ns, struct ulock *l, u
 						  (uint32_t)(w >> 32), &aw, &av);
 		}
 		if (dead) {
+			alive_word_wake_all(aw, av);
 			if (!atomic_compare_exchange_strong_explicit(&l->word, &w,
 								    me | (fv & ULOCK_WAITERS),
 								    memory_order_acquire,
 								    memory_order_relaxed))
 				continue;
-			wake_death_sleepers(aw, av);
 			return 1;
 		}
 		if (!spun) {

@@ -790,6 +790,23 @@ bool lock_holder_alive(struct ns *ns, uint32_t slot, uint32_t gen, uint32_t **wo
 	       !(*val & FUTEX_OWNER_DIED_);
 }
 
+void alive_word_wake_all(uint32_t *w, uint32_t v)
+{
+	if (w && (v & FUTEX_OWNER_DIED_) && (v & FUTEX_WAITERS_) &&
+	    __atomic_compare_exchange_n(w, &v, v & ~FUTEX_WAITERS_, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_RELAXED))
+		sys_futex_wake(w, INT_MAX);
+}
+
+/* the alive word of P's holder, whatever it says (NULL: none) */
+static uint32_t *proc_holder_word(struct ns *ns, struct uproc *p)
+{
+	uint32_t h = atomic_load(&p->holder);
+	struct uthread *t = h ? thread_at(ns, h - 1) : NULL;
+
+	return t ? (uint32_t *)uthread_alive(t) : NULL;
+}
+
 uint32_t *proc_alive_word(struct ns *ns, struct uproc *p)
 {
 	uint32_t *w = NULL;
@@ -850,6 +867,13 @@ void proc_reap(struct ns *ns, struct uproc *p)
 	}
 	if (!atomic_compare_exchange_strong(&p->state, &w, SLOT_WORD(me, SLOT_DEAD)))
 		return;
+	{
+		/* the kernel woke one sleeper of the death (maybe us): the others */
+		uint32_t *aw = proc_holder_word(ns, p);
+
+		if (aw)
+			alive_word_wake_all(aw, __atomic_load_n(aw, __ATOMIC_ACQUIRE));
+	}
 	run_exit_hooks(ns, p);
 	atomic_store(&p->state, SLOT_WORD(0, SLOT_FREE));
 }

@@ -469,13 +469,20 @@ static void release_thread_slots(struct ns *only)
 /*
  * Aliases of threads of ours that ended without the thread-exit hook (a
  * raw exit system call): their entries died with their lists; unmap them.
- * Only those whose slot no longer says they live cost a system call.
+ * Only those whose slot no longer says they live cost a system call; the
+ * walk is made at every 64th registration (a process with many threads
+ * registers many), so at most 64 such aliases wait for it.
  */
 static void sweep_dead_aliases(void)
 {
+	static unsigned registrations;
 	pid_t pid = cur_pid(), me = cur_tid();
 
 	pthread_mutex_lock(&alias_mutex);
+	if (registrations++ % 64) {
+		pthread_mutex_unlock(&alias_mutex);
+		return;
+	}
 	for (struct alias *a = g_aliases.next, *next; a != &g_aliases; a = next) {
 		uint64_t w = atomic_load(&a->t->state);
 

@@ -319,8 +319,8 @@ static bool map_page_again(struct ns *ns, uoff_t page, char *map, struct uthread
 }
 
 /* Map slot T's page again, with a private page after it, and put T's alive
- * word on this thread's robust list.  NULL if that cannot be done. */
-static struct alias *alias_attach(struct ns *ns, struct uthread *t, uint32_t slot)
+ * word on this thread's (TID's) robust list.  NULL if that cannot be done. */
+static struct alias *alias_attach(struct ns *ns, struct uthread *t, uint32_t slot, pid_t tid)
 {
 	struct rlist_head *head = robust_head();
 	uoff_t off = ns_off(ns, t), page = off & ~(uoff_t)(UIPC_PAGE - 1);
@@ -342,7 +342,7 @@ static struct alias *alias_attach(struct ns *ns, struct uthread *t, uint32_t slo
 	a->t = (struct uthread *)(map + (off - page));
 	a->ns = ns;
 	a->slot = slot;
-	a->tid = cur_tid();
+	a->tid = tid;
 	a->entry = (char *)uthread_alive(a->t) - head->futex_offset;
 	if (!robust_append(head, a->entry)) {
 		sys_munmap(map, 2 * UIPC_PAGE);
@@ -473,10 +473,10 @@ static void release_thread_slots(struct ns *only)
  * walk is made at every 64th registration (a process with many threads
  * registers many), so at most 64 such aliases wait for it.
  */
-static void sweep_dead_aliases(void)
+static void sweep_dead_aliases(pid_t me)
 {
 	static unsigned registrations;
-	pid_t pid = cur_pid(), me = cur_tid();
+	pid_t pid = cur_pid();
 
 	pthread_mutex_lock(&alias_mutex);
 	if (registrations++ % 64) {
@@ -724,7 +724,7 @@ static struct uthread *register_thread(struct ns *ns)
 
 	if (pidx == UINT32_MAX)
 		return NULL;
-	sweep_dead_aliases();
+	sweep_dead_aliases(tid);
 	idx = claim_slot(ns, true, tid, &claimed);
 	if (idx < 0)
 		return NULL;
@@ -737,7 +737,7 @@ static struct uthread *register_thread(struct ns *ns)
 	t->proc = pidx;
 	t->depth = 0;
 	memset(t->frames, 0, sizeof(t->frames));
-	a = alias_attach(ns, t, (uint32_t)idx);
+	a = alias_attach(ns, t, (uint32_t)idx, tid);
 	if (!a) {
 		atomic_store(&t->state, SLOT_WORD_GEN(SLOT_GEN(claimed), 0, SLOT_FREE));
 		return NULL;

@@ -98,8 +98,8 @@ static inline void store_bytes(void *p, const void *val, unsigned size)
  * thread uses it).  A section gets a journal frame (one of the JDEPTH
  * frames of its thread slot) only at its first journaled change: a store,
  * an allocation or a deferred free.  A section that only reads, or only
- * makes plain stores into memory nobody can reach, costs its mutex and no
- * shared store.  Until a frame is attached the lock's frame is 0, so a
+ * makes plain stores into memory nobody can reach, costs its lock word
+ * and no shared store.  Until a frame is attached the lock's frame is 0, so a
  * locker that finds the holder dead undoes nothing, which is right: the
  * holder journaled nothing, so it changed nothing that needs undoing.
  * Stores go to the frame of the innermost section unless j_target()
@@ -188,8 +188,8 @@ static inline __attribute__((always_inline)) struct jframe *attach_frame(struct 
  * section has a frame, so every J_SET is a plain store, arena_alloc records
  * nothing, arena_free frees at once and j_abort undoes nothing (error paths
  * that rely on it are wrong there: only for benchmarks that make no errors).
- * The robust mutexes and the signal hold-off stay.  SIGKILL inside a section
- * is not recovered.
+ * The lock words (a dead holder's lock is still taken over) and the signal
+ * hold-off stay.  SIGKILL inside a section is not recovered.
  */
 static inline struct jframe *frame_now(struct ns *ns)
 {

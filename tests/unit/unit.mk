@@ -16,7 +16,9 @@ UNIT_PROGS := \
 	$(UNIT_DIR)/rmid_crash \
 	$(UNIT_DIR)/chaos_mixed \
 	$(UNIT_DIR)/trust_shm $(UNIT_DIR)/crash_aio $(UNIT_DIR)/aio_backend $(UNIT_DIR)/aio_many \
-	$(UNIT_DIR)/ns_life
+	$(UNIT_DIR)/ns_life \
+	$(UNIT_DIR)/lock_hostile \
+	$(UNIT_DIR)/proc_reclaim
 TEST_PROGS += $(UNIT_PROGS)
 
 $(UNIT_DIR)/%: tests/unit/%.c | $(UNIT_DIR)
@@ -29,8 +31,8 @@ $(UNIT_DIR):
 $(UNIT_DIR)/crash_aio $(UNIT_DIR)/aio_backend $(UNIT_DIR)/aio_many: $(UNIT_DIR)/%: tests/unit/%.c | $(UNIT_DIR)
 	$(CC) $(TESTCFLAGS) $< -o $@ -ldl -laio
 
-# prints an offset in the namespace layout: rebuilt when the layout changes
-$(UNIT_DIR)/ids_offset: core/layout.h
+# know the namespace layout: rebuilt when it changes
+$(UNIT_DIR)/ids_offset $(UNIT_DIR)/lock_hostile $(UNIT_DIR)/proc_reclaim: core/layout.h
 
 # the crash tests share crashkit.h
 $(UNIT_DIR)/crash_sem $(UNIT_DIR)/crash_msg $(UNIT_DIR)/crash_shm: tests/unit/crashkit.h

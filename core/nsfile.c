@@ -93,32 +93,53 @@ void ns_corrupt(struct ns *ns, const char *what)
 #define SHARED_TAG "shared:"
 #define SHARED_FILE "uipc-shared-"
 
-/* $XDG_RUNTIME_DIR when it is a directory only this user can enter: nobody
- * else can plant or squat a name there.  NULL otherwise. */
-static const char *runtime_dir(void)
+/* Whose namespace files a name is resolved for: this process's (its
+ * environment, its euid), or another's (nsdoor.c: the environment it was
+ * exec'd with, its euid). */
+struct naming {
+	const char *dir;           /* UIPC_DIR */
+	const char *xdg;           /* XDG_RUNTIME_DIR */
+	uid_t euid;
+};
+
+static struct naming own_naming(void)
 {
-	const char *x = getenv("XDG_RUNTIME_DIR");
+	return (struct naming){ getenv("UIPC_DIR"), getenv("XDG_RUNTIME_DIR"), geteuid() };
+}
+
+/* XDG_RUNTIME_DIR when it is a directory only that user can enter: nobody
+ * else can plant or squat a name there.  NULL otherwise. */
+static const char *runtime_dir(const struct naming *w)
+{
+	const char *x = w->xdg;
 	struct stat st;
 
-	if (!x || x[0] != '/' || stat(x, &st) != 0 || !S_ISDIR(st.st_mode) ||
-	    st.st_uid != geteuid() || (st.st_mode & 0777) != 0700)
+	if (!x || x[0] != '/' || sys_stat(x, &st) != 0 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != w->euid || (st.st_mode & 0777) != 0700)
 		return NULL;
 	return x;
 }
 
-/* The directory of namespace files: $UIPC_DIR; else, for a private
+/* The directory of namespace files: UIPC_DIR; else, for a private
  * namespace of a user other than root, that user's runtime directory if it
  * has one; else /dev/shm (root keeps /dev/shm; shared namespaces live where
  * every user can reach them). */
-static const char *ns_dir(bool shared)
+static const char *naming_dir(const struct naming *w, bool shared)
 {
-	const char *d = getenv("UIPC_DIR");
+	const char *d = w->dir;
 
 	if (d && *d)
 		return d;
-	if (!shared && geteuid() != 0 && (d = runtime_dir()))
+	if (!shared && w->euid != 0 && (d = runtime_dir(w)))
 		return d;
 	return "/dev/shm";
+}
+
+static const char *ns_dir(bool shared)
+{
+	struct naming w = own_naming();
+
+	return naming_dir(&w, shared);
 }
 
 static bool valid_name(const char *n)
@@ -155,8 +176,8 @@ static const char *current_name(void)
 	return n && *n ? n : "default";
 }
 
-/* The file of namespace SPEC; -EINVAL for a bad name. */
-static int spec_path(const char *spec, char *buf, size_t len)
+/* The file of namespace SPEC named for W; -EINVAL for a bad name. */
+static int naming_path(const struct naming *w, const char *spec, char *buf, size_t len)
 {
 	const char *name;
 	bool shared;
@@ -165,10 +186,27 @@ static int spec_path(const char *spec, char *buf, size_t len)
 	if (!parse_name(spec, &name, &shared))
 		return -EINVAL;
 	if (shared)
-		n = snprintf(buf, len, "%s/" SHARED_FILE "%s", ns_dir(true), name);
+		n = snprintf(buf, len, "%s/" SHARED_FILE "%s", naming_dir(w, true), name);
 	else
-		n = snprintf(buf, len, "%s/uipc-%u-%s", ns_dir(false), (unsigned)geteuid(), name);
+		n = snprintf(buf, len, "%s/uipc-%u-%s", naming_dir(w, false), (unsigned)w->euid,
+			     name);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* The file of namespace SPEC for this process; -EINVAL for a bad name. */
+static int spec_path(const char *spec, char *buf, size_t len)
+{
+	struct naming w = own_naming();
+
+	return naming_path(&w, spec, buf, len);
+}
+
+int ns_path_for(const char *spec, const char *dir, const char *xdg, uid_t euid, char *buf,
+		size_t len)
+{
+	struct naming w = { dir, xdg, euid };
+
+	return naming_path(&w, spec && *spec ? spec : "default", buf, len);
 }
 
 /* Is PATH (an inherited UIPC_NS_FILE too) a shared namespace's file?  By
@@ -546,12 +584,46 @@ static struct ns *map_ns(int fd, const struct uipc_hdr *hdr, const struct stat *
 	ns->ipcmni = 1 << ns->shift;
 	ns->file_uid = st->st_uid;
 	ns->file_gid = st->st_gid;
+	ns->dev = st->st_dev;
+	ns->ino = st->st_ino;
+	ns->hold_fd = -1;
 	compute_layout(ns->shift, &ns->lay, &eager_end);
 	snprintf(ns->path, sizeof(ns->path), "%s", path);
 	return ns;
 }
 
-static int map_checked(int fd, const char *path, struct ns **out, bool shared)
+/* ---- the marker: which namespace a process is in, for others ----
+ *
+ * The kernel says which IPC namespace a process is in through
+ * /proc/PID/ns/ipc.  uipc says it in /proc/PID/maps: a process maps one
+ * page of its namespace's file, PROT_NONE, at NS_MARK_OFF (past any arena:
+ * never touched, no memory), from the moment it enters the namespace (its
+ * first call, unshare, setns).  A fork child inherits it with the memory;
+ * an exec'd image has none until its first call and is found through its
+ * environment (nsdoor.c reads both).
+ */
+static void ns_mark(struct ns *ns, int fd)
+{
+	void *m;
+
+	if (ns->mark || ns->size > NS_MARK_OFF)
+		return;
+	m = sys_mmap(NULL, UIPC_PAGE, PROT_NONE, MAP_SHARED | MAP_NORESERVE, fd,
+		     (off_t)NS_MARK_OFF);
+	ns->mark = m == MAP_FAILED ? NULL : m;
+}
+
+static void ns_unmark(struct ns *ns)
+{
+	if (ns->mark)
+		sys_munmap(ns->mark, UIPC_PAGE);
+	ns->mark = NULL;
+}
+
+/* Map the namespace file FD (named PATH) after checking it.  ANY_OWNER:
+ * the file was handed over explicitly (setns), and opening it read-write
+ * was the permission check: another user's private file is accepted. */
+static int map_checked(int fd, const char *path, struct ns **out, bool shared, bool any_owner)
 {
 	struct stat st;
 	struct uipc_hdr hdr;
@@ -560,7 +632,7 @@ static int map_checked(int fd, const char *path, struct ns **out, bool shared)
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	r = check_file(&st, path, shared);
+	r = check_file(&st, path, shared || any_owner);
 	if (!r)
 		r = check_header(fd, &st, path, &hdr);
 	if (!r && !shared)
@@ -664,7 +736,7 @@ static void explain_refusal(int dfd, const char *base, const char *path, int r, 
 {
 	struct stat st;
 
-	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (sys_fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		st.st_uid = (uid_t)-1;
 	if (r == -ELOOP)
 		say("uipc: %s is a symbolic link (uid %u); refusing it", path, (unsigned)st.st_uid);
@@ -691,7 +763,9 @@ static int open_path(const char *path, struct ns **out, bool shared)
 	sys_close(dfd);
 	if (r)
 		return r;
-	r = map_checked(fd, path, out, shared);
+	r = map_checked(fd, path, out, shared, false);
+	if (!r)
+		ns_mark(*out, fd);       /* the process's namespace from now on */
 	sys_close(fd);
 	return r;
 }
@@ -726,8 +800,13 @@ static int map_anon(int fd, const char *path, struct ns **out);
 
 static int open_pinned(struct ns **out)
 {
-	if (g_pinned_fd >= 0)
-		return map_anon(g_pinned_fd, g_pinned, out);
+	if (g_pinned_fd >= 0) {
+		int r = map_anon(g_pinned_fd, g_pinned, out);
+
+		if (!r)
+			ns_mark(*out, g_pinned_fd);
+		return r;
+	}
 	if (!g_pinned[0]) {
 		say("uipc: invalid namespace name '%s' (NAME or shared:NAME; NAME: letters, "
 		    "digits, . _ -; at most %d)", current_name(), UIPC_NS_NAME_MAX);
@@ -738,6 +817,9 @@ static int open_pinned(struct ns **out)
 
 static void ns_unmap(struct ns *ns)
 {
+	ns_unmark(ns);
+	if (ns->hold_fd >= 0)
+		sys_close(ns->hold_fd);
 	sys_munmap(ns->base, ns->size);
 	free(ns);
 }
@@ -850,6 +932,20 @@ int ns_create(const char *spec, const struct uipc_ns_opts *opts)
 	if (spec_path(full, path, sizeof(path)))
 		return -ENAMETOOLONG;
 	return create_file(path, &o);
+}
+
+int ns_make_missing(const char *path)
+{
+	char own[64];
+	const char *slash = strrchr(path, '/');
+	int r;
+
+	/* only a private namespace of this user, as its first call makes it */
+	snprintf(own, sizeof(own), "uipc-%u-", (unsigned)geteuid());
+	if (!slash || strncmp(slash + 1, own, strlen(own)))
+		return -ENOENT;
+	r = create_file(path, NULL);
+	return r == -EEXIST ? 0 : r;
 }
 
 /* The shared memory segments of the namespace at PATH are files beside it
@@ -1023,7 +1119,8 @@ int ns_anon_new(struct ns **out)
 
 void ns_anon_drop(struct ns *ns)
 {
-	sys_close(ns->anon_fd);
+	if (ns->anon_fd >= 0)
+		sys_close(ns->anon_fd);
 	ns_unmap(ns);
 }
 
@@ -1042,6 +1139,7 @@ bool ns_fd_guarded(int fd)
  * work here: the leaver does not pay for the namespace (seed 003). */
 static void ns_release_old(struct ns *old, bool keep_map)
 {
+	ns_unmark(old);
 	if (old->anon_fd >= 0)
 		sys_close(old->anon_fd);
 	old->anon_fd = -1;
@@ -1049,23 +1147,33 @@ static void ns_release_old(struct ns *old, bool keep_map)
 		ns_unmap(old);
 }
 
-/* Switch this process to NEW (from ns_anon_new): the kernel's unshare of
- * the IPC namespace, per process.  The caller left the old one first
- * (proc_leave_ns). */
+/* the process entered a named namespace by setns: its exec'd images must
+ * be told, whatever their environment says (ns_exec_env) */
+static bool g_joined;
+
+/* Switch this process to NEW (from ns_anon_new or ns_open_fd): the
+ * kernel's unshare or setns of the IPC namespace, per process.  The caller
+ * left the old one first (proc_leave_ns). */
 void ns_switch(struct ns *new, bool keep_old_map)
 {
-	char fdbuf[16];
+	char fdbuf[16] = "";
 	struct ns *old;
 
+	ns_mark(new, new->anon_fd >= 0 ? new->anon_fd : new->hold_fd);
+	if (new->hold_fd >= 0)
+		sys_close(new->hold_fd);
+	new->hold_fd = -1;
 	pthread_mutex_lock(&ns_mutex);
 	old = g_ns;
 	__atomic_store_n(&g_ns, new, __ATOMIC_RELEASE);
 	g_ns_used = true;
 	g_ns_err = 0;
 	g_pinned_fd = new->anon_fd;
+	g_joined = new->anon_fd < 0;
 	snprintf(g_pinned, sizeof(g_pinned), "%s", new->path);
-	snprintf(fdbuf, sizeof(fdbuf), "%d", new->anon_fd);
-	setenv(NS_FD_ENV, fdbuf, 1);
+	if (new->anon_fd >= 0)
+		snprintf(fdbuf, sizeof(fdbuf), "%d", new->anon_fd);
+	setenv(NS_FD_ENV, fdbuf, 1);   /* empty: a named namespace, by UIPC_NS_FILE */
 	setenv("UIPC_NS_FILE", new->path, 1);
 	pthread_mutex_unlock(&ns_mutex);
 	if (old)
@@ -1076,11 +1184,134 @@ int ns_exec_env(char *fdvar, size_t fdlen, char *filevar, size_t filelen)
 {
 	struct ns *ns = ns_current();
 
-	if (!ns || ns->anon_fd < 0)
+	if (!ns || (ns->anon_fd < 0 && !g_joined))
 		return 0;
-	snprintf(fdvar, fdlen, NS_FD_ENV "=%d", ns->anon_fd);
+	if (ns->anon_fd >= 0)
+		snprintf(fdvar, fdlen, NS_FD_ENV "=%d", ns->anon_fd);
+	else
+		snprintf(fdvar, fdlen, NS_FD_ENV "=");
 	snprintf(filevar, filelen, "UIPC_NS_FILE=%s", ns->path);
 	return 1;
+}
+
+/* ---- joining a namespace (setns) ----
+ *
+ * setns(fd, CLONE_NEWIPC) takes the file a namespace lives in: an
+ * anonymous namespace's memfd (what opening /proc/PID/ns/ipc gives, as an
+ * O_PATH descriptor: nsdoor.c) or a named namespace's file (`uipc ns path
+ * NAME`).  The kernel asks for CAP_SYS_ADMIN; uipc for the right to open
+ * that file read-write, which is the right to use the namespace's memory.
+ */
+#define ANON_LINK "/memfd:uipc-ns"
+
+/* the link /proc/self/fd/FD: the file's path ("/memfd:uipc-ns (deleted)"
+ * for an anonymous namespace's memfd) */
+static int fd_link(int fd, char *buf, size_t len)
+{
+	char self[64];
+	ssize_t n;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	n = sys_readlinkat(AT_FDCWD, self, buf, len - 1);
+	if (n < 0)
+		return errno == ENOENT ? -EBADF : -errno;
+	buf[n] = 0;
+	return 0;
+}
+
+static bool link_is_anon(const char *link)
+{
+	size_t l = strlen(ANON_LINK);
+
+	return !strncmp(link, ANON_LINK, l) && (link[l] == 0 || link[l] == ' ');
+}
+
+/* FD's file opened again with FLAGS: a new open file, checked against the
+ * file's mode as any open is (-EPERM when refused, as setns says it) */
+static int reopen_fd(int fd, int flags)
+{
+	char self[64];
+	int nfd;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	nfd = sys_open(self, flags);
+	if (nfd >= 0)
+		return nfd;
+	return errno == EACCES ? -EPERM : -errno;
+}
+
+bool ns_fd_is_ns(int fd)
+{
+	char link[4096];
+	uint64_t magic = 0;
+	int rfd;
+	bool is;
+
+	if (fd_link(fd, link, sizeof(link)))
+		return false;
+	if (link_is_anon(link))
+		return true;
+	if (link[0] != '/')
+		return false;            /* a pipe, socket, anon inode, ... */
+	rfd = reopen_fd(fd, O_RDONLY | O_CLOEXEC);
+	is = rfd >= 0 && pread(rfd, &magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
+	     magic == UIPC_MAGIC;
+	if (rfd >= 0)
+		sys_close(rfd);
+	return is;
+}
+
+int ns_open_fd(int fd, struct ns **out)
+{
+	char link[4096], path[4096];
+	int rw, hi, r = fd_link(fd, link, sizeof(link));
+
+	if (r)
+		return r;
+	rw = reopen_fd(fd, O_RDWR | O_CLOEXEC);
+	if (rw < 0)
+		return rw;
+	if (!link_is_anon(link)) {
+		r = map_checked(rw, link, out, path_is_shared(link), true);
+		if (r) {
+			sys_close(rw);
+			return r;
+		}
+		(*out)->hold_fd = rw;   /* for its marker, when entered */
+		return 0;
+	}
+	/* an anonymous one: held as its members hold it (ns_anon_new) */
+	hi = fcntl(rw, F_DUPFD, ANON_FD_BASE);
+	r = hi < 0 ? -errno : anon_path(path, sizeof(path));
+	sys_close(rw);
+	if (!r)
+		r = map_anon(hi, path, out);
+	if (r && hi >= 0)
+		sys_close(hi);
+	return r;
+}
+
+bool ns_same(const struct ns *a, const struct ns *b)
+{
+	return a && b && a->dev == b->dev && a->ino == b->ino;
+}
+
+int ns_reopen(struct ns *ns, int flags)
+{
+	struct stat st;
+	int fd;
+
+	if (ns->anon_fd >= 0)
+		return reopen_fd(ns->anon_fd, O_PATH | (flags & O_CLOEXEC));
+	fd = sys_open(ns->path, O_PATH | (flags & O_CLOEXEC));
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || st.st_dev != ns->dev || st.st_ino != ns->ino) {
+		/* removed (uipc ns rm) or replaced since: no name reaches it */
+		sys_close(fd);
+		return -ENOENT;
+	}
+	return fd;
 }
 
 struct ns *ns_current(void)
@@ -1098,7 +1329,7 @@ struct ns *ns_get_existing(void)
 
 	if (ns)
 		return ns;
-	if (g_pinned_fd < 0 && (!g_pinned[0] || stat(g_pinned, &st) < 0))
+	if (g_pinned_fd < 0 && (!g_pinned[0] || sys_stat(g_pinned, &st) < 0))
 		return NULL;
 	return ns_get();
 }

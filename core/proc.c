@@ -635,6 +635,18 @@ void proc_leave_ns(struct ns *ns, bool *keep_map)
 	__atomic_store_n(&g_ns_for_hooks, NULL, __ATOMIC_RELEASE);
 }
 
+void proc_undo_ns(struct ns *ns)
+{
+	/* registering finds our slot again after an exec: its SEM_UNDO list */
+	struct uproc *p = cur_proc(ns);
+
+	if (!p)
+		return;
+	for_each_hooks(h)
+		if (h->proc_undo)
+			h->proc_undo(ns, p);
+}
+
 __attribute__((constructor)) static void proc_init(void)
 {
 	pthread_atfork(atfork_prepare, NULL, atfork_child);

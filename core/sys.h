@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -87,6 +88,26 @@ static inline long sys_ret(long r)
 static inline ssize_t sys_write(int fd, const void *buf, size_t len)
 {
 	return (ssize_t)sys_syscall(SYS_write, fd, buf, len);
+}
+
+/* stat, lstat and readlink (entry/ interposes them for /proc/PID/ns/ipc) */
+static inline int sys_fstatat(int dfd, const char *path, struct stat *st, int flags)
+{
+#if defined(SYS_newfstatat)
+	return (int)sys_syscall(SYS_newfstatat, dfd, path, st, flags);
+#else
+	return (int)sys_syscall(SYS_fstatat64, dfd, path, st, flags);
+#endif
+}
+
+static inline int sys_stat(const char *path, struct stat *st)
+{
+	return sys_fstatat(AT_FDCWD, path, st, 0);
+}
+
+static inline ssize_t sys_readlinkat(int dfd, const char *path, char *buf, size_t len)
+{
+	return (ssize_t)sys_syscall(SYS_readlinkat, dfd, path, buf, len);
 }
 
 static inline int sys_close(int fd)

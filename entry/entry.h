@@ -54,5 +54,7 @@ static inline int procfs_dup(int oldfd, int newfd)
 
 /* unshare.c: unshare(FLAGS), 0 or -errno (CLONE_NEWIPC served by uipc) */
 UIPC_HIDDEN long entry_unshare(int flags);
+/* setns.c: setns(FD, NSTYPE), 0 or -errno (uipc namespaces joined by uipc) */
+UIPC_HIDDEN long entry_setns(int fd, int nstype);
 
 #endif /* UIPC_ENTRY_H */

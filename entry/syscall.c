@@ -115,10 +115,13 @@ static bool uipc_syscall(long nr, const struct sys_args *x, unsigned hand0, long
 		*ret = sys_raw6(nr, x->a, x->b, x->c, x->d, x->e, x->f);
 		cred_invalidate();
 		return true;
-	/* IPC namespaces: unshare(CLONE_NEWIPC) is uipc's (unshare.c);
-	 * SYS_setns and SYS_clone3 go here when entry/ serves them */
+	/* IPC namespaces: unshare(CLONE_NEWIPC) is uipc's (unshare.c), and
+	 * so is setns into a uipc namespace (setns.c) */
 	case SYS_unshare:
 		*ret = entry_unshare((int)x->a);
+		return true;
+	case SYS_setns:
+		*ret = entry_setns((int)x->a, (int)x->b);
 		return true;
 	}
 	return false;

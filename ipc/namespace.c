@@ -61,6 +61,7 @@ CORE_HOOKS(ipc_hooks) = {
 	.fork_child = shm_fork_child,     /* the child inherits the attachments */
 	.exec_note = shm_note_exec,       /* the old image's attachments are gone */
 	.ns_leave = shm_ns_leave,         /* unshare: its segments' fds go */
+	.proc_undo = sem_exit_proc,       /* setns into its own namespace */
 };
 
 /* ---- statistics and fsck (include/uipc.h, via entry/api.c) ---- */

@@ -469,7 +469,7 @@ static long seg_pages(struct ns *ns, uint64_t file, uint64_t len)
 
 	if (!anon(ns)) {
 		file_name(ns, file, path, sizeof(path));
-		return stat(path, &st) == 0 ? (long)(st.st_blocks * 512 / UIPC_PAGE) : -1;
+		return sys_stat(path, &st) == 0 ? (long)(st.st_blocks * 512 / UIPC_PAGE) : -1;
 	}
 	at = seg_map_off(ns, file);
 	if (at < 0)
@@ -3224,7 +3224,7 @@ static int shm_check_pool(struct ns *ns, char *report, size_t len, size_t *used)
 		file_name(ns, e->file, path, sizeof(path));
 		if (e->state == SPARE_CLEAN &&
 		    (anon(ns) ? seg_pages(ns, e->file, ANON_SLOT) != 0 :
-		     (stat(path, &st) < 0 || st.st_size != 0 || st.st_blocks != 0)))
+		     (sys_stat(path, &st) < 0 || st.st_size != 0 || st.st_blocks != 0)))
 			SHM_PROBLEM("shm: clean spare file %llx is missing or not empty\n",
 				    (unsigned long long)e->file);
 	}
@@ -3297,7 +3297,7 @@ static unsigned long shm_rss_bytes(int id)
 		 * that may not search the namespace's directory still sees it */
 		i = fd_find(ns_off(ns, p), shp->gen, shp->file);
 	}
-	r = i >= 0 ? fstat(l_fds[i].fd, &st) : path[0] ? stat(path, &st) : -1;
+	r = i >= 0 ? fstat(l_fds[i].fd, &st) : path[0] ? sys_stat(path, &st) : -1;
 	ids_unlock(ns, IPC_SHM_IDS);
 	return r ? 0 : (unsigned long)st.st_blocks * 512;
 }

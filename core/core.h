@@ -49,6 +49,7 @@ struct ns {
 	unsigned file_mode;
 	bool shared;               /* a shared namespace (uipc-shared-NAME) */
 	int anon_fd;               /* an anonymous namespace's memfd, else -1 */
+	bool created_here;         /* an anonymous one this process image made */
 	int hold_fd;               /* a named one joined by setns: its file until
 				      it is entered (the marker), else -1 */
 	dev_t dev;                 /* the file: what /proc/PID/ns/ipc names */
@@ -97,6 +98,9 @@ struct core_hooks {
 	 * adjustments applied and dropped (the kernel's exit_sem at setns),
 	 * nothing else */
 	void (*proc_undo)(struct ns *ns, struct uproc *p);
+	/* does this process still use NS's memory beyond its arena (a
+	 * segment attached)?  Then NS is not reset in place at an unshare */
+	bool (*ns_busy)(struct ns *ns);
 };
 
 #define CORE_HOOKS(name)                                                     \
@@ -134,6 +138,22 @@ UIPC_HIDDEN int ns_select(const char *name);
 UIPC_HIDDEN int ns_anon_new(struct ns **out);
 UIPC_HIDDEN void ns_anon_drop(struct ns *ns);
 UIPC_HIDDEN void ns_switch(struct ns *new, bool keep_old_map);
+/*
+ * An unshare that leaves a namespace nobody else can see (an anonymous one
+ * this process made, never shared by fork, exec, a door or a join; small;
+ * no attachment of it mapped; one thread) makes the new namespace of the
+ * old one, in place: no system call (nsfile.c).  begin: may NS be reset
+ * (then it is claimed, and nobody may join it until finish or abort)?
+ */
+UIPC_HIDDEN bool ns_recycle_begin(struct ns *ns);
+UIPC_HIDDEN void ns_recycle_abort(struct ns *ns);
+UIPC_HIDDEN void ns_recycle_finish(struct ns *ns);
+/* someone besides this process may hold the current namespace from now on
+ * (a fork, an exec, a spawn, a door opened): it is never reset in place */
+UIPC_HIDDEN void ns_note_shared(void);
+/* the same for the namespace file FD refers to (a door opened for another
+ * process's namespace) */
+UIPC_HIDDEN void ns_note_shared_fd(int fd);
 /* setns: the namespace file FD refers to (an anonymous namespace's memfd,
  * a named namespace's file, or an O_PATH descriptor of either, as
  * /proc/PID/ns/ipc gives), mapped but not entered.  -EINVAL: FD is no uipc
@@ -146,8 +166,9 @@ UIPC_HIDDEN bool ns_fd_is_ns(int fd);
 /* Are A and B the same namespace (the same file)? */
 UIPC_HIDDEN bool ns_same(const struct ns *a, const struct ns *b);
 /* A new O_PATH descriptor of NS's file (O_CLOEXEC from FLAGS), or -errno:
- * what opening /proc/self/ns/ipc gives */
-UIPC_HIDDEN int ns_reopen(struct ns *ns, int flags);
+ * what opening /proc/self/ns/ipc gives.  HOLD: the caller keeps it (NS is
+ * then never reset in place, ns_recycle_begin) */
+UIPC_HIDDEN int ns_reopen(struct ns *ns, int flags, bool hold);
 UIPC_HIDDEN struct ns *ns_current(void);
 UIPC_HIDDEN struct ns *ns_get_existing(void);  /* never creates one */
 /* the environment entries (UIPC_NS_FD=..., UIPC_NS_FILE=...) an exec'd
@@ -279,6 +300,12 @@ UIPC_HIDDEN void proc_reap(struct ns *ns, struct uproc *p);
  * for it there).  *KEEP_MAP: other threads may still hold slots in it, so
  * it must stay mapped. */
 UIPC_HIDDEN void proc_leave_ns(struct ns *ns, bool *keep_map);
+/* NS is reset in place for this process's unshare (nsfile.c): what the
+ * process keeps of it is dropped, and its slots there given back, with no
+ * exit work (nobody else can see NS) */
+UIPC_HIDDEN void proc_forget_ns(struct ns *ns);
+/* does the process still use NS's memory beyond its arena (ns_busy)? */
+UIPC_HIDDEN bool proc_ns_busy(struct ns *ns);
 /* setns into NS, the namespace this process is in: the SEM_UNDO
  * adjustments applied (every layer's proc_undo), the rest kept */
 UIPC_HIDDEN void proc_undo_ns(struct ns *ns);

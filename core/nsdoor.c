@@ -145,7 +145,7 @@ static bool is_anon_fd(int dfd, const char *name, bool want_id, dev_t dev, ino_t
 
 /* PID's fd of the anonymous namespace (DEV, INO), opened O_PATH: the
  * namespace itself, as its member holds it */
-static int open_member_fd(pid_t pid, dev_t dev, ino_t ino, int flags)
+static int open_member_fd(pid_t pid, dev_t dev, ino_t ino, int flags, bool hold)
 {
 	char path[64];
 	struct dirent *e;
@@ -161,6 +161,8 @@ static int open_member_fd(pid_t pid, dev_t dev, ino_t ino, int flags)
 			continue;
 		r = sys_openat(dirfd(d), e->d_name, O_PATH | (flags & O_CLOEXEC));
 		r = r < 0 ? -errno : r;
+		if (r >= 0 && hold)
+			ns_note_shared_fd(r);  /* the descriptor holds it: never reset */
 		break;
 	}
 	closedir(d);
@@ -183,10 +185,10 @@ static int open_named(const char *path, dev_t dev, ino_t ino, int flags)
 	return fd;
 }
 
-static int open_marked(pid_t pid, const struct seen *s, int flags)
+static int open_marked(pid_t pid, const struct seen *s, int flags, bool hold)
 {
 	if (!strncmp(s->path, ANON_LINK, strlen(ANON_LINK)))
-		return open_member_fd(pid, s->dev, s->ino, flags);
+		return open_member_fd(pid, s->dev, s->ino, flags, hold);
 	return open_named(s->path, s->dev, s->ino, flags);
 }
 
@@ -240,7 +242,7 @@ static uid_t proc_euid(pid_t pid)
 }
 
 /* PID's inherited anonymous namespace: its fd FDSTR, if that still is one */
-static int open_env_fd(pid_t pid, const char *fdstr, int flags)
+static int open_env_fd(pid_t pid, const char *fdstr, int flags, bool hold)
 {
 	char path[64], *end;
 	long n = strtol(fdstr, &end, 10);
@@ -256,13 +258,15 @@ static int open_env_fd(pid_t pid, const char *fdstr, int flags)
 	if (is_anon_fd(dfd, path, false, 0, 0)) {
 		r = sys_openat(dfd, path, O_PATH | (flags & O_CLOEXEC));
 		r = r < 0 ? -errno : r;
+		if (r >= 0 && hold)
+			ns_note_shared_fd(r);
 	}
 	sys_close(dfd);
 	return r;
 }
 
 /* The namespace of PID (no marker, libuipc mapped) from its environment */
-static int open_from_env(pid_t pid, int flags)
+static int open_from_env(pid_t pid, int flags, bool hold)
 {
 	char path[64], file[4096], *buf;
 	struct env_view v;
@@ -275,7 +279,7 @@ static int open_from_env(pid_t pid, int flags)
 	if (!buf)
 		return -errno;
 	env_parse(buf, len, &v);
-	if (v.fd && *v.fd && (r = open_env_fd(pid, v.fd, flags)) >= 0) {
+	if (v.fd && *v.fd && (r = open_env_fd(pid, v.fd, flags, hold)) >= 0) {
 		free(buf);
 		return r;
 	}
@@ -295,7 +299,10 @@ static int open_from_env(pid_t pid, int flags)
 	return open_named(file, st.st_dev, st.st_ino, flags);
 }
 
-int ns_door_open(pid_t pid, int flags)
+/* PID's namespace file, opened O_PATH; HOLD: for the caller to keep (the
+ * namespace is marked as held by someone besides its members), else only
+ * to be looked at and closed */
+static int door_open(pid_t pid, int flags, bool hold)
 {
 	struct seen s = { 0 };
 	struct ns *ns;
@@ -305,21 +312,26 @@ int ns_door_open(pid_t pid, int flags)
 		ns = ns_get();
 		if (!ns)
 			return -errno;
-		return ns_reopen(ns, flags);
+		return ns_reopen(ns, flags, hold);
 	}
 	r = read_maps(pid, &s);
 	if (r)
 		return r;
 	if (s.marked)
-		return open_marked(pid, &s, flags);
+		return open_marked(pid, &s, flags, hold);
 	if (!s.uipc)
 		return NS_DOOR_KERNEL;
-	return open_from_env(pid, flags);
+	return open_from_env(pid, flags, hold);
+}
+
+int ns_door_open(pid_t pid, int flags)
+{
+	return door_open(pid, flags, true);
 }
 
 int ns_door_stat(pid_t pid, struct stat *st)
 {
-	int fd = ns_door_open(pid, O_CLOEXEC), r = 0;
+	int fd = door_open(pid, O_CLOEXEC, false), r = 0;
 
 	if (fd < 0)
 		return fd;

@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/random.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -305,11 +306,38 @@ static int run_ns_init_hooks(struct ns *ns)
 	return 0;
 }
 
+/* The header and the tables of namespace NS (its base, size and layout
+ * set), on memory that reads as zeros: a new file, or one reset_arena
+ * cleared.  Everything but populating memory. */
+static int init_tables(struct ns *ns, int extended, unsigned mode)
+{
+	struct uipc_hdr *h = ns->hdr;
+	int r;
+
+	h->version = UIPC_LAYOUT_VERSION;
+	h->hdr_size = sizeof(*h);
+	h->arena_size = ns->size;
+	h->flags = extended ? NS_FLAG_EXTENDED : 0;
+	h->ipcmni_shift = (uint32_t)ns->shift;
+	h->ipcmni = ns->ipcmni;
+	h->min_cycle = extended ? IPC_MIN_CYCLE_EXT : IPC_MIN_CYCLE;
+	h->creator_uid = (uint32_t)geteuid();
+	h->mode = mode;
+	ulock_init(&h->ns_lock);
+	h->procs = ns->lay.procs;
+	h->threads = ns->lay.threads;
+	r = run_ns_init_hooks(ns);
+	if (r)
+		return r;
+	h->heap_start = ns->lay.heap_start;
+	arena_init(h, ns->lay.heap_start);
+	return 0;
+}
+
 /* Build a complete namespace in the mapping at BASE (SIZE bytes). */
 static int init_arena(char *base, uint64_t size, int extended, unsigned mode)
 {
-	struct uipc_hdr *h = (struct uipc_hdr *)base;
-	struct ns tmp = { .base = base, .size = size, .hdr = h };
+	struct ns tmp = { .base = base, .size = size, .hdr = (struct uipc_hdr *)base };
 	int shift = extended ? IPCMNI_EXT_SHIFT : IPCMNI_SHIFT;
 	uint64_t eager_end, end;
 	int r;
@@ -319,26 +347,12 @@ static int init_arena(char *base, uint64_t size, int extended, unsigned mode)
 		return -EINVAL;
 	tmp.shift = shift;
 	tmp.ipcmni = 1 << shift;
-	h->version = UIPC_LAYOUT_VERSION;
-	h->hdr_size = sizeof(*h);
-	h->arena_size = size;
-	h->flags = extended ? NS_FLAG_EXTENDED : 0;
-	h->ipcmni_shift = (uint32_t)shift;
-	h->ipcmni = 1 << shift;
-	h->min_cycle = extended ? IPC_MIN_CYCLE_EXT : IPC_MIN_CYCLE;
-	h->creator_uid = (uint32_t)geteuid();
-	h->mode = mode;
-	ulock_init(&h->ns_lock);
-	h->procs = tmp.lay.procs;
-	h->threads = tmp.lay.threads;
 	if (arena_populate(&tmp, UIPC_PAGE, eager_end - UIPC_PAGE))
 		return -ENOMEM;
-	r = run_ns_init_hooks(&tmp);
+	r = init_tables(&tmp, extended, mode);
 	if (r)
 		return r;
-	h->heap_start = tmp.lay.heap_start;
-	arena_init(h, tmp.lay.heap_start);
-	atomic_store_explicit(&h->magic, UIPC_MAGIC, memory_order_release);
+	atomic_store_explicit(&tmp.hdr->magic, UIPC_MAGIC, memory_order_release);
 	return 0;
 }
 
@@ -797,6 +811,8 @@ static int open_or_create(const char *path, struct ns **out)
 }
 
 static int map_anon(int fd, const char *path, struct ns **out);
+static int reopen_fd(int fd, int flags);
+static void note_shared(struct ns *ns);
 
 static int open_pinned(struct ns **out)
 {
@@ -871,6 +887,7 @@ void ns_open_for_fork(void)
 			__atomic_store_n(&g_ns, ns, __ATOMIC_RELEASE);
 		g_quiet = false;
 	}
+	note_shared(g_ns);     /* the child holds it too */
 	pthread_mutex_unlock(&ns_mutex);
 	errno = saved;
 }
@@ -1112,9 +1129,171 @@ int ns_anon_new(struct ns **out)
 	if (fd < 0)
 		return fd;
 	r = map_anon(fd, path, out);
-	if (r)
+	if (r) {
 		sys_close(fd);
-	return r;
+		return r;
+	}
+	(*out)->created_here = true;
+	(*out)->hdr->creator_pid = cur_pid();
+	return 0;
+}
+
+/* ---- an unshare's new namespace made of the old one (seed 003) ----
+ *
+ * The kernel builds a namespace in about 20 us and frees the old one in a
+ * work queue.  A new memfd costs uipc about as much in system calls alone
+ * (memfd_create, ftruncate, mmap, the first page faults, then munmap and
+ * the final close of the old one).  But when nobody else can ever see the
+ * namespace being left, that namespace is dead the moment the caller
+ * leaves it, and its memfd, mapping, populated pages, fd number, marker
+ * and environment entries can simply become the new namespace's: what its
+ * old incarnation wrote is zeroed (a few pages: the slots, the id tables'
+ * populated pages, the heap up to its break), the header is built again,
+ * and segments' slots are punched.  No system call unless segments had
+ * memory.  It keeps the old namespace's inode number, which the kernel
+ * also gives again to a new namespace once the old one is freed.
+ *
+ * "Nobody else": an anonymous namespace this process image made
+ * (created_here), whose ANON_PRIVATE state no fork, exec, spawn, clone,
+ * door or join has changed (ns_note_shared, and door openers in other
+ * processes through the header: a claim by compare-and-swap, so that a
+ * door opened meanwhile keeps the new incarnation shared); no attachment
+ * of it mapped here; one thread (__libc_single_threaded: another thread
+ * could be inside a call in it).  Small: a namespace whose memory is large
+ * is left to the kernel to free, as before.
+ */
+#define RECYCLE_MAX_BYTES (2ULL << 20)
+_Static_assert(sizeof(struct uipc_hdr) <= UIPC_PAGE, "the header is one page");
+
+/* the new namespace would be made with this size and id mode */
+static bool same_kind(const struct ns *ns)
+{
+	uint64_t size = page_up((uint64_t)env_num("UIPC_NS_SIZE", (int64_t)DEFAULT_ARENA));
+	bool extended = env_num("UIPC_NS_EXTENDED", 0) != 0;
+
+	return size == ns->size && extended == ((ns->hdr->flags & NS_FLAG_EXTENDED) != 0);
+}
+
+/* little enough to clear on the caller's time */
+static bool small_enough(const struct ns *ns)
+{
+	struct stat st;
+	uint64_t heap = ns->hdr->alloc.brk - ns->lay.heap_start;
+
+	if (ns->hdr->alloc.brk < ns->lay.heap_start || heap > RECYCLE_MAX_BYTES)
+		return false;
+	if (!ns->hdr->shm_pool.next_file)
+		return true;     /* no segment ever: no slot holds memory */
+	return fstat(ns->anon_fd, &st) == 0 && (uint64_t)st.st_blocks * 512 <= RECYCLE_MAX_BYTES;
+}
+
+bool ns_recycle_begin(struct ns *ns)
+{
+	uint32_t expect = ANON_PRIVATE;
+
+	if (ns->anon_fd < 0 || !ns->created_here || !__libc_single_threaded ||
+	    atomic_load(&ns->hdr->anon_share) != ANON_PRIVATE || !same_kind(ns) ||
+	    !small_enough(ns) || proc_ns_busy(ns))
+		return false;
+	return atomic_compare_exchange_strong(&ns->hdr->anon_share, &expect, ANON_RECYCLING);
+}
+
+void ns_recycle_abort(struct ns *ns)
+{
+	uint32_t expect = ANON_RECYCLING;
+
+	atomic_compare_exchange_strong(&ns->hdr->anon_share, &expect, ANON_PRIVATE);
+}
+
+/* clear entries page K of id table T and the used bits it covers */
+static void zero_entries_page(struct ns *ns, int t, uint64_t k)
+{
+	uint64_t ids = UIPC_PAGE / sizeof(uoff_t);
+
+	memset(ns->base + ns->lay.entries[t] + k * UIPC_PAGE, 0, UIPC_PAGE);
+	memset(ns->base + ns->lay.used[t] + k * ids / 8, 0, ids / 8);
+}
+
+/* what the old incarnation wrote outside its header (read from the header
+ * before it is cleared); the populated bitmaps stay: those pages still are */
+static void zero_tables(struct ns *ns)
+{
+	struct uipc_hdr *h = ns->hdr;
+	uint64_t np = atomic_load(&h->procs_hwm), nt = atomic_load(&h->threads_hwm);
+	uint64_t pages = (uint64_t)ns->ipcmni * sizeof(uoff_t) / UIPC_PAGE;
+
+	memset(ns->base + ns->lay.procs, 0, (np < MAX_PROCS ? np : MAX_PROCS) * sizeof(struct uproc));
+	memset(ns->base + ns->lay.threads, 0,
+	       (nt < MAX_THREADS ? nt : MAX_THREADS) * sizeof(struct uthread));
+	for (int t = 0; t < IPC_NR_IDS; t++) {
+		const uint64_t *pop = (const uint64_t *)(ns->base + ns->lay.populated[t]);
+
+		for (uint64_t w = 0; w < (pages + 63) / 64; w++)
+			for (uint64_t bits = pop[w]; bits; bits &= bits - 1)
+				zero_entries_page(ns, t, w * 64 + (uint64_t)__builtin_ctzll(bits));
+	}
+	memset(ns->base + ns->lay.heap_start, 0, h->alloc.brk - ns->lay.heap_start);
+}
+
+/* NS as a new namespace makes it, keeping what is populated */
+static void reset_arena(struct ns *ns)
+{
+	struct uipc_hdr *h = ns->hdr;
+	uint32_t np = atomic_load(&h->procs_hwm), nt = atomic_load(&h->threads_hwm);
+	uoff_t populated = h->alloc.populated;
+	int extended = (h->flags & NS_FLAG_EXTENDED) != 0;
+
+	if (h->shm_pool.next_file)
+		fallocate(ns->anon_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)ANON_SLOT,
+			  (off_t)(ANON_FILE_SIZE - ANON_SLOT));
+	zero_tables(ns);
+	memset(h, 0, offsetof(struct uipc_hdr, anon_share));
+	init_tables(ns, extended, 0600);
+	/* the slots and the heap below these are populated already */
+	atomic_store(&h->procs_hwm, np);
+	atomic_store(&h->threads_hwm, nt);
+	if (populated > h->alloc.populated)
+		h->alloc.populated = populated;
+	h->creator_pid = cur_pid();
+	atomic_store_explicit(&h->magic, UIPC_MAGIC, memory_order_release);
+}
+
+void ns_recycle_finish(struct ns *ns)
+{
+	uint32_t expect = ANON_RECYCLING;
+
+	proc_forget_ns(ns);
+	reset_arena(ns);
+	/* a door opened meanwhile made it ANON_SHARED: it stays so */
+	atomic_compare_exchange_strong(&ns->hdr->anon_share, &expect, ANON_PRIVATE);
+}
+
+static void note_shared(struct ns *ns)
+{
+	if (ns && ns->anon_fd >= 0 && atomic_load(&ns->hdr->anon_share) != ANON_SHARED)
+		atomic_store(&ns->hdr->anon_share, ANON_SHARED);
+}
+
+void ns_note_shared(void)
+{
+	note_shared(ns_current());
+}
+
+void ns_note_shared_fd(int fd)
+{
+	struct uipc_hdr *h;
+	int rw = reopen_fd(fd, O_RDWR | O_CLOEXEC);
+
+	if (rw < 0)
+		return;  /* no right to its memory: no right to join it either */
+	h = sys_mmap(NULL, UIPC_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, rw, 0);
+	sys_close(rw);
+	if (h == MAP_FAILED)
+		return;
+	/* (magic 0: its creator is building it again) */
+	if (h->magic == UIPC_MAGIC || h->magic == 0)
+		atomic_store(&h->anon_share, ANON_SHARED);
+	sys_munmap(h, UIPC_PAGE);
 }
 
 void ns_anon_drop(struct ns *ns)
@@ -1186,6 +1365,7 @@ int ns_exec_env(char *fdvar, size_t fdlen, char *filevar, size_t filelen)
 
 	if (!ns || (ns->anon_fd < 0 && !g_joined))
 		return 0;
+	note_shared(ns);       /* the exec'd image or the spawned child holds it */
 	if (ns->anon_fd >= 0)
 		snprintf(fdvar, fdlen, NS_FD_ENV "=%d", ns->anon_fd);
 	else
@@ -1288,6 +1468,8 @@ int ns_open_fd(int fd, struct ns **out)
 		r = map_anon(hi, path, out);
 	if (r && hi >= 0)
 		sys_close(hi);
+	if (!r)
+		note_shared(*out);  /* two hold it now */
 	return r;
 }
 
@@ -1296,13 +1478,16 @@ bool ns_same(const struct ns *a, const struct ns *b)
 	return a && b && a->dev == b->dev && a->ino == b->ino;
 }
 
-int ns_reopen(struct ns *ns, int flags)
+int ns_reopen(struct ns *ns, int flags, bool hold)
 {
 	struct stat st;
 	int fd;
 
-	if (ns->anon_fd >= 0)
+	if (ns->anon_fd >= 0) {
+		if (hold)
+			note_shared(ns);  /* the descriptor holds it */
 		return reopen_fd(ns->anon_fd, O_PATH | (flags & O_CLOEXEC));
+	}
 	fd = sys_open(ns->path, O_PATH | (flags & O_CLOEXEC));
 	if (fd < 0)
 		return -errno;

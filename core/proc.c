@@ -613,6 +613,22 @@ static void run_leave_hooks(struct ns *ns)
 			h->ns_leave(ns);
 }
 
+/* The process is no longer registered in NS: its slots there are given
+ * back (P: its process slot, if it has one), and nothing of them is kept
+ * here. */
+static void forget_registration(struct ns *ns, struct uproc *p)
+{
+	pthread_mutex_lock(&reg_mutex);
+	if (p)
+		free_own_slot(ns, false);
+	__atomic_store_n(&g_proc_idx, UINT32_MAX, __ATOMIC_RELEASE);
+	g_stale_idx = UINT32_MAX;
+	pthread_mutex_unlock(&reg_mutex);
+	uipc_tls_thread = NULL;
+	uipc_tls_ns = NULL;
+	__atomic_store_n(&g_ns_for_hooks, NULL, __ATOMIC_RELEASE);
+}
+
 void proc_leave_ns(struct ns *ns, bool *keep_map)
 {
 	/* registering finds our slot again after an exec: its SEM_UNDO list */
@@ -620,19 +636,25 @@ void proc_leave_ns(struct ns *ns, bool *keep_map)
 
 	*keep_map = nr_threads() != 1;
 	run_leave_hooks(ns);          /* what the process keeps of NS */
-	if (p) {
+	if (p)
 		run_exit_hooks(ns, p);    /* exit_sem, exit_shm: as unshare does */
-		pthread_mutex_lock(&reg_mutex);
-		free_own_slot(ns, false);
-		pthread_mutex_unlock(&reg_mutex);
-	}
-	pthread_mutex_lock(&reg_mutex);
-	__atomic_store_n(&g_proc_idx, UINT32_MAX, __ATOMIC_RELEASE);
-	g_stale_idx = UINT32_MAX;
-	pthread_mutex_unlock(&reg_mutex);
-	uipc_tls_thread = NULL;
-	uipc_tls_ns = NULL;
-	__atomic_store_n(&g_ns_for_hooks, NULL, __ATOMIC_RELEASE);
+	forget_registration(ns, p);
+}
+
+void proc_forget_ns(struct ns *ns)
+{
+	uint32_t idx = __atomic_load_n(&g_proc_idx, __ATOMIC_ACQUIRE);
+
+	run_leave_hooks(ns);
+	forget_registration(ns, idx == UINT32_MAX ? NULL : proc_at(ns, idx));
+}
+
+bool proc_ns_busy(struct ns *ns)
+{
+	for_each_hooks(h)
+		if (h->ns_busy && h->ns_busy(ns))
+			return true;
+	return false;
 }
 
 void proc_undo_ns(struct ns *ns)

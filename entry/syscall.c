@@ -123,6 +123,17 @@ static bool uipc_syscall(long nr, const struct sys_args *x, unsigned hand0, long
 	case SYS_setns:
 		*ret = entry_setns((int)x->a, (int)x->b);
 		return true;
+	/* a new process or image by number: it holds the anonymous
+	 * namespace too, which must then never be reset in place
+	 * (core/nsfile.c); the kernel makes it */
+	case SYS_fork:
+	case SYS_vfork:
+	case SYS_clone:
+	case SYS_clone3:
+	case SYS_execve:
+	case SYS_execveat:
+		ns_note_shared();
+		return false;
 	}
 	return false;
 }

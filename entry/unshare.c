@@ -28,12 +28,35 @@
 
 #include "entry/entry.h"
 
+/* the old namespace, nobody else's, made the new one in place (nsfile.c);
+ * false when it cannot be */
+static bool recycle(int other_flags, long *r)
+{
+	struct ns *old = ns_current();
+	int saved = errno;
+
+	if (!old || !ns_recycle_begin(old))
+		return false;
+	if (other_flags && (*r = sys_raw6(SYS_unshare, other_flags, 0, 0, 0, 0, 0)) < 0) {
+		ns_recycle_abort(old);
+		return true;
+	}
+	ns_recycle_finish(old);
+	*r = 0;
+	errno = saved;
+	return true;
+}
+
 static long new_ipc_ns(int other_flags)
 {
 	struct ns *new, *old;
 	bool keep = false;
-	int saved = errno, r = ns_anon_new(&new);
+	int saved = errno, r;
+	long rr;
 
+	if (recycle(other_flags, &rr))
+		return rr;
+	r = ns_anon_new(&new);
 	if (r)
 		return r;
 	if (other_flags && sys_syscall(SYS_unshare, other_flags) < 0) {
@@ -102,8 +125,10 @@ int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 	tls = va_arg(ap, void *);
 	ctid = va_arg(ap, pid_t *);
 	va_end(ap);
-	if (!(flags & CLONE_NEWIPC) || (flags & (CLONE_VM | CLONE_FILES | CLONE_SYSVSEM)))
+	if (!(flags & CLONE_NEWIPC) || (flags & (CLONE_VM | CLONE_FILES | CLONE_SYSVSEM))) {
+		ns_note_shared();   /* the child holds the namespace too */
 		return real_clone(fn, stack, flags, arg, ptid, tls, ctid);
+	}
 	r = ns_anon_new(&st.new);
 	if (r)
 		return (int)set_errno_ret(r);

@@ -127,6 +127,8 @@ UIPC_HIDDEN void shm_exit_proc(struct ns *ns, struct uproc *p); /* exit, reaper 
 UIPC_HIDDEN void shm_note_exec(uint32_t proc_idx);  /* register_proc after exec */
 UIPC_HIDDEN void shm_fork_child(void);              /* atfork child */
 UIPC_HIDDEN void shm_ns_leave(struct ns *ns);       /* unshare: NS left */
+/* does this process still map a segment of NS (an attachment made there)? */
+UIPC_HIDDEN bool shm_ns_busy(struct ns *ns);
 UIPC_HIDDEN void shm_destroy_orphaned(struct ns *ns); /* shm_rmid_forced set to 1 */
 /* the segment files' fds shm.c keeps (entry/watch.c's close/dup2/... hooks) */
 UIPC_HIDDEN bool shm_fd_guarded(int fd);

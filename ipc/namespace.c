@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ipc/ipc.h"
+#include "ipc/msgring.h"
 
 /* ---- a new namespace: the kernel's defaults, empty tables ---- */
 
@@ -55,13 +56,21 @@ static void ipc_proc_exit(struct ns *ns, struct uproc *p)
 	shm_exit_proc(ns, p);
 }
 
+/* this process leaves NS: what it keeps that names NS's objects goes */
+static void ipc_ns_leave(struct ns *ns)
+{
+	shm_ns_leave(ns);                 /* its segments' fds */
+	ring_forget();                    /* this thread's copies of ring words */
+}
+
 CORE_HOOKS(ipc_hooks) = {
 	.ns_init = ipc_ns_init,
 	.proc_exit = ipc_proc_exit,
 	.fork_child = shm_fork_child,     /* the child inherits the attachments */
 	.exec_note = shm_note_exec,       /* the old image's attachments are gone */
-	.ns_leave = shm_ns_leave,         /* unshare: its segments' fds go */
+	.ns_leave = ipc_ns_leave,         /* unshare, setns: NS is left */
 	.proc_undo = sem_exit_proc,       /* setns into its own namespace */
+	.ns_busy = shm_ns_busy,           /* an attachment of NS is mapped */
 };
 
 /* ---- statistics and fsck (include/uipc.h, via entry/api.c) ---- */

@@ -3461,6 +3461,17 @@ static int orphan_shmdt(uintptr_t addr)
 /* This process leaves NS (unshare), before its exit_shm there: the fds it
  * keeps are of NS's segment files, looked up by NS's offsets, so they go;
  * the attachments stay mapped, as orphans (above). */
+bool shm_ns_busy(struct ns *ns)
+{
+	bool busy;
+
+	(void)ns;
+	pthread_mutex_lock(&l_mutex);
+	busy = l_n > 0 || l_fd_busy > 0;
+	pthread_mutex_unlock(&l_mutex);
+	return busy;
+}
+
 void shm_ns_leave(struct ns *ns)
 {
 	int dfd;

@@ -293,6 +293,98 @@ static void again(int argc, char **argv)
 	dt_semget(KEY + 43, 1, IPC_CREAT | 0600);
 }
 
+/* an unshare out of a namespace made by unshare, whose segment is still
+ * attached: the attachment keeps its memory (uipc must not make the new
+ * namespace of that one in place) */
+static void again_attached(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	do_unshare();
+	int id = dt_shmget(KEY, 8192, IPC_CREAT | 0600);
+	char *p = dt_shmat(id, NULL, 0);
+	if (p == (void *)-1)
+		return;
+	p[0] = 'a';
+	p[4096] = 'b';
+	dt_semget(KEY + 1, 1, IPC_CREAT | 0600);
+	do_unshare();
+	dt_out("old attachment reads '%c%c'", p[0], p[4096]);
+	dt_shmget(KEY, 8192, 0);
+	dt_semget(KEY + 1, 1, 0);
+	counts();
+	dt_shmdt(p, "old");
+	dt_shm_access(p, "old, detached");
+	do_unshare();
+	counts();
+}
+
+static int hold_gate[2];
+
+static void holder_looks_later(void *arg)
+{
+	char c;
+
+	(void)arg;
+	if (read(hold_gate[0], &c, 1) != 1)
+		dt_fail("gate read");
+	look_for_three();
+	counts();
+}
+
+/* a fork child still in a namespace made by unshare when its parent
+ * unshares again: the namespace and its objects stay the child's */
+static void fork_holds(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	if (pipe(hold_gate))
+		dt_fail("pipe");
+	do_unshare();
+	make_three();
+	pid_t c = dt_fork(holder_looks_later, NULL);
+	do_unshare();
+	look_for_three();
+	dt_semget(KEY + 60, 1, IPC_CREAT | 0600);
+	if (write(hold_gate[1], "g", 1) != 1)
+		dt_fail("gate write");
+	dt_wait(c);
+	do_unshare();
+	counts();
+}
+
+/* the popen'd child: looks once its parent writes a line */
+static void popen_child(int argc, char **argv)
+{
+	char c;
+
+	(void)argc; (void)argv;
+	if (read(0, &c, 1) != 1)
+		dt_fail("stdin read");
+	look_for_three();
+	counts();
+}
+
+/* the same with a child that popen (glibc's own spawn) started */
+static void popen_holds(int argc, char **argv)
+{
+	char cmd[64];
+
+	(void)argc; (void)argv;
+	do_unshare();
+	make_three();
+	snprintf(cmd, sizeof(cmd), "exec /proc/%d/exe popen-child", (int)getpid());
+	setenv("DT_REGISTRY", "popen1", 1);
+	FILE *f = popen(cmd, "w");
+	unsetenv("DT_REGISTRY");
+	if (!f)
+		dt_fail("popen: %s", dt_errname(errno));
+	do_unshare();
+	look_for_three();
+	fputc('g', f);
+	int st = pclose(f);
+	dt_out("pclose: exit %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	counts();
+}
+
 /* limits belong to a namespace: the new one has the defaults */
 static void limits(int argc, char **argv)
 {
@@ -333,6 +425,10 @@ const struct dt_case dt_cases[] = {
 	{ "exec-bare-env", exec_bare_env, 0 },
 	{ "clone-newipc", clone_newipc, 0 },
 	{ "again", again, 0 },
+	{ "again-attached", again_attached, 0 },
+	{ "fork-holds", fork_holds, 0 },
+	{ "popen-holds", popen_holds, 0 },
+	{ "popen-child", popen_child, 1 },
 	{ "limits", limits, 0 },
 	{ "refused", refused, 0 },
 	{ NULL, NULL, 0 },

@@ -275,6 +275,31 @@ static void held_by_fd(int argc, char **argv)
 	close(self);
 }
 
+/* a namespace made by unshare, held by a descriptor of its own link when
+ * its only process unshares again: it stays, objects and all */
+static void self_held(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	errno = 0;
+	int r = unshare(CLONE_NEWIPC);
+	dt_out("unshare(CLONE_NEWIPC) = %s", dt_res(r, errno));
+	make_three(10);
+	int fd = open_ns("self", 0);
+	errno = 0;
+	r = unshare(CLONE_NEWIPC);
+	dt_out("unshare(CLONE_NEWIPC) = %s", dt_res(r, errno));
+	look_for_three(10);
+	dt_semget(KEY + 20, 1, IPC_CREAT | 0600);
+	int second = open_ns("self", 0);
+	do_setns("the first", fd, CLONE_NEWIPC);
+	look_for_three(10);
+	dt_semget(KEY + 20, 1, 0);
+	do_setns("the second", second, CLONE_NEWIPC);
+	dt_semget(KEY + 20, 1, 0);
+	close(fd);
+	close(second);
+}
+
 static int undo_id;
 
 static void old_ns_reader(void *arg)
@@ -536,6 +561,7 @@ const struct dt_case dt_cases[] = {
 	{ "join-by-pidfd", join_by_pidfd, 0 },
 	{ "wrong-type", wrong_type, 0 },
 	{ "held-by-fd", held_by_fd, 0 },
+	{ "self-held", self_held, 0 },
 	{ "undo-at-setns", undo_at_setns, 0 },
 	{ "attachment-stays", attachment_stays, 0 },
 	{ "children-follow", children_follow, 0 },

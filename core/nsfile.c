@@ -321,7 +321,7 @@ static int init_tables(struct ns *ns, int extended, unsigned mode)
 	h->ipcmni_shift = (uint32_t)ns->shift;
 	h->ipcmni = ns->ipcmni;
 	h->min_cycle = extended ? IPC_MIN_CYCLE_EXT : IPC_MIN_CYCLE;
-	h->creator_uid = (uint32_t)geteuid();
+	h->creator_uid = (uint32_t)cur_cred()->euid;
 	h->mode = mode;
 	ulock_init(&h->ns_lock);
 	h->procs = ns->lay.procs;
@@ -1184,6 +1184,10 @@ static bool small_enough(const struct ns *ns)
 		return false;
 	if (!ns->hdr->shm_pool.next_file)
 		return true;     /* no segment ever: no slot holds memory */
+	/* a destroyed segment's slot was punched: the live ones' size bounds
+	 * what the slots hold (the memfd's blocks only when it may not) */
+	if (ns->hdr->shm_tot <= RECYCLE_MAX_BYTES / UIPC_PAGE)
+		return true;
 	return fstat(ns->anon_fd, &st) == 0 && (uint64_t)st.st_blocks * 512 <= RECYCLE_MAX_BYTES;
 }
 

@@ -61,6 +61,16 @@ static void run_exec_hooks(uint32_t proc_idx)
 			h->exec_note(proc_idx);
 }
 
+/* this thread's tid, asked once (reset in a fork or clone child) */
+static __thread pid_t tls_tid;
+
+static pid_t cur_tid(void)
+{
+	if (unlikely(!tls_tid))
+		tls_tid = (pid_t)sys_syscall(SYS_gettid);
+	return tls_tid;
+}
+
 int cur_pid(void)
 {
 	if (unlikely(!g_pid))
@@ -72,9 +82,16 @@ static bool frames_idle(struct uthread *t);
 
 static uint64_t read_stat(pid_t pid, char *state);
 
+/* this image's start time, read once (0: not yet; it changes with the
+ * pid only: reset with g_pid in a fork or clone child) */
+static uint64_t g_starttime;
+
 static uint64_t read_starttime(pid_t pid)
 {
-	return read_stat(pid, NULL);
+	if (pid == g_pid && g_starttime)
+		return g_starttime;
+	g_starttime = read_stat(pid, NULL);
+	return g_starttime;
 }
 
 /* /proc/PID/stat: the start time (field 22) and the state (field 3) */
@@ -241,7 +258,7 @@ static uint32_t register_proc(struct ns *ns)
  */
 static void hold_proc_alive(struct uproc *p)
 {
-	pid_t tid = (pid_t)sys_syscall(SYS_gettid);
+	pid_t tid = cur_tid();
 	int r;
 
 	if (!p || atomic_load(&p->alive_tid) != 0)
@@ -316,7 +333,7 @@ static void make_key(void)
 
 static struct uthread *register_thread(struct ns *ns)
 {
-	pid_t tid = (pid_t)sys_syscall(SYS_gettid);
+	pid_t tid = cur_tid();
 	uint32_t pidx = cur_proc_idx(ns);
 	pthread_mutexattr_t a;
 	struct uthread *t;
@@ -430,7 +447,7 @@ bool proc_is_dead(struct ns *ns, struct uproc *p)
 void proc_reap(struct ns *ns, struct uproc *p)
 {
 	uint64_t w = atomic_load(&p->state);
-	int32_t me = (int32_t)sys_syscall(SYS_gettid), r;
+	int32_t me = (int32_t)cur_tid(), r;
 
 	if (p == cur_proc(ns))
 		return;
@@ -484,6 +501,8 @@ static void atfork_child(void)
 {
 	/* the child is a new process: new pid, no undo list, no thread slot */
 	g_pid = 0;
+	g_starttime = 0;
+	tls_tid = 0;
 	g_proc_idx = UINT32_MAX;
 	uipc_tls_thread = NULL;
 	j_forget_held();
@@ -519,6 +538,8 @@ void proc_clone_child(struct ns *new, void *robust_head, size_t robust_len)
 	}
 
 	g_pid = 0;
+	g_starttime = 0;
+	tls_tid = 0;
 	g_proc_idx = UINT32_MAX;
 	g_stale_idx = UINT32_MAX;
 	uipc_tls_thread = NULL;
@@ -555,7 +576,7 @@ void proc_exit_work(void)
 static void free_own_slot(struct ns *ns, bool exiting)
 {
 	struct uproc *p = proc_at(ns, g_proc_idx);
-	pid_t tid = (pid_t)sys_syscall(SYS_gettid);
+	pid_t tid = cur_tid();
 
 	if (uipc_tls_ns == ns)
 		thread_exit_hook(uipc_tls_thread);

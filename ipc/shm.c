@@ -291,7 +291,14 @@ static int fd_base(void)
 /* FD moved high and guarded (FD itself if that fails) */
 static int fd_hide(int fd)
 {
-	int h = fcntl(fd, F_DUPFD_CLOEXEC, fd_base());
+	int h;
+
+	if (fd >= fd_base()) {
+		/* made up there already (an anonymous namespace's slot) */
+		guard_add(fd);
+		return fd;
+	}
+	h = fcntl(fd, F_DUPFD_CLOEXEC, fd_base());
 
 	if (h >= 0) {
 		guard_add(h);
@@ -332,6 +339,8 @@ void shm_fd_evict(int fd)
 }
 
 /* lock-free (callers may hold l_mutex) */
+static bool anon(struct ns *ns);
+
 static int seg_dirfd(struct ns *ns)
 {
 	int fd = __atomic_load_n(&l_dirfd, __ATOMIC_ACQUIRE), h, none = -1;
@@ -340,6 +349,10 @@ static int seg_dirfd(struct ns *ns)
 
 	if (likely(fd >= 0))
 		return fd;
+	/* an anonymous namespace names no file: any valid number will do
+	 * (seg_openat and seg_unlinkat do not use it), not one to close */
+	if (anon(ns))
+		return ns->anon_fd;
 	slash = strrchr(ns->path, '/');
 	if (!slash)
 		return -1;
@@ -417,8 +430,8 @@ static off_t seg_map_off(struct ns *ns, uint64_t file)
 static int seg_openat(struct ns *ns, int dfd, const char *name, uint64_t file, int oflag)
 {
 	(void)file;
-	if (anon(ns))
-		return fcntl(ns->anon_fd, F_DUPFD_CLOEXEC, 0);
+	if (anon(ns))      /* where fd_hide would move it */
+		return fcntl(ns->anon_fd, F_DUPFD_CLOEXEC, fd_base());
 	if (dfd < 0) {
 		errno = ENOENT;
 		return -1;

@@ -188,6 +188,15 @@ UIPC_HIDDEN int ns_path_for(const char *spec, const char *dir, const char *xdg, 
  * user (as that process's first call would): 0 or -errno */
 UIPC_HIDDEN int ns_make_missing(const char *path);
 
+/* ---- nsfree.c ---- */
+/* let go of an anonymous namespace's fd FD and its mapping [BASE, +SIZE)
+ * (either may be absent: -1, NULL); when it holds much memory, the freeing
+ * happens in a helper, off the caller's path */
+UIPC_HIDDEN void ns_let_go(int fd, void *base, size_t size);
+/* empty [OFF, +LEN) of an anonymous namespace's memfd FD: in a helper when
+ * the memfd holds much memory, else here */
+UIPC_HIDDEN void ns_punch(int fd, off_t off, off_t len);
+
 /* ---- nsdoor.c: which namespace a process is in (/proc/PID/ns/ipc) ---- */
 /* PID is not under uipc: its IPC namespace is the kernel's */
 #define NS_DOOR_KERNEL (-4096)

@@ -1174,21 +1174,13 @@ static bool same_kind(const struct ns *ns)
 	return size == ns->size && extended == ((ns->hdr->flags & NS_FLAG_EXTENDED) != 0);
 }
 
-/* little enough to clear on the caller's time */
+/* its arena little enough to clear on the caller's time (the memory of
+ * its segments is freed by a helper when it is large: reset_arena) */
 static bool small_enough(const struct ns *ns)
 {
-	struct stat st;
 	uint64_t heap = ns->hdr->alloc.brk - ns->lay.heap_start;
 
-	if (ns->hdr->alloc.brk < ns->lay.heap_start || heap > RECYCLE_MAX_BYTES)
-		return false;
-	if (!ns->hdr->shm_pool.next_file)
-		return true;     /* no segment ever: no slot holds memory */
-	/* a destroyed segment's slot was punched: the live ones' size bounds
-	 * what the slots hold (the memfd's blocks only when it may not) */
-	if (ns->hdr->shm_tot <= RECYCLE_MAX_BYTES / UIPC_PAGE)
-		return true;
-	return fstat(ns->anon_fd, &st) == 0 && (uint64_t)st.st_blocks * 512 <= RECYCLE_MAX_BYTES;
+	return ns->hdr->alloc.brk >= ns->lay.heap_start && heap <= RECYCLE_MAX_BYTES;
 }
 
 bool ns_recycle_begin(struct ns *ns)
@@ -1239,17 +1231,34 @@ static void zero_tables(struct ns *ns)
 	memset(ns->base + ns->lay.heap_start, 0, h->alloc.brk - ns->lay.heap_start);
 }
 
+/* The segment slots the old incarnation used, emptied: the new one takes
+ * numbers past them (shm.c's counter, kept), so a helper can do it off
+ * this path when they hold much memory.  Numbers that went round may be
+ * anywhere: all slots, here. */
+static void empty_old_slots(struct ns *ns, uint64_t next_file)
+{
+	uint64_t last = next_file & ~(1ULL << 63);
+
+	if (!next_file)
+		return;
+	if ((next_file >> 63) || last >= ANON_SLOTS) {
+		fallocate(ns->anon_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)ANON_SLOT,
+			  (off_t)(ANON_FILE_SIZE - ANON_SLOT));
+		return;
+	}
+	ns_punch(ns->anon_fd, (off_t)ANON_SLOT, (off_t)(last << ANON_SLOT_SHIFT));
+}
+
 /* NS as a new namespace makes it, keeping what is populated */
 static void reset_arena(struct ns *ns)
 {
 	struct uipc_hdr *h = ns->hdr;
 	uint32_t np = atomic_load(&h->procs_hwm), nt = atomic_load(&h->threads_hwm);
 	uoff_t populated = h->alloc.populated;
+	uint64_t next_file = h->shm_pool.next_file;
 	int extended = (h->flags & NS_FLAG_EXTENDED) != 0;
 
-	if (h->shm_pool.next_file)
-		fallocate(ns->anon_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)ANON_SLOT,
-			  (off_t)(ANON_FILE_SIZE - ANON_SLOT));
+	empty_old_slots(ns, next_file);
 	zero_tables(ns);
 	memset(h, 0, offsetof(struct uipc_hdr, anon_share));
 	init_tables(ns, extended, 0600);
@@ -1258,6 +1267,8 @@ static void reset_arena(struct ns *ns)
 	atomic_store(&h->threads_hwm, nt);
 	if (populated > h->alloc.populated)
 		h->alloc.populated = populated;
+	if (!(next_file >> 63))
+		h->shm_pool.next_file = next_file;  /* past the slots being emptied */
 	h->creator_pid = cur_pid();
 	atomic_store_explicit(&h->magic, UIPC_MAGIC, memory_order_release);
 }
@@ -1322,12 +1333,20 @@ bool ns_fd_guarded(int fd)
  * work here: the leaver does not pay for the namespace (seed 003). */
 static void ns_release_old(struct ns *old, bool keep_map)
 {
+	int fd = old->anon_fd;
+
 	ns_unmark(old);
-	if (old->anon_fd >= 0)
-		sys_close(old->anon_fd);
 	old->anon_fd = -1;
-	if (!keep_map)
-		ns_unmap(old);
+	if (keep_map) {
+		if (fd >= 0)
+			sys_close(fd);
+		return;
+	}
+	if (old->hold_fd >= 0)
+		sys_close(old->hold_fd);
+	/* its memory freed off this path when it is big (nsfree.c) */
+	ns_let_go(fd, old->base, old->size);
+	free(old);
 }
 
 /* the process entered a named namespace by setns: its exec'd images must

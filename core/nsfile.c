@@ -258,13 +258,18 @@ static uint64_t compute_layout(int shift, struct ns_layout *l, uint64_t *eager_e
 	uint64_t pop_bytes = ((uint64_t)mni * 8 / UIPC_PAGE + 7) / 8;
 	int t;
 
-	/* bitmaps first (small, populated at creation), then the sparse tables */
+	/* bitmaps first (small, populated at creation), then the sparse
+	 * tables; the three populated-page bitmaps (8 bytes each unless the
+	 * ids are extended) share a page */
 	for (t = 0; t < IPC_NR_IDS; t++) {
 		l->used[t] = off;
 		off = page_up(off + used_bytes);
-		l->populated[t] = off;
-		off = page_up(off + pop_bytes);
 	}
+	for (t = 0; t < IPC_NR_IDS; t++) {
+		l->populated[t] = off;
+		off += (pop_bytes + 63) & ~(uint64_t)63;
+	}
+	off = page_up(off);
 	*eager_end = off;
 	l->procs = off;
 	off = page_up(off + (uint64_t)MAX_PROCS * sizeof(struct uproc));
@@ -1162,7 +1167,8 @@ int ns_anon_new(struct ns **out)
  * could be inside a call in it).  Small: a namespace whose memory is large
  * is left to the kernel to free, as before.
  */
-#define RECYCLE_MAX_BYTES (2ULL << 20)
+#define RECYCLE_MAX_BYTES (256ULL << 10)  /* of heap: cleared on the caller's time */
+#define RECYCLE_KEEP_HEAP (16ULL << 10)   /* heap kept populated for the new one */
 _Static_assert(sizeof(struct uipc_hdr) <= UIPC_PAGE, "the header is one page");
 
 /* the new namespace would be made with this size and id mode */
@@ -1217,6 +1223,7 @@ static void zero_tables(struct ns *ns)
 	struct uipc_hdr *h = ns->hdr;
 	uint64_t np = atomic_load(&h->procs_hwm), nt = atomic_load(&h->threads_hwm);
 	uint64_t pages = (uint64_t)ns->ipcmni * sizeof(uoff_t) / UIPC_PAGE;
+	uoff_t brk;
 
 	memset(ns->base + ns->lay.procs, 0, (np < MAX_PROCS ? np : MAX_PROCS) * sizeof(struct uproc));
 	memset(ns->base + ns->lay.threads, 0,
@@ -1228,7 +1235,10 @@ static void zero_tables(struct ns *ns)
 			for (uint64_t bits = pop[w]; bits; bits &= bits - 1)
 				zero_entries_page(ns, t, w * 64 + (uint64_t)__builtin_ctzll(bits));
 	}
-	memset(ns->base + ns->lay.heap_start, 0, h->alloc.brk - ns->lay.heap_start);
+	/* the heap past what is kept is punched (keep_heap) */
+	brk = h->alloc.brk < ns->lay.heap_start + RECYCLE_KEEP_HEAP ? h->alloc.brk :
+	      ns->lay.heap_start + RECYCLE_KEEP_HEAP;
+	memset(ns->base + ns->lay.heap_start, 0, brk - ns->lay.heap_start);
 }
 
 /* The segment slots the old incarnation used, emptied: the new one takes
@@ -1249,6 +1259,21 @@ static void empty_old_slots(struct ns *ns, uint64_t next_file)
 	ns_punch(ns->anon_fd, (off_t)ANON_SLOT, (off_t)(last << ANON_SLOT_SHIFT));
 }
 
+/* The heap's populated end for the new incarnation: as much as a new
+ * namespace's first calls populate, the rest given back (an empty
+ * namespace costs little memory, whatever the old one used).  Cleared
+ * already: zero_tables. */
+static uoff_t keep_heap(struct ns *ns, uoff_t populated)
+{
+	uoff_t keep = ns->lay.heap_start + RECYCLE_KEEP_HEAP;
+
+	if (populated <= keep)
+		return populated;
+	fallocate(ns->anon_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)keep,
+		  (off_t)(populated - keep));
+	return keep;
+}
+
 /* NS as a new namespace makes it, keeping what is populated */
 static void reset_arena(struct ns *ns)
 {
@@ -1265,6 +1290,7 @@ static void reset_arena(struct ns *ns)
 	/* the slots and the heap below these are populated already */
 	atomic_store(&h->procs_hwm, np);
 	atomic_store(&h->threads_hwm, nt);
+	populated = keep_heap(ns, populated);
 	if (populated > h->alloc.populated)
 		h->alloc.populated = populated;
 	if (!(next_file >> 63))

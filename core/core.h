@@ -163,6 +163,10 @@ UIPC_HIDDEN int ns_open_fd(int fd, struct ns **out);
 /* Is FD a uipc namespace's file (the same test as ns_open_fd's, without
  * mapping)? */
 UIPC_HIDDEN bool ns_fd_is_ns(int fd);
+/* The header of the namespace file FD refers to (any descriptor of it,
+ * O_PATH too), read without mapping or locking, and the file's stat: 0,
+ * or -EINVAL for no namespace of this layout */
+UIPC_HIDDEN int ns_read_header(int fd, struct uipc_hdr *hdr, struct stat *st);
 /* Are A and B the same namespace (the same file)? */
 UIPC_HIDDEN bool ns_same(const struct ns *a, const struct ns *b);
 /* A new O_PATH descriptor of NS's file (O_CLOEXEC from FLAGS), or -errno:

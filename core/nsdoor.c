@@ -291,8 +291,9 @@ static int open_from_env(pid_t pid, int flags, bool hold)
 	if (r)
 		return r;
 	/* not made yet (it is on the process's first call): made now, as its
-	 * first call would, when it is ours to make */
-	if (sys_stat(file, &st) < 0 && errno == ENOENT && (r = ns_make_missing(file)))
+	 * first call would, when it is ours to make and to be held (a stat
+	 * makes nothing) */
+	if (hold && sys_stat(file, &st) < 0 && errno == ENOENT && (r = ns_make_missing(file)))
 		return r;
 	if (sys_stat(file, &st) < 0)
 		return -errno;

@@ -1522,6 +1522,22 @@ int ns_open_fd(int fd, struct ns **out)
 	return r;
 }
 
+int ns_read_header(int fd, struct uipc_hdr *hdr, struct stat *st)
+{
+	int rfd = reopen_fd(fd, O_RDONLY | O_CLOEXEC), r = 0;
+
+	if (rfd < 0)
+		return rfd;
+	if (fstat(rfd, st) < 0)
+		r = -errno;
+	else if (pread(rfd, hdr, sizeof(*hdr), 0) != (ssize_t)sizeof(*hdr) ||
+		 hdr->magic != UIPC_MAGIC || hdr->version != UIPC_LAYOUT_VERSION ||
+		 hdr->hdr_size != sizeof(*hdr))
+		r = -EINVAL;
+	sys_close(rfd);
+	return r;
+}
+
 bool ns_same(const struct ns *a, const struct ns *b)
 {
 	return a && b && a->dev == b->dev && a->ino == b->ino;

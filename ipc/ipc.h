@@ -60,6 +60,7 @@ UIPC_HIDDEN int ksys_shmctl(int shmid, int cmd, struct shmid_ds *buf);
 
 /* ---- namespace.c: the IPC namespace (include/uipc.h's calls) ---- */
 UIPC_HIDDEN int ipc_ns_stats(struct uipc_ns_stats *st);
+UIPC_HIDDEN int ipc_ns_info(int fd, struct uipc_ns_info *info);
 /* fsck: the number of problems found, or -errno */
 UIPC_HIDDEN int ipc_ns_check(char *report, size_t len);
 UIPC_HIDDEN int ipc_sysctl_get(const char *name, char *buf, size_t len);

@@ -89,6 +89,26 @@ int ipc_ns_stats(struct uipc_ns_stats *st)
 	return 0;
 }
 
+int ipc_ns_info(int fd, struct uipc_ns_info *info)
+{
+	struct uipc_hdr h;
+	struct stat st;
+	int r = ns_read_header(fd, &h, &st);
+
+	if (r)
+		return r;
+	memset(info, 0, sizeof(*info));
+	info->id = (unsigned long long)st.st_ino;
+	info->bytes = (unsigned long long)st.st_blocks * 512;
+	info->anonymous = (uint64_t)st.st_size == ANON_FILE_SIZE;
+	info->creator_pid = info->anonymous ? h.creator_pid : 0;
+	info->creator_uid = h.creator_uid;
+	info->sems = h.ids[IPC_SEM_IDS].in_use;
+	info->msgs = h.ids[IPC_MSG_IDS].in_use;
+	info->shms = h.ids[IPC_SHM_IDS].in_use;
+	return 0;
+}
+
 /*
  * What `uipc fsck` reports: the allocator and the three id tables, checked
  * under their locks (taking them also recovers any a dead holder left).

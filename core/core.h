@@ -179,6 +179,10 @@ UIPC_HIDDEN struct ns *ns_get_existing(void);  /* never creates one */
  * image needs to find the current anonymous namespace: 1, or 0 when the
  * current namespace is not anonymous.  No allocation (vfork children). */
 UIPC_HIDDEN int ns_exec_env(char *fdvar, size_t fdlen, char *filevar, size_t filelen);
+/* the namespace a child that borrows this thread's memory until its exec
+ * (clone with CLONE_VM | CLONE_VFORK) takes with it: ns_exec_env's answer
+ * in it while set (NULL: the current one) */
+UIPC_HIDDEN void ns_spawn_child(struct ns *ns);
 /* an anonymous namespace's fd, which the program's close must not close */
 UIPC_HIDDEN bool ns_fd_guarded(int fd);
 /* 64 unpredictable bits (getrandom): names others must not guess */
@@ -323,8 +327,10 @@ UIPC_HIDDEN bool proc_ns_busy(struct ns *ns);
  * adjustments applied (every layer's proc_undo), the rest kept */
 UIPC_HIDDEN void proc_undo_ns(struct ns *ns);
 /* in the child of clone(CLONE_NEWIPC) (no CLONE_VM): start it in NEW;
- * ROBUST_HEAD, ROBUST_LEN: the cloning thread's get_robust_list */
-UIPC_HIDDEN void proc_clone_child(struct ns *new, void *robust_head, size_t robust_len);
+ * ROBUST_HEAD, ROBUST_LEN: the cloning thread's get_robust_list; TID_ADDR:
+ * where glibc keeps its tid (PR_GET_TID_ADDRESS), or NULL */
+UIPC_HIDDEN void proc_clone_child(struct ns *new, void *robust_head, size_t robust_len,
+				  pid_t *tid_addr);
 
 /* ---- cred.c: the caller's credentials, cached ---- */
 struct ucred_cache {

@@ -1408,11 +1408,20 @@ void ns_switch(struct ns *new, bool keep_old_map)
 		ns_release_old(old, keep_old_map);
 }
 
+/* a spawn-like child's namespace (ns_spawn_child): the child runs on this
+ * thread's TLS until its exec */
+static __thread struct ns *tls_spawn_ns;
+
+void ns_spawn_child(struct ns *ns)
+{
+	tls_spawn_ns = ns;
+}
+
 int ns_exec_env(char *fdvar, size_t fdlen, char *filevar, size_t filelen)
 {
-	struct ns *ns = ns_current();
+	struct ns *ns = tls_spawn_ns ? tls_spawn_ns : ns_current();
 
-	if (!ns || (ns->anon_fd < 0 && !g_joined))
+	if (!ns || (ns->anon_fd < 0 && !g_joined && !tls_spawn_ns))
 		return 0;
 	note_shared(ns);       /* the exec'd image or the spawned child holds it */
 	if (ns->anon_fd >= 0)

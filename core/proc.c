@@ -516,9 +516,15 @@ static void run_leave_hooks(struct ns *ns);
  * atfork handler ran) that starts in NEW.  It was never registered in the
  * parent's namespace and has no SEM_UNDO list (the kernel does not give a
  * clone child one either): it only drops what it inherited of it. */
-void proc_clone_child(struct ns *new, void *robust_head, size_t robust_len)
+void proc_clone_child(struct ns *new, void *robust_head, size_t robust_len, pid_t *tid_addr)
 {
 	struct ns *old = ns_current();
+
+	/* glibc's word for this thread's tid, which robust mutexes record as
+	 * their owner (the kernel marks them owner-dead at our death only if
+	 * it is ours): the parent's after a clone that is not its fork */
+	if (tid_addr)
+		*tid_addr = (pid_t)sys_syscall(SYS_gettid);
 
 	/*
 	 * The parent's list of robust mutexes held (glibc's, at the same

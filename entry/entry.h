@@ -56,5 +56,10 @@ static inline int procfs_dup(int oldfd, int newfd)
 UIPC_HIDDEN long entry_unshare(int flags);
 /* setns.c: setns(FD, NSTYPE), 0 or -errno (uipc namespaces joined by uipc) */
 UIPC_HIDDEN long entry_setns(int fd, int nstype);
+/* unshare.c: syscall(SYS_clone, ...) and syscall(SYS_clone3, ...): true and
+ * *RET (the raw result) when uipc makes the call (CLONE_NEWIPC), false when
+ * it goes to the kernel untouched */
+UIPC_HIDDEN bool entry_clone_raw(const long *args, long *ret);
+UIPC_HIDDEN bool entry_clone3(const void *uargs, size_t size, long *ret);
 
 #endif /* UIPC_ENTRY_H */

@@ -128,12 +128,18 @@ static bool uipc_syscall(long nr, const struct sys_args *x, unsigned hand0, long
 	 * (core/nsfile.c); the kernel makes it */
 	case SYS_fork:
 	case SYS_vfork:
-	case SYS_clone:
-	case SYS_clone3:
 	case SYS_execve:
 	case SYS_execveat:
 		ns_note_shared();
 		return false;
+	/* clone with CLONE_NEWIPC is uipc's (unshare.c), the rest as above */
+	case SYS_clone: {
+		const long args[5] = { x->a, x->b, x->c, x->d, x->e };
+
+		return entry_clone_raw(args, ret);
+	}
+	case SYS_clone3:
+		return entry_clone3((const void *)x->a, (size_t)x->b, ret);
 	}
 	return false;
 }

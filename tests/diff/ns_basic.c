@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,6 +275,131 @@ static void clone_newipc(int argc, char **argv)
 	dt_semget(KEY + 50, 1, 0);
 }
 
+/* clone3 and the raw clone by number (a fork-like child, no stack of its
+ * own): the child starts in a fresh namespace */
+struct clone3_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+};
+
+static void raw_child_then_wait(long pid, int e, const char *what)
+{
+	int st = -1;
+
+	if (pid == 0) {
+		dt_out("%s child:", what);
+		look_for_three();
+		dt_semget(KEY + 50, 1, IPC_CREAT | 0600);
+		counts();
+		_exit(0);
+	}
+	if (pid > 0 && waitpid((pid_t)pid, &st, 0) != pid)
+		dt_fail("waitpid");
+	dt_out("%s = %s, exit %d", what, pid > 0 ? "child" : dt_res(pid, e),
+	       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+static void clone_by_number(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	make_three();
+	struct clone3_args a = { .flags = CLONE_NEWIPC, .exit_signal = SIGCHLD };
+	errno = 0;
+	long pid = syscall(SYS_clone3, &a, sizeof(a));
+	raw_child_then_wait(pid, errno, "clone3(CLONE_NEWIPC)");
+	look_for_three();
+	dt_semget(KEY + 50, 1, 0);
+	errno = 0;
+	pid = syscall(SYS_clone, CLONE_NEWIPC | SIGCHLD, 0, 0, 0, 0);
+	raw_child_then_wait(pid, errno, "syscall(SYS_clone, CLONE_NEWIPC)");
+	dt_semget(KEY + 50, 1, 0);
+	/* the kernel's refusals stay: CLONE_NEWIPC with CLONE_SYSVSEM */
+	a.flags = CLONE_NEWIPC | CLONE_SYSVSEM;
+	errno = 0;
+	pid = syscall(SYS_clone3, &a, sizeof(a));
+	dt_out("clone3(CLONE_NEWIPC|CLONE_SYSVSEM) = %s", dt_res(pid, errno));
+}
+
+static int spawn_child_fn(void *arg)
+{
+	char *args[] = { "ns_basic", "exec-child", NULL };
+
+	(void)arg;
+	dt_exec_self(args);
+	return 1;
+}
+
+/* clone(CLONE_VM | CLONE_VFORK | CLONE_NEWIPC), as posix_spawn would: the
+ * child's exec is in a fresh namespace */
+static void clone_spawn(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	static char stack[256 << 10] __attribute__((aligned(16)));
+	dt_semget(KEY + 30, 1, IPC_CREAT | 0600);
+	make_three();
+	errno = 0;
+	int pid = clone(spawn_child_fn, stack + sizeof(stack),
+			CLONE_VM | CLONE_VFORK | CLONE_NEWIPC | SIGCHLD, NULL);
+	int st = -1;
+	if (pid > 0 && waitpid(pid, &st, 0) != pid)
+		dt_fail("waitpid");
+	dt_out("clone(CLONE_VM|CLONE_VFORK|CLONE_NEWIPC) = %s, exit %d",
+	       pid > 0 ? "child" : dt_res(pid, errno), WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	look_for_three();
+	dt_semget(KEY + 30, 1, 0);
+}
+
+static int death_pipe[2];
+
+/* the grandchild: reads until its parent, the clone child, has died */
+static void grandchild_waits(void)
+{
+	char c;
+
+	close(death_pipe[1]);
+	while (read(death_pipe[0], &c, 1) > 0)
+		;
+	int id = semget(KEY + 70, 1, 0);
+	dt_out("after the clone child died: GETVAL %d", semctl(id, 0, GETVAL));
+	_exit(0);
+}
+
+static int dying_clone_child(void *arg)
+{
+	(void)arg;
+	int id = semget(KEY + 70, 1, IPC_CREAT | 0600);
+	struct sembuf up = { 0, 1, SEM_UNDO };
+	if (id < 0 || semop(id, &up, 1))
+		_exit(3);
+	pid_t g = fork();
+	if (g == 0)
+		grandchild_waits();
+	close(death_pipe[0]);
+	kill(getpid(), SIGKILL);
+	return 2;
+}
+
+/* a clone child killed holding SEM_UNDO adjustments: its adjustments are
+ * applied at its death, seen by its own child in its namespace */
+static void clone_child_killed(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	static char stack[256 << 10] __attribute__((aligned(16)));
+	if (pipe(death_pipe))
+		dt_fail("pipe");
+	int pid = clone(dying_clone_child, stack + sizeof(stack), CLONE_NEWIPC | SIGCHLD, NULL);
+	close(death_pipe[1]);
+	int st = -1;
+	if (pid > 0 && waitpid(pid, &st, 0) != pid)
+		dt_fail("waitpid");
+	dt_out("clone child: %s", WIFSIGNALED(st) ? "killed" : "not killed");
+	/* its child (reparented) reports; wait for its end through the pipe */
+	char c;
+	while (read(death_pipe[0], &c, 1) > 0)
+		;
+	dt_msleep(0);
+	dt_semget(KEY + 70, 1, 0);
+}
+
 /* a second and a third unshare: each time a fresh namespace */
 static void again(int argc, char **argv)
 {
@@ -424,6 +550,9 @@ const struct dt_case dt_cases[] = {
 	{ "exec-child", exec_child, 1 },
 	{ "exec-bare-env", exec_bare_env, 0 },
 	{ "clone-newipc", clone_newipc, 0 },
+	{ "clone-by-number", clone_by_number, 0 },
+	{ "clone-spawn", clone_spawn, 0 },
+	{ "clone-child-killed", clone_child_killed, 0 },
 	{ "again", again, 0 },
 	{ "again-attached", again_attached, 0 },
 	{ "fork-holds", fork_holds, 0 },

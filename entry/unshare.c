@@ -24,8 +24,7 @@
  * CLONE_VFORK, CLONE_FILES, CLONE_THREAD), or run on a TLS of its own
  * making (CLONE_SETTLS), cannot be given a namespace of its own by uipc:
  * EINVAL, as for a raw child on a new stack (it cannot return through the
- * C code of syscall()).  CLONE_SYSVSEM goes to the kernel, which refuses it
- * with CLONE_NEWIPC.
+ * C code of syscall()).  With CLONE_SYSVSEM: EINVAL, the kernel's answer.
  */
 #include <dlfcn.h>
 #include <sched.h>
@@ -166,15 +165,15 @@ static int clone_spawn(int (*fn)(void *), void *stack, int flags, void *arg, pid
  * (spawn-like); a task sharing the caller's memory or fd table for good
  * cannot have a namespace of its own (EINVAL), nor one that changes its
  * TLS (it would run uipc's code on a TLS of its own making) */
-enum clone_kind { CLONE_PLAIN, CLONE_FORKLIKE, CLONE_SPAWNLIKE, CLONE_REFUSED, CLONE_KERNEL };
+enum clone_kind { CLONE_PLAIN, CLONE_FORKLIKE, CLONE_SPAWNLIKE, CLONE_REFUSED };
 
 static enum clone_kind clone_kind(unsigned long flags, bool has_stack)
 {
 	if (!(flags & CLONE_NEWIPC))
 		return CLONE_PLAIN;
-	if (flags & CLONE_SYSVSEM)
-		return CLONE_KERNEL;    /* the kernel's EINVAL */
-	if (flags & (CLONE_THREAD | CLONE_SETTLS))
+	/* CLONE_SYSVSEM: the kernel's own EINVAL (as it answers root: under
+	 * uipc nobody lacks the privilege) */
+	if (flags & (CLONE_THREAD | CLONE_SETTLS | CLONE_SYSVSEM))
 		return CLONE_REFUSED;
 	if ((flags & CLONE_VM) && (flags & CLONE_VFORK) && has_stack)
 		return CLONE_SPAWNLIKE;
@@ -200,8 +199,6 @@ int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 	switch (clone_kind((unsigned)flags, stack != NULL)) {
 	case CLONE_PLAIN:
 		ns_note_shared();   /* the child holds the namespace too */
-		/* fall through */
-	case CLONE_KERNEL:
 		return real_clone(fn, stack, flags, arg, ptid, tls, ctid);
 	case CLONE_REFUSED:
 		return (int)set_errno_ret(-EINVAL);
@@ -264,8 +261,6 @@ bool entry_clone_raw(const long *args, long *ret)
 	case CLONE_PLAIN:
 		ns_note_shared();   /* the child holds the namespace too */
 		return false;
-	case CLONE_KERNEL:
-		return false;
 	case CLONE_FORKLIKE:
 		if (!args[1]) {
 			*ret = raw_forklike(do_raw_clone, args);
@@ -305,8 +300,6 @@ bool entry_clone3(const void *uargs, size_t size, long *ret)
 	switch (clone_kind(c.a.flags, c.a.stack != 0)) {
 	case CLONE_PLAIN:
 		ns_note_shared();
-		return false;
-	case CLONE_KERNEL:
 		return false;
 	case CLONE_FORKLIKE:
 		if (!c.a.stack) {

@@ -348,7 +348,7 @@ static void clone_spawn(int argc, char **argv)
 	dt_semget(KEY + 30, 1, 0);
 }
 
-static int death_pipe[2];
+static int death_pipe[2], done_pipe[2];
 
 /* the grandchild: reads until its parent, the clone child, has died */
 static void grandchild_waits(void)
@@ -356,11 +356,12 @@ static void grandchild_waits(void)
 	char c;
 
 	close(death_pipe[1]);
+	close(done_pipe[0]);
 	while (read(death_pipe[0], &c, 1) > 0)
 		;
 	int id = semget(KEY + 70, 1, 0);
 	dt_out("after the clone child died: GETVAL %d", semctl(id, 0, GETVAL));
-	_exit(0);
+	_exit(0);   /* done_pipe's last writer: the main process goes on */
 }
 
 static int dying_clone_child(void *arg)
@@ -374,6 +375,7 @@ static int dying_clone_child(void *arg)
 	if (g == 0)
 		grandchild_waits();
 	close(death_pipe[0]);
+	close(done_pipe[1]);
 	kill(getpid(), SIGKILL);
 	return 2;
 }
@@ -384,19 +386,20 @@ static void clone_child_killed(int argc, char **argv)
 {
 	(void)argc; (void)argv;
 	static char stack[256 << 10] __attribute__((aligned(16)));
-	if (pipe(death_pipe))
+	if (pipe(death_pipe) || pipe(done_pipe))
 		dt_fail("pipe");
 	int pid = clone(dying_clone_child, stack + sizeof(stack), CLONE_NEWIPC | SIGCHLD, NULL);
 	close(death_pipe[1]);
+	close(death_pipe[0]);
+	close(done_pipe[1]);
 	int st = -1;
 	if (pid > 0 && waitpid(pid, &st, 0) != pid)
 		dt_fail("waitpid");
-	dt_out("clone child: %s", WIFSIGNALED(st) ? "killed" : "not killed");
-	/* its child (reparented) reports; wait for its end through the pipe */
+	/* its child (reparented) reports first: wait for its end */
 	char c;
-	while (read(death_pipe[0], &c, 1) > 0)
+	while (read(done_pipe[0], &c, 1) > 0)
 		;
-	dt_msleep(0);
+	dt_out("clone child: %s", WIFSIGNALED(st) ? "killed" : "not killed");
 	dt_semget(KEY + 70, 1, 0);
 }
 

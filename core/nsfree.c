@@ -22,14 +22,14 @@
  *
  * Crash safety: a SIGKILL of the caller or of the helper at any point
  * leaves the memfd to be freed by the kernel with whichever dies last; a
- * helper whose caller died is woken by nobody and is killed with it
- * (CLONE_VM tasks share the mm, and PR_SET_PDEATHSIG is not needed: the
- * helper waits with a timeout).
+ * helper dies with its caller (PR_SET_PDEATHSIG; and its wait has a
+ * timeout), so a killed caller leaves no helper behind.
  */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -42,6 +42,7 @@
 struct helper {
 	_Atomic int busy;         /* the helper's tid while it lives (CLEARTID) */
 	_Atomic int go;           /* 1: the caller has let go, close now */
+	pid_t parent;             /* the caller's process */
 	int fd;
 	bool punch;               /* empty [off, +len) of fd, then close it */
 	off_t off, len;
@@ -60,6 +61,11 @@ static int helper_main(void *arg)
 {
 	struct helper *h = arg;
 	struct timespec limit = { 10, 0 };
+
+	/* dies with the caller (which may have died already: then close now) */
+	sys_raw6(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0, 0);
+	if (sys_raw6(SYS_getppid, 0, 0, 0, 0, 0, 0) != h->parent)
+		atomic_store(&h->go, 1);
 
 	/* hold nothing else of the caller's: its other files close when it
 	 * closes them, not when the helper is done */
@@ -110,6 +116,7 @@ static struct helper *helper_start(int fd, bool punch, off_t off, off_t len)
 	if (!h)
 		return NULL;
 	h->fd = fd;
+	h->parent = (pid_t)sys_syscall(SYS_getpid);
 	h->punch = punch;
 	h->off = off;
 	h->len = len;

@@ -1,7 +1,9 @@
 /*
  * core/core.h - what core/ gives the layers above it.
  *
- * Owns: the namespace file and its mapping (nsfile.c), the allocator inside
+ * Owns: the namespace file and its mapping (nsfile.c), which namespace a
+ * process is in (nsdoor.c), letting go of a namespace's memory off the
+ * caller's path (nsfree.c), the allocator inside
  * it (arena.c), robust locks and the undo journal (lock.c), the process and
  * thread registry with fork/exec/exit following and liveness (proc.c), the
  * caller's credentials (cred.c), the signal layer with futex waits and

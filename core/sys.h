@@ -3,7 +3,7 @@
  *
  * entry/ interposes libc's close, mmap, munmap, madvise, ... for the
  * program (an attachment is a vma the kernel would count; a segment's fd
- * is not the program's to close).  uipc's own mappings and descriptors must
+ * is not the program's to close), and stat and readlink (/proc/PID/ns/ipc).  uipc's own mappings and descriptors must
  * never go through those hooks, so every layer below entry/ makes these
  * calls here, straight to the kernel.  libc's conventions: -1 and errno
  * (MAP_FAILED for sys_mmap), as the calls they replace.

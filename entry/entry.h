@@ -5,8 +5,12 @@
  * glibc's (sysv.c), include/uipc.h's API (api.c), the libc calls uipc must
  * watch: credentials, fd calls, memory-map calls, sigaction, _exit
  * (watch.c), dlopen (dlopen.c), syscall() (syscall.c), the /proc files of
- * System V IPC and the open/fopen/write calls that reach them (procfs.c), and the export map (exports.map), which
- * lists every symbol libuipc.so exports.
+ * System V IPC and the open/fopen/write calls that reach them, and
+ * /proc/PID/ns/ipc through open, stat and readlink (procfs.c), the
+ * namespace calls unshare and clone (unshare.c), setns (setns.c), the
+ * exec family and posix_spawn (exec.c), system and popen (spawn.c), and
+ * the export map (exports.map), which lists every symbol libuipc.so
+ * exports.
  * May call: ipc/ (ipc/ipc.h), aio/ when it exists, and core/.
  * The only layer that writes errno: the layers below return -errno, and
  * each entry point turns that into libc's -1 and errno here.

@@ -580,18 +580,15 @@ static int check_header(int fd, const struct stat *st, const char *path, struct 
 /* an -errno in a pointer (map_ns) */
 #define IS_NS_ERR(p) ((uintptr_t)(p) >= (uintptr_t)-4095)
 
-/* Map the checked arena of FD (header HDR, file ST) and make its process-
- * local view, named PATH: the ns, or -errno as a pointer (IS_NS_ERR). */
-static struct ns *map_ns(int fd, const struct uipc_hdr *hdr, const struct stat *st,
-			 const char *path)
+/* The process-local view, named PATH, of the checked arena mapped at M
+ * (header HDR, file ST): the ns, or -errno as a pointer (IS_NS_ERR); M is
+ * unmapped on failure. */
+static struct ns *ns_view(void *m, const struct uipc_hdr *hdr, const struct stat *st,
+			  const char *path)
 {
 	uint64_t eager_end;
-	struct ns *ns;
-	void *m = map_arena(fd, hdr->arena_size);
+	struct ns *ns = calloc(1, sizeof(*ns));
 
-	if (m == MAP_FAILED)
-		return (struct ns *)(intptr_t)-errno;
-	ns = calloc(1, sizeof(*ns));
 	if (!ns) {
 		sys_munmap(m, hdr->arena_size);
 		return (struct ns *)(intptr_t)-ENOMEM;
@@ -609,6 +606,18 @@ static struct ns *map_ns(int fd, const struct uipc_hdr *hdr, const struct stat *
 	compute_layout(ns->shift, &ns->lay, &eager_end);
 	snprintf(ns->path, sizeof(ns->path), "%s", path);
 	return ns;
+}
+
+/* Map the checked arena of FD (header HDR, file ST) and make its process-
+ * local view, named PATH: the ns, or -errno as a pointer (IS_NS_ERR). */
+static struct ns *map_ns(int fd, const struct uipc_hdr *hdr, const struct stat *st,
+			 const char *path)
+{
+	void *m = map_arena(fd, hdr->arena_size);
+
+	if (m == MAP_FAILED)
+		return (struct ns *)(intptr_t)-errno;
+	return ns_view(m, hdr, st, path);
 }
 
 /* ---- the marker: which namespace a process is in, for others ----
@@ -1087,59 +1096,86 @@ static void pin_anon(void)
 	g_pinned_fd = (int)fd;
 }
 
-/* The name the segments of a new anonymous namespace are made after. */
+/* The name a new anonymous namespace goes by in messages (UIPC_NS_FILE):
+ * no file ever has it.  This process's pid and a count: no system call. */
 static int anon_path(char *buf, size_t len)
 {
-	int n = snprintf(buf, len, "%s/uipc-%u-anon-%016llx", ns_dir(false),
-			 (unsigned)geteuid(), (unsigned long long)ns_random64());
+	static _Atomic unsigned long made;
+	int n = snprintf(buf, len, "%s/uipc-%u-anon-%d-%lu", ns_dir(false),
+			 (unsigned)cur_cred()->euid, cur_pid(), atomic_fetch_add(&made, 1));
 
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* A new memfd arena, built whole before anyone can see it: its fd, moved
- * above ANON_FD_BASE and inherited across exec.  -errno on failure. */
-static int anon_arena(void)
+/* A new memfd, sized for the arena and the segments' slots after it
+ * (sparse: no memory), mode 0600: its fd, or -errno */
+static int anon_memfd(void)
 {
-	uint64_t size = page_up((uint64_t)env_num("UIPC_NS_SIZE", (int64_t)DEFAULT_ARENA));
-	int extended = env_num("UIPC_NS_EXTENDED", 0) != 0;
-	int fd, hi, r;
+	int fd = (int)sys_syscall(SYS_memfd_create, "uipc-ns", MFD_CLOEXEC), r;
 
-	if (size < MIN_ARENA * 2 || size > ANON_SLOT)
-		return -EINVAL;
-	fd = (int)sys_syscall(SYS_memfd_create, "uipc-ns", MFD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	r = build_file(fd, 0600, size, extended);
-	/* room for the segments' slots after the arena: sparse, no memory */
-	if (!r && ftruncate(fd, (off_t)ANON_FILE_SIZE) < 0)
+	if (fchmod(fd, 0600) == 0 && ftruncate(fd, (off_t)ANON_FILE_SIZE) == 0)
+		return fd;
+	r = -errno;
+	sys_close(fd);
+	return r;
+}
+
+/* The arena built whole in the mapping M of the new memfd FD, before
+ * anyone can see it; FD moved above ANON_FD_BASE (not close-on-exec: exec
+ * keeps it): the namespace's view, or -errno as a pointer */
+static struct ns *anon_build(int fd, void *m, uint64_t size, const char *path)
+{
+	int extended = env_num("UIPC_NS_EXTENDED", 0) != 0;
+	struct stat st;
+	struct ns *ns;
+	int hi, r = init_arena(m, size, extended, 0600);
+
+	if (!r && fstat(fd, &st) < 0)
+		r = -errno;
+	hi = r ? -1 : fcntl(fd, F_DUPFD, ANON_FD_BASE);
+	if (!r && hi < 0)
 		r = -errno;
 	if (r) {
-		sys_close(fd);
-		return r;
+		sys_munmap(m, size);
+		return (struct ns *)(intptr_t)r;
 	}
-	hi = fcntl(fd, F_DUPFD, ANON_FD_BASE);  /* no FD_CLOEXEC: exec keeps it */
-	r = hi < 0 ? -errno : 0;
-	sys_close(fd);
-	return r ? r : hi;
+	ns = ns_view(m, m, &st, path);
+	if (IS_NS_ERR(ns)) {
+		sys_close(hi);
+		return ns;
+	}
+	ns->file_mode = 0600;
+	ns->anon_fd = hi;
+	return ns;
 }
 
 int ns_anon_new(struct ns **out)
 {
+	uint64_t size = page_up((uint64_t)env_num("UIPC_NS_SIZE", (int64_t)DEFAULT_ARENA));
 	char path[4096];
-	int fd, r = anon_path(path, sizeof(path));
+	struct ns *ns;
+	void *m;
+	int fd, r;
 
+	if (size < MIN_ARENA * 2 || size > ANON_SLOT)
+		return -EINVAL;
+	r = anon_path(path, sizeof(path));
 	if (r)
 		return r;
-	fd = anon_arena();
+	fd = anon_memfd();
 	if (fd < 0)
 		return fd;
-	r = map_anon(fd, path, out);
-	if (r) {
-		sys_close(fd);
-		return r;
-	}
-	(*out)->created_here = true;
-	(*out)->hdr->creator_pid = cur_pid();
+	/* mapped once: built in place, then used (nobody else sees it yet) */
+	m = map_arena(fd, size);
+	ns = m == MAP_FAILED ? (struct ns *)(intptr_t)-errno : anon_build(fd, m, size, path);
+	sys_close(fd);
+	if (IS_NS_ERR(ns))
+		return (int)(intptr_t)ns;
+	ns->created_here = true;
+	ns->hdr->creator_pid = cur_pid();
+	*out = ns;
 	return 0;
 }
 

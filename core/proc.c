@@ -16,10 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/core.h"
+
+#define PF_EXITING_ 0x00000004      /* the kernel's PF_EXITING: in do_exit */
 
 static pid_t g_pid;                  /* cached getpid(), reset in the fork child */
 static uint32_t g_proc_idx = UINT32_MAX;
@@ -80,7 +83,7 @@ int cur_pid(void)
 
 static bool frames_idle(struct uthread *t);
 
-static uint64_t read_stat(pid_t pid, char *state);
+static uint64_t read_stat(pid_t pid, char *state, unsigned long *flags);
 
 /* this image's start time, read once (0: not yet; it changes with the
  * pid only: reset with g_pid in a fork or clone child) */
@@ -90,12 +93,13 @@ static uint64_t read_starttime(pid_t pid)
 {
 	if (pid == g_pid && g_starttime)
 		return g_starttime;
-	g_starttime = read_stat(pid, NULL);
+	g_starttime = read_stat(pid, NULL, NULL);
 	return g_starttime;
 }
 
-/* /proc/PID/stat: the start time (field 22) and the state (field 3) */
-static uint64_t read_stat(pid_t pid, char *state)
+/* /proc/PID/stat: the start time (field 22), the state (field 3) and the
+ * kernel's task flags (field 9) */
+static uint64_t read_stat(pid_t pid, char *state, unsigned long *flags)
 {
 	char path[64], buf[1024];
 	ssize_t n;
@@ -117,9 +121,12 @@ static uint64_t read_stat(pid_t pid, char *state)
 		return 0;
 	if (state && p[1] == ' ')
 		*state = p[2];
-	/* field 3 starts after ") "; starttime is field 22 */
-	for (field = 2; field < 22 && p; field++)
+	/* field 3 starts after ") "; flags is field 9, starttime field 22 */
+	for (field = 2; field < 22 && p; field++) {
 		p = strchr(p + 1, ' ');
+		if (field == 8 && p && flags)
+			*flags = strtoul(p + 1, NULL, 10);
+	}
 	return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
@@ -435,11 +442,16 @@ bool proc_is_dead(struct ns *ns, struct uproc *p)
 		return true;
 	{
 		/* a zombie has done its exit (the kernel's exit_sem ran then):
-		 * dead, whether or not its parent has reaped it yet */
+		 * dead, whether or not its parent has reaped it yet.  So has a
+		 * process in its exit (PF_EXITING): the kernel has marked its
+		 * locks owner-dead and may be closing its files already, which
+		 * others can see (a pipe's end): the kernel's exit_sem came
+		 * before that */
 		char state = 0;
-		uint64_t st = read_stat(p->pid, &state);
+		unsigned long flags = 0;
+		uint64_t st = read_stat(p->pid, &state, &flags);
 
-		return st != p->starttime || state == 'Z' || state == 'X';
+		return st != p->starttime || state == 'Z' || state == 'X' || (flags & PF_EXITING_);
 	}
 }
 
@@ -661,7 +673,8 @@ void proc_leave_ns(struct ns *ns, bool *keep_map)
 	/* registering finds our slot again after an exec: its SEM_UNDO list */
 	struct uproc *p = cur_proc(ns);
 
-	*keep_map = nr_threads() != 1;
+	/* (a process that never made a thread need not read /proc to know) */
+	*keep_map = !__libc_single_threaded && nr_threads() != 1;
 	run_leave_hooks(ns);          /* what the process keeps of NS */
 	if (p)
 		run_exit_hooks(ns, p);    /* exit_sem, exit_shm: as unshare does */

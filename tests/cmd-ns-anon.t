@@ -25,7 +25,8 @@ cp -a "$LIB" "$LIB.0" "$UIPC" "$work/"
 chmod 755 "$work"/*
 chown "$user" "$udir"
 mkdir "$work/s" && chown "$user" "$work/s"
-mkfifo "$work/s/hold" && chown "$user" "$work/s/hold"
+# one fifo per waiting process: a write releases exactly one of them
+mkfifo "$work/s/hold" "$work/s/hold2" && chown "$user" "$work/s/hold" "$work/s/hold2"
 
 as_user() { setpriv --reuid="$user" --regid=nogroup --clear-groups --inh-caps=-all env UIPC_DIR="$udir" "$@"; }
 
@@ -37,7 +38,7 @@ pids="$pids $!"
 while [ ! -s "$work/s/pid" ]; do sleep 0.05; done
 P=$(cat "$work/s/pid")
 pids="$pids $P"
-as_user "$work/uipc" run -- nsenter --ipc --target "$P" -- sh -c 'echo $$ >"$1/m.tmp" && mv "$1/m.tmp" "$1/member"; read x <"$1/hold"' sh "$work/s" &
+as_user "$work/uipc" run -- nsenter --ipc --target "$P" -- sh -c 'echo $$ >"$1/m.tmp" && mv "$1/m.tmp" "$1/member"; read x <"$1/hold2"' sh "$work/s" &
 pids="$pids $!"
 while [ ! -s "$work/s/member" ]; do sleep 0.05; done
 pids="$pids $(cat "$work/s/member")"
@@ -54,7 +55,7 @@ printf '%s\n' "$ls" | diag
 root_ls=$("$UIPC" ns ls)
 is "$(printf '%s\n' "$root_ls" | awk -v id="$id" '$1 == id')" "" "another user's ns ls does not list it"
 
-echo go >"$work/s/hold"; echo go >"$work/s/hold"
+echo go >"$work/s/hold"; echo go >"$work/s/hold2"
 wait
 pids=
 ls=$(as_user "$work/uipc" ns ls)

@@ -426,11 +426,16 @@ bool thread_alive(struct ns *ns, struct uthread *t)
 bool proc_is_dead(struct ns *ns, struct uproc *p)
 {
 	uint64_t w = atomic_load(&p->state);
+	bool abrupt;
 	int r;
 
 	(void)ns;
 	if (SLOT_STATE(w) != SLOT_LIVE)
 		return SLOT_STATE(w) == SLOT_DEAD;
+	/* its holder died without handing it back (the hook does that at a
+	 * thread's normal end, clearing alive_tid): now, or before another
+	 * checker made it consistent */
+	abrupt = atomic_load(&p->alive_tid) != 0;
 	r = pthread_mutex_trylock(&p->alive);
 	if (r == EBUSY)
 		return false;
@@ -443,15 +448,15 @@ bool proc_is_dead(struct ns *ns, struct uproc *p)
 	{
 		/* a zombie has done its exit (the kernel's exit_sem ran then):
 		 * dead, whether or not its parent has reaped it yet.  So has a
-		 * process in its exit (PF_EXITING): the kernel has marked its
-		 * locks owner-dead and may be closing its files already, which
-		 * others can see (a pipe's end): the kernel's exit_sem came
-		 * before that */
+		 * process killed and in its exit (PF_EXITING, its holder gone
+		 * abruptly): the kernel may be closing its files already, which
+		 * others can see (a pipe's end), and its exit_sem came before */
 		char state = 0;
 		unsigned long flags = 0;
 		uint64_t st = read_stat(p->pid, &state, &flags);
 
-		return st != p->starttime || state == 'Z' || state == 'X' || (flags & PF_EXITING_);
+		return st != p->starttime || state == 'Z' || state == 'X' ||
+		       ((r == EOWNERDEAD || abrupt) && (flags & PF_EXITING_));
 	}
 }
 

@@ -290,7 +290,7 @@ static int check_eventfd(int fd)
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
+	n = sys_readlinkat(AT_FDCWD, path, link, sizeof(link) - 1);
 	if (n < 0)
 		return -EBADF;
 	link[n] = 0;

@@ -1,7 +1,9 @@
 /*
  * core/core.h - what core/ gives the layers above it.
  *
- * Owns: the namespace file and its mapping (nsfile.c), the allocator inside
+ * Owns: the namespace file and its mapping (nsfile.c), which namespace a
+ * process is in (nsdoor.c), letting go of a namespace's memory off the
+ * caller's path (nsfree.c), the allocator inside
  * it (arena.c), locks and the undo journal (lock.c), the process and
  * thread registry with fork/exec/exit following and liveness (proc.c), the
  * caller's credentials (cred.c), the signal layer with futex waits and
@@ -49,6 +51,12 @@ struct ns {
 	unsigned file_mode;
 	bool shared;               /* a shared namespace (uipc-shared-NAME) */
 	int anon_fd;               /* an anonymous namespace's memfd, else -1 */
+	bool created_here;         /* an anonymous one this process image made */
+	int hold_fd;               /* a named one joined by setns: its file until
+				      it is entered (the marker), else -1 */
+	dev_t dev;                 /* the file: what /proc/PID/ns/ipc names */
+	ino_t ino;
+	void *mark;                /* this process's marker page of it, if entered */
 	char path[4096];
 };
 
@@ -88,6 +96,13 @@ struct core_hooks {
 	/* this process leaves NS for another (unshare), before its proc_exit
 	 * there: drop what the process keeps that names NS's objects */
 	void (*ns_leave)(struct ns *ns);
+	/* setns into the namespace process P is already in: its SEM_UNDO
+	 * adjustments applied and dropped (the kernel's exit_sem at setns),
+	 * nothing else */
+	void (*proc_undo)(struct ns *ns, struct uproc *p);
+	/* does this process still use NS's memory beyond its arena (a
+	 * segment attached)?  Then NS is not reset in place at an unshare */
+	bool (*ns_busy)(struct ns *ns);
 };
 
 #define CORE_HOOKS(name)                                                     \
@@ -114,22 +129,93 @@ UIPC_HIDDEN int ns_select(const char *name);
 #define ANON_SLOT (1ULL << ANON_SLOT_SHIFT)
 #define ANON_SLOTS ((1ULL << (63 - ANON_SLOT_SHIFT)) - 1)  /* file size < 2^63 */
 #define ANON_FILE_SIZE (ANON_SLOTS << ANON_SLOT_SHIFT)
+/* Where a process's marker page of its namespace file lies (nsfile.c): one
+ * PROT_NONE page at this offset, past any arena, tells /proc/PID/maps's
+ * readers which namespace the process is in (nsdoor.c). */
+#define NS_MARK_OFF (1ULL << 47)
 /* anonymous namespaces (unshare): a new one, built and mapped but not
- * entered; dropping one never entered; entering it (after leaving the old
- * one: proc_leave_ns); the current one without opening it (NULL: none) */
+ * entered; dropping one never entered (from ns_anon_new or ns_open_fd);
+ * entering it (after leaving the old one: proc_leave_ns); the current one
+ * without opening it (NULL: none) */
 UIPC_HIDDEN int ns_anon_new(struct ns **out);
 UIPC_HIDDEN void ns_anon_drop(struct ns *ns);
 UIPC_HIDDEN void ns_switch(struct ns *new, bool keep_old_map);
+/*
+ * An unshare that leaves a namespace nobody else can see (an anonymous one
+ * this process made, never shared by fork, exec, a door or a join; small;
+ * no attachment of it mapped; one thread) makes the new namespace of the
+ * old one, in place: no system call (nsfile.c).  begin: may NS be reset
+ * (then it is claimed, and nobody may join it until finish or abort)?
+ */
+UIPC_HIDDEN bool ns_recycle_begin(struct ns *ns);
+UIPC_HIDDEN void ns_recycle_abort(struct ns *ns);
+UIPC_HIDDEN void ns_recycle_finish(struct ns *ns);
+/* someone besides this process may hold the current namespace from now on
+ * (a fork, an exec, a spawn, a door opened): it is never reset in place */
+UIPC_HIDDEN void ns_note_shared(void);
+/* the same for the namespace file FD refers to (a door opened for another
+ * process's namespace) */
+UIPC_HIDDEN void ns_note_shared_fd(int fd);
+/* setns: the namespace file FD refers to (an anonymous namespace's memfd,
+ * a named namespace's file, or an O_PATH descriptor of either, as
+ * /proc/PID/ns/ipc gives), mapped but not entered.  -EINVAL: FD is no uipc
+ * namespace; -EPERM: no right to open its memory (the kernel asks for
+ * CAP_SYS_ADMIN; uipc for the right to open the file read-write). */
+UIPC_HIDDEN int ns_open_fd(int fd, struct ns **out);
+/* Is FD a uipc namespace's file (the same test as ns_open_fd's, without
+ * mapping)? */
+UIPC_HIDDEN bool ns_fd_is_ns(int fd);
+/* The header of the namespace file FD refers to (any descriptor of it,
+ * O_PATH too), read without mapping or locking, and the file's stat: 0,
+ * or -EINVAL for no namespace of this layout */
+UIPC_HIDDEN int ns_read_header(int fd, struct uipc_hdr *hdr, struct stat *st);
+/* Are A and B the same namespace (the same file)? */
+UIPC_HIDDEN bool ns_same(const struct ns *a, const struct ns *b);
+/* A new O_PATH descriptor of NS's file (O_CLOEXEC from FLAGS), or -errno:
+ * what opening /proc/self/ns/ipc gives.  HOLD: the caller keeps it (NS is
+ * then never reset in place, ns_recycle_begin) */
+UIPC_HIDDEN int ns_reopen(struct ns *ns, int flags, bool hold);
 UIPC_HIDDEN struct ns *ns_current(void);
 UIPC_HIDDEN struct ns *ns_get_existing(void);  /* never creates one */
 /* the environment entries (UIPC_NS_FD=..., UIPC_NS_FILE=...) an exec'd
  * image needs to find the current anonymous namespace: 1, or 0 when the
  * current namespace is not anonymous.  No allocation (vfork children). */
 UIPC_HIDDEN int ns_exec_env(char *fdvar, size_t fdlen, char *filevar, size_t filelen);
+/* the namespace a child that borrows this thread's memory until its exec
+ * (clone with CLONE_VM | CLONE_VFORK) takes with it: ns_exec_env's answer
+ * in it while set (NULL: the current one) */
+UIPC_HIDDEN void ns_spawn_child(struct ns *ns);
 /* an anonymous namespace's fd, which the program's close must not close */
 UIPC_HIDDEN bool ns_fd_guarded(int fd);
 /* 64 unpredictable bits (getrandom): names others must not guess */
 UIPC_HIDDEN uint64_t ns_random64(void);
+
+/* the file of namespace SPEC (NULL or "": default) of a process whose
+ * UIPC_DIR, XDG_RUNTIME_DIR and euid are DIR, XDG and EUID (nsdoor.c) */
+UIPC_HIDDEN int ns_path_for(const char *spec, const char *dir, const char *xdg, uid_t euid,
+			    char *buf, size_t len);
+/* make the namespace file PATH if it is missing and a private one of this
+ * user (as that process's first call would): 0 or -errno */
+UIPC_HIDDEN int ns_make_missing(const char *path);
+
+/* ---- nsfree.c ---- */
+/* let go of an anonymous namespace's fd FD and its mapping [BASE, +SIZE)
+ * (either may be absent: -1, NULL); when it holds much memory, the freeing
+ * happens in a helper, off the caller's path */
+UIPC_HIDDEN void ns_let_go(int fd, void *base, size_t size);
+/* empty [OFF, +LEN) of an anonymous namespace's memfd FD: in a helper when
+ * the memfd holds much memory, else here */
+UIPC_HIDDEN void ns_punch(int fd, off_t off, off_t len);
+
+/* ---- nsdoor.c: which namespace a process is in (/proc/PID/ns/ipc) ---- */
+/* PID is not under uipc: its IPC namespace is the kernel's */
+#define NS_DOOR_KERNEL (-4096)
+/* a new O_PATH descriptor of PID's namespace file (O_CLOEXEC from FLAGS):
+ * what opening /proc/PID/ns/ipc gives; -errno, or NS_DOOR_KERNEL */
+UIPC_HIDDEN int ns_door_open(pid_t pid, int flags);
+/* the identity of PID's namespace (fstat of its file): 0, -errno, or
+ * NS_DOOR_KERNEL */
+UIPC_HIDDEN int ns_door_stat(pid_t pid, struct stat *st);
 
 /* ---- lock.c ---- */
 UIPC_HIDDEN int ulock_init(struct ulock *l);
@@ -271,9 +357,20 @@ UIPC_HIDDEN void proc_reap(struct ns *ns, struct uproc *p);
  * for it there).  *KEEP_MAP: other threads may still hold slots in it, so
  * it must stay mapped. */
 UIPC_HIDDEN void proc_leave_ns(struct ns *ns, bool *keep_map);
+/* NS is reset in place for this process's unshare (nsfile.c): what the
+ * process keeps of it is dropped, and its slots there given back, with no
+ * exit work (nobody else can see NS) */
+UIPC_HIDDEN void proc_forget_ns(struct ns *ns);
+/* does the process still use NS's memory beyond its arena (ns_busy)? */
+UIPC_HIDDEN bool proc_ns_busy(struct ns *ns);
+/* setns into NS, the namespace this process is in: the SEM_UNDO
+ * adjustments applied (every layer's proc_undo), the rest kept */
+UIPC_HIDDEN void proc_undo_ns(struct ns *ns);
 /* in the child of clone(CLONE_NEWIPC) (no CLONE_VM): start it in NEW;
- * ROBUST_HEAD, ROBUST_LEN: the cloning thread's get_robust_list */
-UIPC_HIDDEN void proc_clone_child(struct ns *new, void *robust_head, size_t robust_len);
+ * ROBUST_HEAD, ROBUST_LEN: the cloning thread's get_robust_list; TID_ADDR:
+ * where glibc keeps its tid (PR_GET_TID_ADDRESS), or NULL */
+UIPC_HIDDEN void proc_clone_child(struct ns *new, void *robust_head, size_t robust_len,
+				  pid_t *tid_addr);
 
 /* ---- aionr.c: fs.aio-nr and fs.aio-max-nr of a namespace ---- */
 /* fs.aio-max-nr of NS */

@@ -35,7 +35,7 @@ typedef uint64_t uoff_t;
 
 /* ---- layout constants ---- */
 #define UIPC_MAGIC          0x31534e4350495555ULL /* "UUIPCNS1" */
-#define UIPC_LAYOUT_VERSION 8u
+#define UIPC_LAYOUT_VERSION 9u
 #define UIPC_PAGE           4096u
 
 #define IPC_SEM_IDS 0
@@ -342,6 +342,15 @@ struct uipc_hdr {
 
 	struct alloc_state alloc;
 	struct ipc_ids ids[IPC_NR_IDS];
+
+	/* an anonymous namespace (nsfile.c): may anyone but the process that
+	 * made it hold its memfd (ANON_SHARED), and who made it (uipc ns ls) */
+	_Atomic uint32_t anon_share;
+	int32_t creator_pid;
 };
+
+/* anon_share: only the creator holds it (it may be reset in place for the
+ * creator's next unshare), someone else may, or it is being reset */
+enum { ANON_PRIVATE = 0, ANON_SHARED = 1, ANON_RECYCLING = 2 };
 
 #endif /* UIPC_CORE_LAYOUT_H */

@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/random.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -93,32 +94,53 @@ void ns_corrupt(struct ns *ns, const char *what)
 #define SHARED_TAG "shared:"
 #define SHARED_FILE "uipc-shared-"
 
-/* $XDG_RUNTIME_DIR when it is a directory only this user can enter: nobody
- * else can plant or squat a name there.  NULL otherwise. */
-static const char *runtime_dir(void)
+/* Whose namespace files a name is resolved for: this process's (its
+ * environment, its euid), or another's (nsdoor.c: the environment it was
+ * exec'd with, its euid). */
+struct naming {
+	const char *dir;           /* UIPC_DIR */
+	const char *xdg;           /* XDG_RUNTIME_DIR */
+	uid_t euid;
+};
+
+static struct naming own_naming(void)
 {
-	const char *x = getenv("XDG_RUNTIME_DIR");
+	return (struct naming){ getenv("UIPC_DIR"), getenv("XDG_RUNTIME_DIR"), geteuid() };
+}
+
+/* XDG_RUNTIME_DIR when it is a directory only that user can enter: nobody
+ * else can plant or squat a name there.  NULL otherwise. */
+static const char *runtime_dir(const struct naming *w)
+{
+	const char *x = w->xdg;
 	struct stat st;
 
-	if (!x || x[0] != '/' || stat(x, &st) != 0 || !S_ISDIR(st.st_mode) ||
-	    st.st_uid != geteuid() || (st.st_mode & 0777) != 0700)
+	if (!x || x[0] != '/' || sys_stat(x, &st) != 0 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != w->euid || (st.st_mode & 0777) != 0700)
 		return NULL;
 	return x;
 }
 
-/* The directory of namespace files: $UIPC_DIR; else, for a private
+/* The directory of namespace files: UIPC_DIR; else, for a private
  * namespace of a user other than root, that user's runtime directory if it
  * has one; else /dev/shm (root keeps /dev/shm; shared namespaces live where
  * every user can reach them). */
-static const char *ns_dir(bool shared)
+static const char *naming_dir(const struct naming *w, bool shared)
 {
-	const char *d = getenv("UIPC_DIR");
+	const char *d = w->dir;
 
 	if (d && *d)
 		return d;
-	if (!shared && geteuid() != 0 && (d = runtime_dir()))
+	if (!shared && w->euid != 0 && (d = runtime_dir(w)))
 		return d;
 	return "/dev/shm";
+}
+
+static const char *ns_dir(bool shared)
+{
+	struct naming w = own_naming();
+
+	return naming_dir(&w, shared);
 }
 
 static bool valid_name(const char *n)
@@ -155,8 +177,8 @@ static const char *current_name(void)
 	return n && *n ? n : "default";
 }
 
-/* The file of namespace SPEC; -EINVAL for a bad name. */
-static int spec_path(const char *spec, char *buf, size_t len)
+/* The file of namespace SPEC named for W; -EINVAL for a bad name. */
+static int naming_path(const struct naming *w, const char *spec, char *buf, size_t len)
 {
 	const char *name;
 	bool shared;
@@ -165,10 +187,27 @@ static int spec_path(const char *spec, char *buf, size_t len)
 	if (!parse_name(spec, &name, &shared))
 		return -EINVAL;
 	if (shared)
-		n = snprintf(buf, len, "%s/" SHARED_FILE "%s", ns_dir(true), name);
+		n = snprintf(buf, len, "%s/" SHARED_FILE "%s", naming_dir(w, true), name);
 	else
-		n = snprintf(buf, len, "%s/uipc-%u-%s", ns_dir(false), (unsigned)geteuid(), name);
+		n = snprintf(buf, len, "%s/uipc-%u-%s", naming_dir(w, false), (unsigned)w->euid,
+			     name);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* The file of namespace SPEC for this process; -EINVAL for a bad name. */
+static int spec_path(const char *spec, char *buf, size_t len)
+{
+	struct naming w = own_naming();
+
+	return naming_path(&w, spec, buf, len);
+}
+
+int ns_path_for(const char *spec, const char *dir, const char *xdg, uid_t euid, char *buf,
+		size_t len)
+{
+	struct naming w = { dir, xdg, euid };
+
+	return naming_path(&w, spec && *spec ? spec : "default", buf, len);
 }
 
 /* Is PATH (an inherited UIPC_NS_FILE too) a shared namespace's file?  By
@@ -219,13 +258,18 @@ static uint64_t compute_layout(int shift, struct ns_layout *l, uint64_t *eager_e
 	uint64_t pop_bytes = ((uint64_t)mni * 8 / UIPC_PAGE + 7) / 8;
 	int t;
 
-	/* bitmaps first (small, populated at creation), then the sparse tables */
+	/* bitmaps first (small, populated at creation), then the sparse
+	 * tables; the three populated-page bitmaps (8 bytes each unless the
+	 * ids are extended) share a page */
 	for (t = 0; t < IPC_NR_IDS; t++) {
 		l->used[t] = off;
 		off = page_up(off + used_bytes);
-		l->populated[t] = off;
-		off = page_up(off + pop_bytes);
 	}
+	for (t = 0; t < IPC_NR_IDS; t++) {
+		l->populated[t] = off;
+		off += (pop_bytes + 63) & ~(uint64_t)63;
+	}
+	off = page_up(off);
 	*eager_end = off;
 	l->procs = off;
 	off = page_up(off + (uint64_t)MAX_PROCS * sizeof(struct uproc));
@@ -267,11 +311,38 @@ static int run_ns_init_hooks(struct ns *ns)
 	return 0;
 }
 
+/* The header and the tables of namespace NS (its base, size and layout
+ * set), on memory that reads as zeros: a new file, or one reset_arena
+ * cleared.  Everything but populating memory. */
+static int init_tables(struct ns *ns, int extended, unsigned mode)
+{
+	struct uipc_hdr *h = ns->hdr;
+	int r;
+
+	h->version = UIPC_LAYOUT_VERSION;
+	h->hdr_size = sizeof(*h);
+	h->arena_size = ns->size;
+	h->flags = extended ? NS_FLAG_EXTENDED : 0;
+	h->ipcmni_shift = (uint32_t)ns->shift;
+	h->ipcmni = ns->ipcmni;
+	h->min_cycle = extended ? IPC_MIN_CYCLE_EXT : IPC_MIN_CYCLE;
+	h->creator_uid = (uint32_t)cur_cred()->euid;
+	h->mode = mode;
+	ulock_init(&h->ns_lock);
+	h->procs = ns->lay.procs;
+	h->threads = ns->lay.threads;
+	r = run_ns_init_hooks(ns);
+	if (r)
+		return r;
+	h->heap_start = ns->lay.heap_start;
+	arena_init(h, ns->lay.heap_start);
+	return 0;
+}
+
 /* Build a complete namespace in the mapping at BASE (SIZE bytes). */
 static int init_arena(char *base, uint64_t size, int extended, unsigned mode)
 {
-	struct uipc_hdr *h = (struct uipc_hdr *)base;
-	struct ns tmp = { .base = base, .size = size, .hdr = h };
+	struct ns tmp = { .base = base, .size = size, .hdr = (struct uipc_hdr *)base };
 	int shift = extended ? IPCMNI_EXT_SHIFT : IPCMNI_SHIFT;
 	uint64_t eager_end, end;
 	int r;
@@ -281,26 +352,12 @@ static int init_arena(char *base, uint64_t size, int extended, unsigned mode)
 		return -EINVAL;
 	tmp.shift = shift;
 	tmp.ipcmni = 1 << shift;
-	h->version = UIPC_LAYOUT_VERSION;
-	h->hdr_size = sizeof(*h);
-	h->arena_size = size;
-	h->flags = extended ? NS_FLAG_EXTENDED : 0;
-	h->ipcmni_shift = (uint32_t)shift;
-	h->ipcmni = 1 << shift;
-	h->min_cycle = extended ? IPC_MIN_CYCLE_EXT : IPC_MIN_CYCLE;
-	h->creator_uid = (uint32_t)geteuid();
-	h->mode = mode;
-	ulock_init(&h->ns_lock);
-	h->procs = tmp.lay.procs;
-	h->threads = tmp.lay.threads;
 	if (arena_populate(&tmp, UIPC_PAGE, eager_end - UIPC_PAGE))
 		return -ENOMEM;
-	r = run_ns_init_hooks(&tmp);
+	r = init_tables(&tmp, extended, mode);
 	if (r)
 		return r;
-	h->heap_start = tmp.lay.heap_start;
-	arena_init(h, tmp.lay.heap_start);
-	atomic_store_explicit(&h->magic, UIPC_MAGIC, memory_order_release);
+	atomic_store_explicit(&tmp.hdr->magic, UIPC_MAGIC, memory_order_release);
 	return 0;
 }
 
@@ -523,18 +580,15 @@ static int check_header(int fd, const struct stat *st, const char *path, struct 
 /* an -errno in a pointer (map_ns) */
 #define IS_NS_ERR(p) ((uintptr_t)(p) >= (uintptr_t)-4095)
 
-/* Map the checked arena of FD (header HDR, file ST) and make its process-
- * local view, named PATH: the ns, or -errno as a pointer (IS_NS_ERR). */
-static struct ns *map_ns(int fd, const struct uipc_hdr *hdr, const struct stat *st,
-			 const char *path)
+/* The process-local view, named PATH, of the checked arena mapped at M
+ * (header HDR, file ST): the ns, or -errno as a pointer (IS_NS_ERR); M is
+ * unmapped on failure. */
+static struct ns *ns_view(void *m, const struct uipc_hdr *hdr, const struct stat *st,
+			  const char *path)
 {
 	uint64_t eager_end;
-	struct ns *ns;
-	void *m = map_arena(fd, hdr->arena_size);
+	struct ns *ns = calloc(1, sizeof(*ns));
 
-	if (m == MAP_FAILED)
-		return (struct ns *)(intptr_t)-errno;
-	ns = calloc(1, sizeof(*ns));
 	if (!ns) {
 		sys_munmap(m, hdr->arena_size);
 		return (struct ns *)(intptr_t)-ENOMEM;
@@ -546,12 +600,58 @@ static struct ns *map_ns(int fd, const struct uipc_hdr *hdr, const struct stat *
 	ns->ipcmni = 1 << ns->shift;
 	ns->file_uid = st->st_uid;
 	ns->file_gid = st->st_gid;
+	ns->dev = st->st_dev;
+	ns->ino = st->st_ino;
+	ns->hold_fd = -1;
 	compute_layout(ns->shift, &ns->lay, &eager_end);
 	snprintf(ns->path, sizeof(ns->path), "%s", path);
 	return ns;
 }
 
-static int map_checked(int fd, const char *path, struct ns **out, bool shared)
+/* Map the checked arena of FD (header HDR, file ST) and make its process-
+ * local view, named PATH: the ns, or -errno as a pointer (IS_NS_ERR). */
+static struct ns *map_ns(int fd, const struct uipc_hdr *hdr, const struct stat *st,
+			 const char *path)
+{
+	void *m = map_arena(fd, hdr->arena_size);
+
+	if (m == MAP_FAILED)
+		return (struct ns *)(intptr_t)-errno;
+	return ns_view(m, hdr, st, path);
+}
+
+/* ---- the marker: which namespace a process is in, for others ----
+ *
+ * The kernel says which IPC namespace a process is in through
+ * /proc/PID/ns/ipc.  uipc says it in /proc/PID/maps: a process maps one
+ * page of its namespace's file, PROT_NONE, at NS_MARK_OFF (past any arena:
+ * never touched, no memory), from the moment it enters the namespace (its
+ * first call, unshare, setns).  A fork child inherits it with the memory;
+ * an exec'd image has none until its first call and is found through its
+ * environment (nsdoor.c reads both).
+ */
+static void ns_mark(struct ns *ns, int fd)
+{
+	void *m;
+
+	if (ns->mark || ns->size > NS_MARK_OFF)
+		return;
+	m = sys_mmap(NULL, UIPC_PAGE, PROT_NONE, MAP_SHARED | MAP_NORESERVE, fd,
+		     (off_t)NS_MARK_OFF);
+	ns->mark = m == MAP_FAILED ? NULL : m;
+}
+
+static void ns_unmark(struct ns *ns)
+{
+	if (ns->mark)
+		sys_munmap(ns->mark, UIPC_PAGE);
+	ns->mark = NULL;
+}
+
+/* Map the namespace file FD (named PATH) after checking it.  ANY_OWNER:
+ * the file was handed over explicitly (setns), and opening it read-write
+ * was the permission check: another user's private file is accepted. */
+static int map_checked(int fd, const char *path, struct ns **out, bool shared, bool any_owner)
 {
 	struct stat st;
 	struct uipc_hdr hdr;
@@ -560,7 +660,7 @@ static int map_checked(int fd, const char *path, struct ns **out, bool shared)
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	r = check_file(&st, path, shared);
+	r = check_file(&st, path, shared || any_owner);
 	if (!r)
 		r = check_header(fd, &st, path, &hdr);
 	if (!r && !shared)
@@ -664,7 +764,7 @@ static void explain_refusal(int dfd, const char *base, const char *path, int r, 
 {
 	struct stat st;
 
-	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (sys_fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		st.st_uid = (uid_t)-1;
 	if (r == -ELOOP)
 		say("uipc: %s is a symbolic link (uid %u); refusing it", path, (unsigned)st.st_uid);
@@ -691,7 +791,9 @@ static int open_path(const char *path, struct ns **out, bool shared)
 	sys_close(dfd);
 	if (r)
 		return r;
-	r = map_checked(fd, path, out, shared);
+	r = map_checked(fd, path, out, shared, false);
+	if (!r)
+		ns_mark(*out, fd);       /* the process's namespace from now on */
 	sys_close(fd);
 	return r;
 }
@@ -723,11 +825,18 @@ static int open_or_create(const char *path, struct ns **out)
 }
 
 static int map_anon(int fd, const char *path, struct ns **out);
+static int reopen_fd(int fd, int flags);
+static void note_shared(struct ns *ns);
 
 static int open_pinned(struct ns **out)
 {
-	if (g_pinned_fd >= 0)
-		return map_anon(g_pinned_fd, g_pinned, out);
+	if (g_pinned_fd >= 0) {
+		int r = map_anon(g_pinned_fd, g_pinned, out);
+
+		if (!r)
+			ns_mark(*out, g_pinned_fd);
+		return r;
+	}
 	if (!g_pinned[0]) {
 		say("uipc: invalid namespace name '%s' (NAME or shared:NAME; NAME: letters, "
 		    "digits, . _ -; at most %d)", current_name(), UIPC_NS_NAME_MAX);
@@ -738,6 +847,9 @@ static int open_pinned(struct ns **out)
 
 static void ns_unmap(struct ns *ns)
 {
+	ns_unmark(ns);
+	if (ns->hold_fd >= 0)
+		sys_close(ns->hold_fd);
 	sys_munmap(ns->base, ns->size);
 	free(ns);
 }
@@ -789,6 +901,7 @@ void ns_open_for_fork(void)
 			__atomic_store_n(&g_ns, ns, __ATOMIC_RELEASE);
 		g_quiet = false;
 	}
+	note_shared(g_ns);     /* the child holds it too */
 	pthread_mutex_unlock(&ns_mutex);
 	errno = saved;
 }
@@ -851,6 +964,20 @@ int ns_create(const char *spec, const struct uipc_ns_opts *opts)
 	if (spec_path(full, path, sizeof(path)))
 		return -ENAMETOOLONG;
 	return create_file(path, &o);
+}
+
+int ns_make_missing(const char *path)
+{
+	char own[64];
+	const char *slash = strrchr(path, '/');
+	int r;
+
+	/* only a private namespace of this user, as its first call makes it */
+	snprintf(own, sizeof(own), "uipc-%u-", (unsigned)geteuid());
+	if (!slash || strncmp(slash + 1, own, strlen(own)))
+		return -ENOENT;
+	r = create_file(path, NULL);
+	return r == -EEXIST ? 0 : r;
 }
 
 /* The shared memory segments of the namespace at PATH are files beside it
@@ -970,61 +1097,287 @@ static void pin_anon(void)
 	g_pinned_fd = (int)fd;
 }
 
-/* The name the segments of a new anonymous namespace are made after. */
+/* The name a new anonymous namespace goes by in messages (UIPC_NS_FILE):
+ * no file ever has it.  This process's pid and a count: no system call. */
 static int anon_path(char *buf, size_t len)
 {
-	int n = snprintf(buf, len, "%s/uipc-%u-anon-%016llx", ns_dir(false),
-			 (unsigned)geteuid(), (unsigned long long)ns_random64());
+	static _Atomic unsigned long made;
+	int n = snprintf(buf, len, "%s/uipc-%u-anon-%d-%lu", ns_dir(false),
+			 (unsigned)cur_cred()->euid, cur_pid(), atomic_fetch_add(&made, 1));
 
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* A new memfd arena, built whole before anyone can see it: its fd, moved
- * above ANON_FD_BASE and inherited across exec.  -errno on failure. */
-static int anon_arena(void)
+/* A new memfd, sized for the arena and the segments' slots after it
+ * (sparse: no memory), mode 0600: its fd, or -errno */
+static int anon_memfd(void)
 {
-	uint64_t size = page_up((uint64_t)env_num("UIPC_NS_SIZE", (int64_t)DEFAULT_ARENA));
-	int extended = env_num("UIPC_NS_EXTENDED", 0) != 0;
-	int fd, hi, r;
+	int fd = (int)sys_syscall(SYS_memfd_create, "uipc-ns", MFD_CLOEXEC), r;
 
-	if (size < MIN_ARENA * 2 || size > ANON_SLOT)
-		return -EINVAL;
-	fd = (int)sys_syscall(SYS_memfd_create, "uipc-ns", MFD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	r = build_file(fd, 0600, size, extended);
-	/* room for the segments' slots after the arena: sparse, no memory */
-	if (!r && ftruncate(fd, (off_t)ANON_FILE_SIZE) < 0)
+	if (fchmod(fd, 0600) == 0 && ftruncate(fd, (off_t)ANON_FILE_SIZE) == 0)
+		return fd;
+	r = -errno;
+	sys_close(fd);
+	return r;
+}
+
+/* The arena built whole in the mapping M of the new memfd FD, before
+ * anyone can see it; FD moved above ANON_FD_BASE (not close-on-exec: exec
+ * keeps it): the namespace's view, or -errno as a pointer */
+static struct ns *anon_build(int fd, void *m, uint64_t size, const char *path)
+{
+	int extended = env_num("UIPC_NS_EXTENDED", 0) != 0;
+	struct stat st;
+	struct ns *ns;
+	int hi, r = init_arena(m, size, extended, 0600);
+
+	if (!r && fstat(fd, &st) < 0)
+		r = -errno;
+	hi = r ? -1 : fcntl(fd, F_DUPFD, ANON_FD_BASE);
+	if (!r && hi < 0)
 		r = -errno;
 	if (r) {
-		sys_close(fd);
-		return r;
+		sys_munmap(m, size);
+		return (struct ns *)(intptr_t)r;
 	}
-	hi = fcntl(fd, F_DUPFD, ANON_FD_BASE);  /* no FD_CLOEXEC: exec keeps it */
-	r = hi < 0 ? -errno : 0;
-	sys_close(fd);
-	return r ? r : hi;
+	ns = ns_view(m, m, &st, path);
+	if (IS_NS_ERR(ns)) {
+		sys_close(hi);
+		return ns;
+	}
+	ns->file_mode = 0600;
+	ns->anon_fd = hi;
+	return ns;
 }
 
 int ns_anon_new(struct ns **out)
 {
+	uint64_t size = page_up((uint64_t)env_num("UIPC_NS_SIZE", (int64_t)DEFAULT_ARENA));
 	char path[4096];
-	int fd, r = anon_path(path, sizeof(path));
+	struct ns *ns;
+	void *m;
+	int fd, r;
 
+	if (size < MIN_ARENA * 2 || size > ANON_SLOT)
+		return -EINVAL;
+	r = anon_path(path, sizeof(path));
 	if (r)
 		return r;
-	fd = anon_arena();
+	fd = anon_memfd();
 	if (fd < 0)
 		return fd;
-	r = map_anon(fd, path, out);
-	if (r)
-		sys_close(fd);
-	return r;
+	/* mapped once: built in place, then used (nobody else sees it yet) */
+	m = map_arena(fd, size);
+	ns = m == MAP_FAILED ? (struct ns *)(intptr_t)-errno : anon_build(fd, m, size, path);
+	sys_close(fd);
+	if (IS_NS_ERR(ns))
+		return (int)(intptr_t)ns;
+	ns->created_here = true;
+	ns->hdr->creator_pid = cur_pid();
+	*out = ns;
+	return 0;
+}
+
+/* ---- an unshare's new namespace made of the old one (seed 003) ----
+ *
+ * The kernel builds a namespace in about 20 us and frees the old one in a
+ * work queue.  A new memfd costs uipc about as much in system calls alone
+ * (memfd_create, ftruncate, mmap, the first page faults, then munmap and
+ * the final close of the old one).  But when nobody else can ever see the
+ * namespace being left, that namespace is dead the moment the caller
+ * leaves it, and its memfd, mapping, populated pages, fd number, marker
+ * and environment entries can simply become the new namespace's: what its
+ * old incarnation wrote is zeroed (a few pages: the slots, the id tables'
+ * populated pages, the heap up to its break), the header is built again,
+ * and segments' slots are punched.  No system call unless segments had
+ * memory.  It keeps the old namespace's inode number, which the kernel
+ * also gives again to a new namespace once the old one is freed.
+ *
+ * "Nobody else": an anonymous namespace this process image made
+ * (created_here), whose ANON_PRIVATE state no fork, exec, spawn, clone,
+ * door or join has changed (ns_note_shared, and door openers in other
+ * processes through the header: a claim by compare-and-swap, so that a
+ * door opened meanwhile keeps the new incarnation shared); no attachment
+ * of it mapped here; one thread (__libc_single_threaded: another thread
+ * could be inside a call in it).  Small: a namespace whose memory is large
+ * is left to the kernel to free, as before.
+ */
+#define RECYCLE_MAX_BYTES (256ULL << 10)  /* of heap: cleared on the caller's time */
+#define RECYCLE_KEEP_HEAP (16ULL << 10)   /* heap kept populated for the new one */
+_Static_assert(sizeof(struct uipc_hdr) <= UIPC_PAGE, "the header is one page");
+
+/* the new namespace would be made with this size and id mode */
+static bool same_kind(const struct ns *ns)
+{
+	uint64_t size = page_up((uint64_t)env_num("UIPC_NS_SIZE", (int64_t)DEFAULT_ARENA));
+	bool extended = env_num("UIPC_NS_EXTENDED", 0) != 0;
+
+	return size == ns->size && extended == ((ns->hdr->flags & NS_FLAG_EXTENDED) != 0);
+}
+
+/* its arena little enough to clear on the caller's time (the memory of
+ * its segments is freed by a helper when it is large: reset_arena) */
+static bool small_enough(const struct ns *ns)
+{
+	uint64_t heap = ns->hdr->alloc.brk - ns->lay.heap_start;
+
+	return ns->hdr->alloc.brk >= ns->lay.heap_start && heap <= RECYCLE_MAX_BYTES;
+}
+
+bool ns_recycle_begin(struct ns *ns)
+{
+	uint32_t expect = ANON_PRIVATE;
+
+	if (ns->anon_fd < 0 || !ns->created_here || !__libc_single_threaded ||
+	    atomic_load(&ns->hdr->anon_share) != ANON_PRIVATE || !same_kind(ns) ||
+	    !small_enough(ns) || proc_ns_busy(ns))
+		return false;
+	return atomic_compare_exchange_strong(&ns->hdr->anon_share, &expect, ANON_RECYCLING);
+}
+
+void ns_recycle_abort(struct ns *ns)
+{
+	uint32_t expect = ANON_RECYCLING;
+
+	atomic_compare_exchange_strong(&ns->hdr->anon_share, &expect, ANON_PRIVATE);
+}
+
+/* clear entries page K of id table T and the used bits it covers */
+static void zero_entries_page(struct ns *ns, int t, uint64_t k)
+{
+	uint64_t ids = UIPC_PAGE / sizeof(uoff_t);
+
+	memset(ns->base + ns->lay.entries[t] + k * UIPC_PAGE, 0, UIPC_PAGE);
+	memset(ns->base + ns->lay.used[t] + k * ids / 8, 0, ids / 8);
+}
+
+/* what the old incarnation wrote outside its header (read from the header
+ * before it is cleared); the populated bitmaps stay: those pages still are */
+static void zero_tables(struct ns *ns)
+{
+	struct uipc_hdr *h = ns->hdr;
+	uint64_t np = atomic_load(&h->procs_hwm), nt = atomic_load(&h->threads_hwm);
+	uint64_t pages = (uint64_t)ns->ipcmni * sizeof(uoff_t) / UIPC_PAGE;
+	uoff_t brk;
+
+	memset(ns->base + ns->lay.procs, 0, (np < MAX_PROCS ? np : MAX_PROCS) * sizeof(struct uproc));
+	memset(ns->base + ns->lay.threads, 0,
+	       (nt < MAX_THREADS ? nt : MAX_THREADS) * sizeof(struct uthread));
+	for (int t = 0; t < IPC_NR_IDS; t++) {
+		const uint64_t *pop = (const uint64_t *)(ns->base + ns->lay.populated[t]);
+
+		for (uint64_t w = 0; w < (pages + 63) / 64; w++)
+			for (uint64_t bits = pop[w]; bits; bits &= bits - 1)
+				zero_entries_page(ns, t, w * 64 + (uint64_t)__builtin_ctzll(bits));
+	}
+	/* the heap past what is kept is punched (keep_heap) */
+	brk = h->alloc.brk < ns->lay.heap_start + RECYCLE_KEEP_HEAP ? h->alloc.brk :
+	      ns->lay.heap_start + RECYCLE_KEEP_HEAP;
+	memset(ns->base + ns->lay.heap_start, 0, brk - ns->lay.heap_start);
+}
+
+/* The segment slots the old incarnation used, emptied: the new one takes
+ * numbers past them (shm.c's counter, kept), so a helper can do it off
+ * this path when they hold much memory.  Numbers that went round may be
+ * anywhere: all slots, here. */
+static void empty_old_slots(struct ns *ns, uint64_t next_file)
+{
+	uint64_t last = next_file & ~(1ULL << 63);
+
+	if (!next_file)
+		return;
+	if ((next_file >> 63) || last >= ANON_SLOTS) {
+		fallocate(ns->anon_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)ANON_SLOT,
+			  (off_t)(ANON_FILE_SIZE - ANON_SLOT));
+		return;
+	}
+	ns_punch(ns->anon_fd, (off_t)ANON_SLOT, (off_t)(last << ANON_SLOT_SHIFT));
+}
+
+/* The heap's populated end for the new incarnation: as much as a new
+ * namespace's first calls populate, the rest given back (an empty
+ * namespace costs little memory, whatever the old one used).  Cleared
+ * already: zero_tables. */
+static uoff_t keep_heap(struct ns *ns, uoff_t populated)
+{
+	uoff_t keep = ns->lay.heap_start + RECYCLE_KEEP_HEAP;
+
+	if (populated <= keep)
+		return populated;
+	fallocate(ns->anon_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)keep,
+		  (off_t)(populated - keep));
+	return keep;
+}
+
+/* NS as a new namespace makes it, keeping what is populated */
+static void reset_arena(struct ns *ns)
+{
+	struct uipc_hdr *h = ns->hdr;
+	uint32_t np = atomic_load(&h->procs_hwm), nt = atomic_load(&h->threads_hwm);
+	uoff_t populated = h->alloc.populated;
+	uint64_t next_file = h->shm_pool.next_file;
+	int extended = (h->flags & NS_FLAG_EXTENDED) != 0;
+
+	empty_old_slots(ns, next_file);
+	zero_tables(ns);
+	memset(h, 0, offsetof(struct uipc_hdr, anon_share));
+	init_tables(ns, extended, 0600);
+	/* the slots and the heap below these are populated already */
+	atomic_store(&h->procs_hwm, np);
+	atomic_store(&h->threads_hwm, nt);
+	populated = keep_heap(ns, populated);
+	if (populated > h->alloc.populated)
+		h->alloc.populated = populated;
+	if (!(next_file >> 63))
+		h->shm_pool.next_file = next_file;  /* past the slots being emptied */
+	h->creator_pid = cur_pid();
+	atomic_store_explicit(&h->magic, UIPC_MAGIC, memory_order_release);
+}
+
+void ns_recycle_finish(struct ns *ns)
+{
+	uint32_t expect = ANON_RECYCLING;
+
+	proc_forget_ns(ns);
+	reset_arena(ns);
+	/* a door opened meanwhile made it ANON_SHARED: it stays so */
+	atomic_compare_exchange_strong(&ns->hdr->anon_share, &expect, ANON_PRIVATE);
+}
+
+static void note_shared(struct ns *ns)
+{
+	if (ns && ns->anon_fd >= 0 && atomic_load(&ns->hdr->anon_share) != ANON_SHARED)
+		atomic_store(&ns->hdr->anon_share, ANON_SHARED);
+}
+
+void ns_note_shared(void)
+{
+	note_shared(ns_current());
+}
+
+void ns_note_shared_fd(int fd)
+{
+	struct uipc_hdr *h;
+	int rw = reopen_fd(fd, O_RDWR | O_CLOEXEC);
+
+	if (rw < 0)
+		return;  /* no right to its memory: no right to join it either */
+	h = sys_mmap(NULL, UIPC_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, rw, 0);
+	sys_close(rw);
+	if (h == MAP_FAILED)
+		return;
+	/* (magic 0: its creator is building it again) */
+	if (h->magic == UIPC_MAGIC || h->magic == 0)
+		atomic_store(&h->anon_share, ANON_SHARED);
+	sys_munmap(h, UIPC_PAGE);
 }
 
 void ns_anon_drop(struct ns *ns)
 {
-	sys_close(ns->anon_fd);
+	if (ns->anon_fd >= 0)
+		sys_close(ns->anon_fd);
 	ns_unmap(ns);
 }
 
@@ -1043,45 +1396,218 @@ bool ns_fd_guarded(int fd)
  * work here: the leaver does not pay for the namespace (seed 003). */
 static void ns_release_old(struct ns *old, bool keep_map)
 {
-	if (old->anon_fd >= 0)
-		sys_close(old->anon_fd);
+	int fd = old->anon_fd;
+
+	ns_unmark(old);
 	old->anon_fd = -1;
-	if (!keep_map)
-		ns_unmap(old);
+	if (keep_map) {
+		if (fd >= 0)
+			sys_close(fd);
+		return;
+	}
+	if (old->hold_fd >= 0)
+		sys_close(old->hold_fd);
+	/* its memory freed off this path when it is big (nsfree.c) */
+	ns_let_go(fd, old->base, old->size);
+	free(old);
 }
 
-/* Switch this process to NEW (from ns_anon_new): the kernel's unshare of
- * the IPC namespace, per process.  The caller left the old one first
- * (proc_leave_ns). */
+/* the process entered a named namespace by setns: its exec'd images must
+ * be told, whatever their environment says (ns_exec_env) */
+static bool g_joined;
+
+/* Switch this process to NEW (from ns_anon_new or ns_open_fd): the
+ * kernel's unshare or setns of the IPC namespace, per process.  The caller
+ * left the old one first (proc_leave_ns). */
 void ns_switch(struct ns *new, bool keep_old_map)
 {
-	char fdbuf[16];
+	char fdbuf[16] = "";
 	struct ns *old;
 
+	ns_mark(new, new->anon_fd >= 0 ? new->anon_fd : new->hold_fd);
+	if (new->hold_fd >= 0)
+		sys_close(new->hold_fd);
+	new->hold_fd = -1;
 	pthread_mutex_lock(&ns_mutex);
 	old = g_ns;
 	__atomic_store_n(&g_ns, new, __ATOMIC_RELEASE);
 	g_ns_used = true;
 	g_ns_err = 0;
 	g_pinned_fd = new->anon_fd;
+	g_joined = new->anon_fd < 0;
 	snprintf(g_pinned, sizeof(g_pinned), "%s", new->path);
-	snprintf(fdbuf, sizeof(fdbuf), "%d", new->anon_fd);
-	setenv(NS_FD_ENV, fdbuf, 1);
+	if (new->anon_fd >= 0)
+		snprintf(fdbuf, sizeof(fdbuf), "%d", new->anon_fd);
+	setenv(NS_FD_ENV, fdbuf, 1);   /* empty: a named namespace, by UIPC_NS_FILE */
 	setenv("UIPC_NS_FILE", new->path, 1);
 	pthread_mutex_unlock(&ns_mutex);
 	if (old)
 		ns_release_old(old, keep_old_map);
 }
 
+/* a spawn-like child's namespace (ns_spawn_child): the child runs on this
+ * thread's TLS until its exec */
+static __thread struct ns *tls_spawn_ns;
+
+void ns_spawn_child(struct ns *ns)
+{
+	tls_spawn_ns = ns;
+}
+
 int ns_exec_env(char *fdvar, size_t fdlen, char *filevar, size_t filelen)
 {
-	struct ns *ns = ns_current();
+	struct ns *ns = tls_spawn_ns ? tls_spawn_ns : ns_current();
 
-	if (!ns || ns->anon_fd < 0)
+	if (!ns || (ns->anon_fd < 0 && !g_joined && !tls_spawn_ns))
 		return 0;
-	snprintf(fdvar, fdlen, NS_FD_ENV "=%d", ns->anon_fd);
+	note_shared(ns);       /* the exec'd image or the spawned child holds it */
+	if (ns->anon_fd >= 0)
+		snprintf(fdvar, fdlen, NS_FD_ENV "=%d", ns->anon_fd);
+	else
+		snprintf(fdvar, fdlen, NS_FD_ENV "=");
 	snprintf(filevar, filelen, "UIPC_NS_FILE=%s", ns->path);
 	return 1;
+}
+
+/* ---- joining a namespace (setns) ----
+ *
+ * setns(fd, CLONE_NEWIPC) takes the file a namespace lives in: an
+ * anonymous namespace's memfd (what opening /proc/PID/ns/ipc gives, as an
+ * O_PATH descriptor: nsdoor.c) or a named namespace's file (`uipc ns path
+ * NAME`).  The kernel asks for CAP_SYS_ADMIN; uipc for the right to open
+ * that file read-write, which is the right to use the namespace's memory.
+ */
+#define ANON_LINK "/memfd:uipc-ns"
+
+/* the link /proc/self/fd/FD: the file's path ("/memfd:uipc-ns (deleted)"
+ * for an anonymous namespace's memfd) */
+static int fd_link(int fd, char *buf, size_t len)
+{
+	char self[64];
+	ssize_t n;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	n = sys_readlinkat(AT_FDCWD, self, buf, len - 1);
+	if (n < 0)
+		return errno == ENOENT ? -EBADF : -errno;
+	buf[n] = 0;
+	return 0;
+}
+
+static bool link_is_anon(const char *link)
+{
+	size_t l = strlen(ANON_LINK);
+
+	return !strncmp(link, ANON_LINK, l) && (link[l] == 0 || link[l] == ' ');
+}
+
+/* FD's file opened again with FLAGS: a new open file, checked against the
+ * file's mode as any open is (-EPERM when refused, as setns says it) */
+static int reopen_fd(int fd, int flags)
+{
+	char self[64];
+	int nfd;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	nfd = sys_open(self, flags);
+	if (nfd >= 0)
+		return nfd;
+	return errno == EACCES ? -EPERM : -errno;
+}
+
+bool ns_fd_is_ns(int fd)
+{
+	char link[4096];
+	uint64_t magic = 0;
+	int rfd;
+	bool is;
+
+	if (fd_link(fd, link, sizeof(link)))
+		return false;
+	if (link_is_anon(link))
+		return true;
+	if (link[0] != '/')
+		return false;            /* a pipe, socket, anon inode, ... */
+	rfd = reopen_fd(fd, O_RDONLY | O_CLOEXEC);
+	is = rfd >= 0 && pread(rfd, &magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
+	     magic == UIPC_MAGIC;
+	if (rfd >= 0)
+		sys_close(rfd);
+	return is;
+}
+
+int ns_open_fd(int fd, struct ns **out)
+{
+	char link[4096], path[4096];
+	int rw, hi, r = fd_link(fd, link, sizeof(link));
+
+	if (r)
+		return r;
+	rw = reopen_fd(fd, O_RDWR | O_CLOEXEC);
+	if (rw < 0)
+		return rw;
+	if (!link_is_anon(link)) {
+		r = map_checked(rw, link, out, path_is_shared(link), true);
+		if (r) {
+			sys_close(rw);
+			return r;
+		}
+		(*out)->hold_fd = rw;   /* for its marker, when entered */
+		return 0;
+	}
+	/* an anonymous one: held as its members hold it (ns_anon_new) */
+	hi = fcntl(rw, F_DUPFD, ANON_FD_BASE);
+	r = hi < 0 ? -errno : anon_path(path, sizeof(path));
+	sys_close(rw);
+	if (!r)
+		r = map_anon(hi, path, out);
+	if (r && hi >= 0)
+		sys_close(hi);
+	if (!r)
+		note_shared(*out);  /* two hold it now */
+	return r;
+}
+
+int ns_read_header(int fd, struct uipc_hdr *hdr, struct stat *st)
+{
+	int rfd = reopen_fd(fd, O_RDONLY | O_CLOEXEC), r = 0;
+
+	if (rfd < 0)
+		return rfd;
+	if (fstat(rfd, st) < 0)
+		r = -errno;
+	else if (pread(rfd, hdr, sizeof(*hdr), 0) != (ssize_t)sizeof(*hdr) ||
+		 hdr->magic != UIPC_MAGIC || hdr->version != UIPC_LAYOUT_VERSION ||
+		 hdr->hdr_size != sizeof(*hdr))
+		r = -EINVAL;
+	sys_close(rfd);
+	return r;
+}
+
+bool ns_same(const struct ns *a, const struct ns *b)
+{
+	return a && b && a->dev == b->dev && a->ino == b->ino;
+}
+
+int ns_reopen(struct ns *ns, int flags, bool hold)
+{
+	struct stat st;
+	int fd;
+
+	if (ns->anon_fd >= 0) {
+		if (hold)
+			note_shared(ns);  /* the descriptor holds it */
+		return reopen_fd(ns->anon_fd, O_PATH | (flags & O_CLOEXEC));
+	}
+	fd = sys_open(ns->path, O_PATH | (flags & O_CLOEXEC));
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || st.st_dev != ns->dev || st.st_ino != ns->ino) {
+		/* removed (uipc ns rm) or replaced since: no name reaches it */
+		sys_close(fd);
+		return -ENOENT;
+	}
+	return fd;
 }
 
 struct ns *ns_current(void)
@@ -1099,7 +1625,7 @@ struct ns *ns_get_existing(void)
 
 	if (ns)
 		return ns;
-	if (g_pinned_fd < 0 && (!g_pinned[0] || stat(g_pinned, &st) < 0))
+	if (g_pinned_fd < 0 && (!g_pinned[0] || sys_stat(g_pinned, &st) < 0))
 		return NULL;
 	return ns_get();
 }

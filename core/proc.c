@@ -22,10 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/core.h"
+
+#define PF_EXITING_ 0x00000004      /* the kernel's PF_EXITING: in do_exit */
 
 static pid_t g_pid;                  /* cached getpid(), reset in the fork child */
 static uint32_t g_proc_idx = UINT32_MAX;
@@ -72,6 +75,16 @@ static void run_exec_hooks(uint32_t proc_idx)
 			h->exec_note(proc_idx);
 }
 
+/* this thread's tid, asked once (reset in a fork or clone child) */
+static __thread pid_t tls_tid;
+
+static pid_t cur_tid(void)
+{
+	if (unlikely(!tls_tid))
+		tls_tid = (pid_t)sys_syscall(SYS_gettid);
+	return tls_tid;
+}
+
 int cur_pid(void)
 {
 	if (unlikely(!g_pid))
@@ -79,20 +92,24 @@ int cur_pid(void)
 	return g_pid;
 }
 
-static pid_t cur_tid(void)
-{
-	return (pid_t)sys_syscall(SYS_gettid);
-}
+static uint64_t read_stat(pid_t pid, char *state, unsigned long *flags);
 
-static uint64_t read_stat(pid_t pid, char *state);
+/* this image's start time, read once (0: not yet; it changes with the
+ * pid only: reset with g_pid in a fork or clone child) */
+static uint64_t g_starttime;
 
 static uint64_t read_starttime(pid_t pid)
 {
-	return read_stat(pid, NULL);
+	if (pid != g_pid)
+		return read_stat(pid, NULL, NULL);
+	if (!g_starttime)
+		g_starttime = read_stat(pid, NULL, NULL);
+	return g_starttime;
 }
 
-/* /proc/PID/stat: the start time (field 22) and the state (field 3) */
-static uint64_t read_stat(pid_t pid, char *state)
+/* /proc/PID/stat: the start time (field 22), the state (field 3) and the
+ * kernel's task flags (field 9) */
+static uint64_t read_stat(pid_t pid, char *state, unsigned long *flags)
 {
 	char path[64], buf[1024];
 	ssize_t n;
@@ -114,9 +131,12 @@ static uint64_t read_stat(pid_t pid, char *state)
 		return 0;
 	if (state && p[1] == ' ')
 		*state = p[2];
-	/* field 3 starts after ") "; starttime is field 22 */
-	for (field = 2; field < 22 && p; field++)
+	/* field 3 starts after ") "; flags is field 9, starttime field 22 */
+	for (field = 2; field < 22 && p; field++) {
 		p = strchr(p + 1, ' ');
+		if (field == 8 && p && flags)
+			*flags = strtoul(p + 1, NULL, 10);
+	}
 	return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
@@ -829,20 +849,31 @@ uint32_t *proc_alive_word(struct ns *ns, struct uproc *p)
 bool proc_is_dead(struct ns *ns, struct uproc *p)
 {
 	uint64_t w = atomic_load(&p->state);
+	bool abrupt;
 
 	if (SLOT_STATE(w) != SLOT_LIVE)
 		return SLOT_STATE(w) == SLOT_DEAD;
 	if (proc_holder_alive(ns, p, NULL))
 		return false;
+	/* a holder still named but not alive died without handing the
+	 * process over (a thread's normal end does that, or clears it when
+	 * no other thread of ours is registered): the kernel marked its word */
+	abrupt = atomic_load(&p->holder) != 0;
 	if (kill(p->pid, 0) < 0 && errno == ESRCH)
 		return true;
 	{
 		/* a zombie has done its exit (the kernel's exit_sem ran then):
-		 * dead, whether or not its parent has reaped it yet */
+		 * dead, whether or not its parent has reaped it yet.  So has a
+		 * process killed and in its exit (PF_EXITING, its holder gone
+		 * abruptly): the kernel marks the alive words in exit_mm, runs
+		 * exit_sem next and then closes its files, which others can see
+		 * (a pipe's end), all before the zombie state */
 		char state = 0;
-		uint64_t st = read_stat(p->pid, &state);
+		unsigned long flags = 0;
+		uint64_t st = read_stat(p->pid, &state, &flags);
 
-		return st != p->starttime || state == 'Z' || state == 'X';
+		return st != p->starttime || state == 'Z' || state == 'X' ||
+		       (abrupt && (flags & PF_EXITING_));
 	}
 }
 
@@ -850,7 +881,7 @@ bool proc_is_dead(struct ns *ns, struct uproc *p)
 void proc_reap(struct ns *ns, struct uproc *p)
 {
 	uint64_t w = atomic_load(&p->state);
-	int32_t me = (int32_t)sys_syscall(SYS_gettid), r;
+	int32_t me = (int32_t)cur_tid(), r;
 
 	if (p == cur_proc(ns))
 		return;
@@ -918,6 +949,8 @@ static void atfork_parent(void)
 static void forget_registration(void)
 {
 	g_pid = 0;
+	g_starttime = 0;
+	tls_tid = 0;
 	g_proc_idx = UINT32_MAX;
 	g_stale_idx = UINT32_MAX;
 	g_nreap = 0;
@@ -942,9 +975,15 @@ static void run_leave_hooks(struct ns *ns);
  * atfork handler ran) that starts in NEW.  It was never registered in the
  * parent's namespace and has no SEM_UNDO list (the kernel does not give a
  * clone child one either): it only drops what it inherited of it. */
-void proc_clone_child(struct ns *new, void *robust_head, size_t robust_len)
+void proc_clone_child(struct ns *new, void *robust_head, size_t robust_len, pid_t *tid_addr)
 {
 	struct ns *old = ns_current();
+
+	/* glibc's word for this thread's tid, which robust mutexes record as
+	 * their owner (the kernel marks them owner-dead at our death only if
+	 * it is ours): the parent's after a clone that is not its fork */
+	if (tid_addr)
+		*tid_addr = (pid_t)sys_syscall(SYS_gettid);
 
 	/*
 	 * The parent's list of robust mutexes held (glibc's, at the same
@@ -1042,20 +1081,14 @@ static void run_leave_hooks(struct ns *ns)
 			h->ns_leave(ns);
 }
 
-void proc_leave_ns(struct ns *ns, bool *keep_map)
+/* The process is no longer registered in NS: its slots there are given
+ * back (P: its process slot, if it has one), and nothing of them is kept
+ * here. */
+static void leave_registration(struct ns *ns, struct uproc *p)
 {
-	/* registering finds our slot again after an exec: its SEM_UNDO list */
-	struct uproc *p = cur_proc(ns);
-
-	*keep_map = nr_threads() != 1;
-	run_leave_hooks(ns);          /* what the process keeps of NS */
-	if (p) {
-		run_exit_hooks(ns, p);    /* exit_sem, exit_shm: as unshare does */
-		pthread_mutex_lock(&reg_mutex);
-		free_own_slot(ns, false);
-		pthread_mutex_unlock(&reg_mutex);
-	}
 	pthread_mutex_lock(&reg_mutex);
+	if (p)
+		free_own_slot(ns, false);
 	__atomic_store_n(&g_proc_idx, UINT32_MAX, __ATOMIC_RELEASE);
 	g_stale_idx = UINT32_MAX;
 	g_nreap = 0;
@@ -1063,6 +1096,47 @@ void proc_leave_ns(struct ns *ns, bool *keep_map)
 	uipc_tls_thread = NULL;
 	uipc_tls_ns = NULL;
 	__atomic_store_n(&g_ns_for_hooks, NULL, __ATOMIC_RELEASE);
+}
+
+void proc_leave_ns(struct ns *ns, bool *keep_map)
+{
+	/* registering finds our slot again after an exec: its SEM_UNDO list */
+	struct uproc *p = cur_proc(ns);
+
+	/* (a process that never made a thread need not read /proc to know) */
+	*keep_map = !__libc_single_threaded && nr_threads() != 1;
+	run_leave_hooks(ns);          /* what the process keeps of NS */
+	if (p)
+		run_exit_hooks(ns, p);    /* exit_sem, exit_shm: as unshare does */
+	leave_registration(ns, p);
+}
+
+void proc_forget_ns(struct ns *ns)
+{
+	uint32_t idx = __atomic_load_n(&g_proc_idx, __ATOMIC_ACQUIRE);
+
+	run_leave_hooks(ns);
+	leave_registration(ns, idx == UINT32_MAX ? NULL : proc_at(ns, idx));
+}
+
+bool proc_ns_busy(struct ns *ns)
+{
+	for_each_hooks(h)
+		if (h->ns_busy && h->ns_busy(ns))
+			return true;
+	return false;
+}
+
+void proc_undo_ns(struct ns *ns)
+{
+	/* registering finds our slot again after an exec: its SEM_UNDO list */
+	struct uproc *p = cur_proc(ns);
+
+	if (!p)
+		return;
+	for_each_hooks(h)
+		if (h->proc_undo)
+			h->proc_undo(ns, p);
 }
 
 __attribute__((constructor)) static void proc_init(void)

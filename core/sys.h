@@ -3,7 +3,7 @@
  *
  * entry/ interposes libc's close, mmap, munmap, madvise, ... for the
  * program (an attachment is a vma the kernel would count; a segment's fd
- * is not the program's to close).  uipc's own mappings and descriptors must
+ * is not the program's to close), and stat and readlink (/proc/PID/ns/ipc).  uipc's own mappings and descriptors must
  * never go through those hooks, so every layer below entry/ makes these
  * calls here, straight to the kernel.  libc's conventions: -1 and errno
  * (MAP_FAILED for sys_mmap), as the calls they replace.
@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -140,6 +141,26 @@ static inline long sys_ret(long r)
 static inline ssize_t sys_write(int fd, const void *buf, size_t len)
 {
 	return (ssize_t)sys_syscall(SYS_write, fd, buf, len);
+}
+
+/* stat, lstat and readlink (entry/ interposes them for /proc/PID/ns/ipc) */
+static inline int sys_fstatat(int dfd, const char *path, struct stat *st, int flags)
+{
+#if defined(SYS_newfstatat)
+	return (int)sys_syscall(SYS_newfstatat, dfd, path, st, flags);
+#else
+	return (int)sys_syscall(SYS_fstatat64, dfd, path, st, flags);
+#endif
+}
+
+static inline int sys_stat(const char *path, struct stat *st)
+{
+	return sys_fstatat(AT_FDCWD, path, st, 0);
+}
+
+static inline ssize_t sys_readlinkat(int dfd, const char *path, char *buf, size_t len)
+{
+	return (ssize_t)sys_syscall(SYS_readlinkat, dfd, path, buf, len);
 }
 
 static inline int sys_close(int fd)

@@ -41,6 +41,11 @@ int uipc_ns_stats(struct uipc_ns_stats *st)
 	return (int)set_errno_ret(ipc_ns_stats(st));
 }
 
+int uipc_ns_info(int fd, struct uipc_ns_info *info)
+{
+	return (int)set_errno_ret(ipc_ns_info(fd, info));
+}
+
 /* the number of problems found (0: clean), or -1 and errno */
 int uipc_ns_check(char *report, size_t len)
 {

@@ -5,8 +5,12 @@
  * glibc's (sysv.c), include/uipc.h's API (api.c), the libc calls uipc must
  * watch: credentials, fd calls, memory-map calls, sigaction, _exit
  * (watch.c), dlopen (dlopen.c), syscall() (syscall.c), the /proc files of
- * System V IPC and the open/fopen/write calls that reach them (procfs.c), and the export map (exports.map), which
- * lists every symbol libuipc.so exports.
+ * System V IPC and the open/fopen/write calls that reach them, and
+ * /proc/PID/ns/ipc through open, stat and readlink (procfs.c), the
+ * namespace calls unshare and clone (unshare.c), setns (setns.c), the
+ * exec family and posix_spawn (exec.c), system and popen (spawn.c), and
+ * the export map (exports.map), which lists every symbol libuipc.so
+ * exports.
  * May call: ipc/ (ipc/ipc.h), aio/ when it exists, and core/.
  * The only layer that writes errno: the layers below return -errno, and
  * each entry point turns that into libc's -1 and errno here.
@@ -73,5 +77,12 @@ UIPC_HIDDEN void trap_exec_failed(int prepared);
 
 /* unshare.c: unshare(FLAGS), 0 or -errno (CLONE_NEWIPC served by uipc) */
 UIPC_HIDDEN long entry_unshare(int flags);
+/* setns.c: setns(FD, NSTYPE), 0 or -errno (uipc namespaces joined by uipc) */
+UIPC_HIDDEN long entry_setns(int fd, int nstype);
+/* unshare.c: syscall(SYS_clone, ...) and syscall(SYS_clone3, ...): true and
+ * *RET (the raw result) when uipc makes the call (CLONE_NEWIPC), false when
+ * it goes to the kernel untouched */
+UIPC_HIDDEN bool entry_clone_raw(const long *args, long *ret);
+UIPC_HIDDEN bool entry_clone3(const void *uargs, size_t size, long *ret);
 
 #endif /* UIPC_ENTRY_H */

@@ -7,8 +7,9 @@
  *
  * open() and its relatives (open64, openat, openat64, the fortified
  * __open_2 family, fopen, fopen64) look at the path first: anything that
- * neither begins "/proc/sys" nor ends in the name of one of our files goes
- * on to libc at the cost of a strrchr and a byte compare.  A path that
+ * neither begins "/proc/sys" nor ends in the name of one of our files (or
+ * "ipc", below) goes on to libc at the cost of a strrchr and a byte
+ * compare.  A path that
  * does end so (relative to a directory fd or the working directory, with
  * "..", "." or symlinks on the way) is resolved as the kernel would
  * resolve its directory (realpath) before it is judged.  A file of ours is generated when it is opened (ipc/ writes the
@@ -26,8 +27,22 @@
  * seq_file does.  stdio writes bypass write() (glibc calls itself inside),
  * so fopen for writing returns a stream whose writes come here
  * (fopencookie).
+ *
+ * /proc/PID/ns/ipc (self, thread-self, task/TID too) names the uipc
+ * namespace PID is in (core/nsdoor.c): opening it gives an O_PATH
+ * descriptor of that namespace's file, which setns takes (setns.c); stat
+ * (stat, fstatat, statx and glibc's older __xstat names) gives that file's
+ * identity, which fstat of the descriptor gives too; readlink gives
+ * "ipc:[N]", N its inode number.  So the same namespace gives the same
+ * answer in every member and different ones differ, as with the kernel's
+ * namespaces.  lstat, O_NOFOLLOW and AT_SYMLINK_NOFOLLOW see the link
+ * itself, the kernel's.  A process not under uipc gets the kernel's answer.
+ * The link reached by a relative path (openat of "ns/ipc" in /proc/self,
+ * readlinkat, fstatat, statx), "..", "//" or a symlink on the way is
+ * resolved as above, once its last component is "ipc".
  */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,6 +50,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "entry/entry.h"
@@ -61,6 +77,14 @@ static bool ours_by_name(const char *name)
 	return false;
 }
 
+/* does PATH's last component name the link /proc/PID/ns/ipc? */
+static inline bool is_ns_name(const char *path)
+{
+	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+
+	return name[0] == 'i' && !strcmp(name, "ipc");
+}
+
 /* the cheap test every open pays: the usual absolute spelling, or a last
  * component that one of our files has (a relative path, "..", "//" or a
  * symlink on the way are resolved later, by canonical_path) */
@@ -73,7 +97,7 @@ static inline bool maybe_ours(const char *path)
 	if (path[0] == '/' && path[1] == 'p' && !strncmp(path, "/proc/sys", 9))
 		return true;
 	slash = strrchr(path, '/');
-	return ours_by_name(slash ? slash + 1 : path);
+	return ours_by_name(slash ? slash + 1 : path) || is_ns_name(path);
 }
 
 /* the directory DFD refers to (AT_FDCWD: the working directory) in BUF;
@@ -481,13 +505,130 @@ static int proc_kind_at(int dfd, const char *path, char *canon, size_t len)
 	return proc_kind(canon);
 }
 
+/* ---- /proc/PID/ns/ipc ---- */
+
+/* the number at *P (moved past it), or -1 */
+static long parse_num(const char **p)
+{
+	long n = 0;
+	const char *q = *p;
+
+	if (*q < '0' || *q > '9')
+		return -1;
+	while (*q >= '0' && *q <= '9' && n < INT_MAX)
+		n = n * 10 + (*q++ - '0');
+	*p = q;
+	return n;
+}
+
+/* Is PATH /proc/{self,thread-self,PID}[/task/TID]/ns/ipc?  *PID: whose
+ * (uipc's namespaces are per process, docs/namespaces.md) */
+static bool ns_link(const char *path, pid_t *pid)
+{
+	const char *p = path + 6;
+	long n;
+
+	if (path[0] != '/' || path[1] != 'p' || strncmp(path, "/proc/", 6))
+		return false;
+	if (!strncmp(p, "self/", 5) || !strncmp(p, "thread-self/", 12)) {
+		*pid = getpid();
+		p = strchr(p, '/') + 1;
+	} else {
+		n = parse_num(&p);
+		if (n <= 0 || *p++ != '/')
+			return false;
+		*pid = (pid_t)n;
+	}
+	if (!strncmp(p, "task/", 5)) {
+		p += 5;
+		if (parse_num(&p) <= 0 || *p++ != '/')
+			return false;
+	}
+	return !strcmp(p, "ns/ipc");
+}
+
+/* Is PATH, relative to DFD, /proc/PID/ns/ipc (a name ns_link knows once its
+ * directory is resolved as the kernel resolves it, canonical_path)?  *PID:
+ * whose.  Only a path whose last component is "ipc" pays more than a
+ * strrchr. */
+static bool ns_link_at(int dfd, const char *path, pid_t *pid)
+{
+	char canon[PATH_MAX];
+	int saved = errno;
+	bool r;
+
+	if (!path || !is_ns_name(path))
+		return false;
+	if (ns_link(path, pid))
+		return true;
+	r = canonical_path(dfd, path, canon, sizeof(canon)) && ns_link(canon, pid);
+	errno = saved;            /* the resolution leaves no trace */
+	return r;
+}
+
+/* open of the link: an O_PATH descriptor of the namespace's file, in
+ * libc's convention; -2 for the kernel's (the link itself asked for, or a
+ * process not under uipc) */
+static int ns_open(pid_t pid, int flags)
+{
+	int saved = errno, fd;
+
+	if (flags & (O_NOFOLLOW | O_DIRECTORY | O_CREAT | __O_TMPFILE))
+		return -2;        /* the kernel answers these alike for any namespace */
+	fd = ns_door_open(pid, flags);
+	if (fd == NS_DOOR_KERNEL)
+		return -2;
+	if (fd >= 0)
+		errno = saved;    /* the door's own calls leave no trace */
+	return (int)set_errno_ret(fd);
+}
+
+/* stat of the link: the namespace file's; 0, -1 and errno, or -2 */
+static int ns_stat(pid_t pid, struct stat *st)
+{
+	struct stat s;
+	int saved = errno, r = ns_door_stat(pid, &s);
+
+	if (r == NS_DOOR_KERNEL)
+		return -2;
+	if (!r && uipc_copy_to_user(st, &s, sizeof(s)))
+		r = -EFAULT;
+	errno = saved;
+	return (int)set_errno_ret(r);
+}
+
+/* readlink of the link: "ipc:[N]", cut to LEN as readlink cuts; -2 */
+static ssize_t ns_readlink(pid_t pid, char *buf, size_t len)
+{
+	char text[64];
+	struct stat s;
+	int saved = errno, r = len ? ns_door_stat(pid, &s) : NS_DOOR_KERNEL;
+	size_t n;
+
+	if (r == NS_DOOR_KERNEL)
+		return -2;        /* len 0: the kernel's EINVAL */
+	errno = saved;
+	if (r)
+		return set_errno_ret(r);
+	n = (size_t)snprintf(text, sizeof(text), "ipc:[%llu]", (unsigned long long)s.st_ino);
+	if (n > len)
+		n = len;
+	if (uipc_copy_to_user(buf, text, n))
+		return set_errno_ret(-EFAULT);
+	return (ssize_t)n;
+}
+
 /* PATH (relative to DFD) may be ours: the result of opening it, in libc's
  * convention; -2 when it is not ours after all */
 static int try_ours(int dfd, const char *path, int flags)
 {
 	char canon[PATH_MAX];
-	int kind = proc_kind_at(dfd, path, canon, sizeof(canon));
+	int kind;
+	pid_t pid;
 
+	if (is_ns_name(path))
+		return ns_link_at(dfd, path, &pid) ? ns_open(pid, flags) : -2;
+	kind = proc_kind_at(dfd, path, canon, sizeof(canon));
 	if (kind < 0)
 		return -2;
 	return (int)set_errno_ret(proc_open(kind, canon, flags));
@@ -631,8 +772,11 @@ typedef FILE *(*fopen_fn)(const char *, const char *);
 static FILE *fopen_ours(const char *path, const char *mode, bool *ours)
 {
 	char canon[PATH_MAX];
-	int kind = proc_kind_at(AT_FDCWD, path, canon, sizeof(canon)), flags, fd;
+	int kind, flags, fd;
 
+	/* fopen of /proc/PID/ns/ipc is the kernel's (a stream on an O_PATH
+	 * descriptor could not read anyway) */
+	kind = is_ns_name(path) ? -1 : proc_kind_at(AT_FDCWD, path, canon, sizeof(canon));
 	*ours = kind >= 0;
 	if (!*ours)
 		return NULL;
@@ -668,4 +812,135 @@ FILE *fopen64(const char *path, const char *mode)
 {
 	REAL("fopen64", fopen_fn);
 	return fopen_or_next(real_, path, mode);
+}
+
+/* ---- readlink and the stat family, for /proc/PID/ns/ipc ---- */
+
+typedef ssize_t (*readlink_fn)(const char *, char *, size_t);
+typedef ssize_t (*readlinkat_fn)(int, const char *, char *, size_t);
+typedef int (*stat_fn)(const char *, struct stat *);
+typedef int (*fstatat_fn)(int, const char *, struct stat *, int);
+typedef int (*xstat_fn)(int, const char *, struct stat *);
+typedef int (*fxstatat_fn)(int, int, const char *, struct stat *, int);
+typedef int (*statx_fn)(int, const char *, int, unsigned, struct statx *);
+
+ssize_t readlink(const char *path, char *buf, size_t len)
+{
+	pid_t pid;
+	ssize_t r;
+
+	REAL("readlink", readlink_fn);
+	if (unlikely(ns_link_at(AT_FDCWD, path, &pid)) && (r = ns_readlink(pid, buf, len)) != -2)
+		return r;
+	return real_ ? real_(path, buf, len) : -1;
+}
+
+ssize_t readlinkat(int dfd, const char *path, char *buf, size_t len)
+{
+	pid_t pid;
+	ssize_t r;
+
+	REAL("readlinkat", readlinkat_fn);
+	if (unlikely(ns_link_at(dfd, path, &pid)) && (r = ns_readlink(pid, buf, len)) != -2)
+		return r;
+	return real_ ? real_(dfd, path, buf, len) : -1;
+}
+
+/* the body of a stat-family entry point SYM (libc's of type TYPE) for a
+ * call that follows links when FOLLOW: the namespace file's stat for the
+ * link, else libc's call with the arguments given */
+#define STAT_BODY(sym, type, dfd, path, st, follow, ...)                     \
+	pid_t pid_;                                                          \
+	int r_;                                                              \
+	REAL(sym, type);                                                     \
+	if (unlikely((follow) && ns_link_at(dfd, path, &pid_)) &&            \
+	    (r_ = ns_stat(pid_, (struct stat *)(st))) != -2)                 \
+		return r_;                                                   \
+	return real_ ? real_(__VA_ARGS__) : -1
+
+_Static_assert(sizeof(struct stat) == sizeof(struct stat64), "one stat layout");
+
+int stat(const char *path, struct stat *st)
+{
+	STAT_BODY("stat", stat_fn, AT_FDCWD, path, st, true, path, st);
+}
+
+int stat64(const char *path, struct stat64 *st)
+{
+	STAT_BODY("stat64", stat_fn, AT_FDCWD, path, st, true, path, (struct stat *)st);
+}
+
+int fstatat(int dfd, const char *path, struct stat *st, int flags)
+{
+	STAT_BODY("fstatat", fstatat_fn, dfd, path, st, !(flags & AT_SYMLINK_NOFOLLOW), dfd, path, st,
+		  flags);
+}
+
+int fstatat64(int dfd, const char *path, struct stat64 *st, int flags)
+{
+	STAT_BODY("fstatat64", fstatat_fn, dfd, path, st, !(flags & AT_SYMLINK_NOFOLLOW), dfd, path,
+		  (struct stat *)st, flags);
+}
+
+/* glibc before 2.33 compiled stat() into these */
+int __xstat(int ver, const char *path, struct stat *st)
+{
+	STAT_BODY("__xstat", xstat_fn, AT_FDCWD, path, st, true, ver, path, st);
+}
+
+int __xstat64(int ver, const char *path, struct stat64 *st)
+{
+	STAT_BODY("__xstat64", xstat_fn, AT_FDCWD, path, st, true, ver, path, (struct stat *)st);
+}
+
+int __fxstatat(int ver, int dfd, const char *path, struct stat *st, int flags)
+{
+	STAT_BODY("__fxstatat", fxstatat_fn, dfd, path, st, !(flags & AT_SYMLINK_NOFOLLOW), ver, dfd,
+		  path, st, flags);
+}
+
+int __fxstatat64(int ver, int dfd, const char *path, struct stat64 *st, int flags)
+{
+	STAT_BODY("__fxstatat64", fxstatat_fn, dfd, path, st, !(flags & AT_SYMLINK_NOFOLLOW), ver, dfd,
+		  path, (struct stat *)st, flags);
+}
+
+/* struct statx of the namespace file's stat S */
+static void statx_of(const struct stat *s, struct statx *x)
+{
+	memset(x, 0, sizeof(*x));
+	x->stx_mask = STATX_BASIC_STATS;
+	x->stx_blksize = (uint32_t)s->st_blksize;
+	x->stx_nlink = (uint32_t)s->st_nlink;
+	x->stx_uid = s->st_uid;
+	x->stx_gid = s->st_gid;
+	x->stx_mode = (uint16_t)s->st_mode;
+	x->stx_ino = s->st_ino;
+	x->stx_size = (uint64_t)s->st_size;
+	x->stx_blocks = (uint64_t)s->st_blocks;
+	x->stx_atime = (struct statx_timestamp){ s->st_atim.tv_sec, (uint32_t)s->st_atim.tv_nsec, 0 };
+	x->stx_mtime = (struct statx_timestamp){ s->st_mtim.tv_sec, (uint32_t)s->st_mtim.tv_nsec, 0 };
+	x->stx_ctime = (struct statx_timestamp){ s->st_ctim.tv_sec, (uint32_t)s->st_ctim.tv_nsec, 0 };
+	x->stx_rdev_major = major(s->st_rdev);
+	x->stx_rdev_minor = minor(s->st_rdev);
+	x->stx_dev_major = major(s->st_dev);
+	x->stx_dev_minor = minor(s->st_dev);
+}
+
+int statx(int dfd, const char *path, int flags, unsigned mask, struct statx *x)
+{
+	struct statx sx;
+	struct stat s;
+	pid_t pid;
+	int r;
+
+	REAL("statx", statx_fn);
+	if (unlikely(!(flags & AT_SYMLINK_NOFOLLOW) && ns_link_at(dfd, path, &pid)) &&
+	    (r = ns_stat(pid, &s)) != -2) {
+		if (r)
+			return r;
+		statx_of(&s, &sx);
+		return (int)set_errno_ret(uipc_copy_to_user(x, &sx, sizeof(sx)) ? -EFAULT : 0);
+	}
+	return real_ ? real_(dfd, path, flags, mask, x) : -1;
 }

@@ -121,11 +121,31 @@ static inline __attribute__((always_inline)) bool sys_serve(long nr, const struc
 		*ret = sys_pass5(nr, x->a, x->b, x->c, x->d, x->e);
 		cred_invalidate();
 		return true;
-	/* IPC namespaces: unshare(CLONE_NEWIPC) is uipc's (unshare.c);
-	 * SYS_setns and SYS_clone3 go here when entry/ serves them */
+	/* IPC namespaces: unshare(CLONE_NEWIPC) is uipc's (unshare.c), and
+	 * so is setns into a uipc namespace (setns.c) */
 	case SYS_unshare:
 		*ret = entry_unshare((int)x->a);
 		return true;
+	case SYS_setns:
+		*ret = entry_setns((int)x->a, (int)x->b);
+		return true;
+	/* a new process or image by number: it holds the anonymous
+	 * namespace too, which must then never be reset in place
+	 * (core/nsfile.c); the kernel makes it */
+	case SYS_fork:
+	case SYS_vfork:
+	case SYS_execve:
+	case SYS_execveat:
+		ns_note_shared();
+		return false;
+	/* clone with CLONE_NEWIPC is uipc's (unshare.c), the rest as above */
+	case SYS_clone: {
+		const long args[5] = { x->a, x->b, x->c, x->d, x->e };
+
+		return entry_clone_raw(args, ret);
+	}
+	case SYS_clone3:
+		return entry_clone3((const void *)x->a, (size_t)x->b, ret);
 	}
 	return false;
 }

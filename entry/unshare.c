@@ -12,28 +12,59 @@
  * as everyone else's.  Per process: every thread follows (the kernel moves
  * only the calling thread); see docs/namespaces.md.
  *
- * clone(CLONE_NEWIPC) (glibc's wrapper) without CLONE_VM, CLONE_FILES or
- * CLONE_SYSVSEM: the child starts in a fresh anonymous namespace, built by
- * the parent before the clone (so that a failure is the parent's ENOMEM)
- * and entered by the child before FN runs.  With those flags the child
- * would share the parent's memory or fd table, which hold the parent's
- * namespace: the call goes to the kernel unchanged (root: a kernel
- * namespace uipc does not use; others: EPERM).
+ * clone(CLONE_NEWIPC), glibc's wrapper and the raw clone and clone3 that
+ * programs make through syscall(): a child with memory and fd table of its
+ * own starts in a fresh anonymous namespace, built by the parent before
+ * the clone (so that a failure is the parent's ENOMEM) and entered by the
+ * child before FN runs (or before the raw call returns 0 in it, when the
+ * child goes on on a copy of the caller's stack).  A child that borrows
+ * the caller's memory until it execs (CLONE_VM | CLONE_VFORK, as
+ * posix_spawn) takes the new namespace with its exec.  A task that would
+ * share the caller's memory or fd table for good (CLONE_VM without
+ * CLONE_VFORK, CLONE_FILES, CLONE_THREAD), or run on a TLS of its own
+ * making (CLONE_SETTLS), cannot be given a namespace of its own by uipc:
+ * EINVAL, as for a raw child on a new stack (it cannot return through the
+ * C code of syscall()).  With CLONE_SYSVSEM: EINVAL, the kernel's answer.
  */
 #include <dlfcn.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "entry/entry.h"
 
+/* the old namespace, nobody else's, made the new one in place (nsfile.c);
+ * false when it cannot be */
+static bool recycle(int other_flags, long *r)
+{
+	struct ns *old = ns_current();
+	int saved = errno;
+
+	if (!old || !ns_recycle_begin(old))
+		return false;
+	if (other_flags && (*r = sys_raw6(SYS_unshare, other_flags, 0, 0, 0, 0, 0)) < 0) {
+		ns_recycle_abort(old);
+		return true;
+	}
+	ns_recycle_finish(old);
+	*r = 0;
+	errno = saved;
+	return true;
+}
+
 static long new_ipc_ns(int other_flags)
 {
 	struct ns *new, *old;
 	bool keep = false;
-	int saved = errno, r = ns_anon_new(&new);
+	int saved = errno, r;
+	long rr;
 
+	if (recycle(other_flags, &rr))
+		return rr;
+	r = ns_anon_new(&new);
 	if (r)
 		return r;
 	if (other_flags && sys_syscall(SYS_unshare, other_flags) < 0) {
@@ -71,26 +102,89 @@ __attribute__((constructor)) static void clone_init(void)
 	real_clone = (clone_fn)dlsym(RTLD_NEXT, "clone");
 }
 
+/* what a fork-like child of clone(CLONE_NEWIPC) needs from its parent */
 struct clone_start {
 	int (*fn)(void *);
 	void *arg;
-	struct ns *new;
+	struct ns *new;            /* built by the parent, entered by the child */
 	void *robust_head;         /* the cloning thread's, for the child */
 	size_t robust_len;
+	pid_t *tid_addr;           /* where glibc keeps the thread's tid */
 };
+
+/* the parent's part before the clone: 0 or -errno */
+static int clone_prepare(struct clone_start *st)
+{
+	int r = ns_anon_new(&st->new);
+
+	if (r)
+		return r;
+	if (sys_syscall(SYS_get_robust_list, 0, &st->robust_head, &st->robust_len) < 0)
+		st->robust_head = NULL;
+	/* glibc's clone leaves its tid, which robust mutexes record as their
+	 * owner, the parent's in the child: the child writes its own there */
+	if (sys_syscall(SYS_prctl, PR_GET_TID_ADDRESS, &st->tid_addr, 0, 0, 0) < 0)
+		st->tid_addr = NULL;
+	return 0;
+}
 
 /* the child: its copy of the parent's memory holds START */
 static int clone_child(void *p)
 {
 	struct clone_start *st = p;
 
-	proc_clone_child(st->new, st->robust_head, st->robust_len);
+	proc_clone_child(st->new, st->robust_head, st->robust_len, st->tid_addr);
 	return st->fn(st->arg);
+}
+
+/*
+ * A child that shares the caller's memory but stops it until it execs or
+ * exits (CLONE_VM | CLONE_VFORK, as posix_spawn): the new namespace is the
+ * one its exec carries (ns_exec_env), its fd in the child's table.  Calls
+ * the child makes before its exec are in the caller's namespace.
+ */
+static int clone_spawn(int (*fn)(void *), void *stack, int flags, void *arg, pid_t *ptid,
+		       void *tls, pid_t *ctid)
+{
+	struct ns *new;
+	int pid, r = ns_anon_new(&new);
+
+	if (r)
+		return (int)set_errno_ret(r);
+	ns_spawn_child(new);
+	pid = real_clone(fn, stack, flags & ~CLONE_NEWIPC, arg, ptid, tls, ctid);
+	r = errno;
+	ns_spawn_child(NULL);
+	ns_anon_drop(new);        /* the child exec'd or exited: it has its own */
+	errno = r;
+	return pid;
+}
+
+/* the uses of CLONE_NEWIPC uipc serves: a child with memory and fd table
+ * of its own (fork-like), or one that borrows them until its exec
+ * (spawn-like); a task sharing the caller's memory or fd table for good
+ * cannot have a namespace of its own (EINVAL), nor one that changes its
+ * TLS (it would run uipc's code on a TLS of its own making) */
+enum clone_kind { CLONE_PLAIN, CLONE_FORKLIKE, CLONE_SPAWNLIKE, CLONE_REFUSED };
+
+static enum clone_kind clone_kind(unsigned long flags, bool has_stack)
+{
+	if (!(flags & CLONE_NEWIPC))
+		return CLONE_PLAIN;
+	/* CLONE_SYSVSEM: the kernel's own EINVAL (as it answers root: under
+	 * uipc nobody lacks the privilege) */
+	if (flags & (CLONE_THREAD | CLONE_SETTLS | CLONE_SYSVSEM))
+		return CLONE_REFUSED;
+	if ((flags & CLONE_VM) && (flags & CLONE_VFORK) && has_stack)
+		return CLONE_SPAWNLIKE;
+	if (flags & (CLONE_VM | CLONE_FILES))
+		return CLONE_REFUSED;
+	return CLONE_FORKLIKE;
 }
 
 int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 {
-	struct clone_start st = { fn, arg, NULL, NULL, 0 };
+	struct clone_start st = { fn, arg, NULL, NULL, 0, NULL };
 	pid_t *ptid, *ctid;
 	void *tls;
 	va_list ap;
@@ -102,16 +196,121 @@ int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 	tls = va_arg(ap, void *);
 	ctid = va_arg(ap, pid_t *);
 	va_end(ap);
-	if (!(flags & CLONE_NEWIPC) || (flags & (CLONE_VM | CLONE_FILES | CLONE_SYSVSEM)))
+	switch (clone_kind((unsigned)flags, stack != NULL)) {
+	case CLONE_PLAIN:
+		ns_note_shared();   /* the child holds the namespace too */
 		return real_clone(fn, stack, flags, arg, ptid, tls, ctid);
-	r = ns_anon_new(&st.new);
+	case CLONE_REFUSED:
+		return (int)set_errno_ret(-EINVAL);
+	case CLONE_SPAWNLIKE:
+		return clone_spawn(fn, stack, flags, arg, ptid, tls, ctid);
+	case CLONE_FORKLIKE:
+		break;
+	}
+	r = clone_prepare(&st);
 	if (r)
 		return (int)set_errno_ret(r);
-	if (sys_syscall(SYS_get_robust_list, 0, &st.robust_head, &st.robust_len) < 0)
-		st.robust_head = NULL;
 	pid = real_clone(clone_child, stack, flags & ~CLONE_NEWIPC, &st, ptid, tls, ctid);
 	r = errno;
 	ns_anon_drop(st.new);     /* the child has its own fd and mapping */
 	errno = r;
 	return pid;
+}
+
+/* ---- the raw clone and clone3, through syscall() ---- */
+
+/* clone3's argument (linux/sched.h), as far as uipc reads it */
+struct clone3_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+	uint64_t rest[3];          /* set_tid, set_tid_size, cgroup */
+};
+
+/* a raw fork-like clone or clone3 with CLONE_NEWIPC: the call DO makes
+ * with the flags less CLONE_NEWIPC; in the child (0) it enters its
+ * namespace before returning, as glibc's clone does for FN */
+static long raw_forklike(long (*do_clone)(const void *ctx), const void *ctx)
+{
+	struct clone_start st = { NULL, NULL, NULL, NULL, 0, NULL };
+	long pid;
+	int r = clone_prepare(&st);
+
+	if (r)
+		return r;
+	pid = do_clone(ctx);
+	if (pid == 0) {
+		proc_clone_child(st.new, st.robust_head, st.robust_len, st.tid_addr);
+		return 0;
+	}
+	ns_anon_drop(st.new);
+	return pid;
+}
+
+static long do_raw_clone(const void *ctx)
+{
+	const long *a = ctx;
+
+	return sys_raw6(SYS_clone, a[0] & ~CLONE_NEWIPC, a[1], a[2], a[3], a[4], 0);
+}
+
+/* syscall(SYS_clone, flags, stack, parent_tid, child_tid, tls) (x86-64's
+ * order): true and *RET when it is uipc's to make; false: the kernel's,
+ * untouched (syscall.c) */
+bool entry_clone_raw(const long *args, long *ret)
+{
+	switch (clone_kind((unsigned long)args[0], args[1] != 0)) {
+	case CLONE_PLAIN:
+		ns_note_shared();   /* the child holds the namespace too */
+		return false;
+	case CLONE_FORKLIKE:
+		if (!args[1]) {
+			*ret = raw_forklike(do_raw_clone, args);
+			return true;
+		}
+		/* fall through: a child on a new stack cannot return through C */
+	case CLONE_REFUSED:
+	case CLONE_SPAWNLIKE:
+		break;
+	}
+	*ret = -EINVAL;
+	return true;
+}
+
+struct clone3_call {
+	struct clone3_args a;
+	size_t size;
+};
+
+static long do_raw_clone3(const void *ctx)
+{
+	const struct clone3_call *c = ctx;
+	struct clone3_args a = c->a;
+
+	a.flags &= ~(uint64_t)CLONE_NEWIPC;
+	return sys_raw6(SYS_clone3, (long)&a, (long)c->size, 0, 0, 0, 0);
+}
+
+/* syscall(SYS_clone3, args, size), as entry_clone_raw */
+bool entry_clone3(const void *uargs, size_t size, long *ret)
+{
+	struct clone3_call c = { { 0 }, size };
+
+	/* a size the kernel refuses, or an unreadable struct: its answer */
+	if (size < 64 || size > sizeof(c.a) || uipc_copy_from_user(&c.a, uargs, size))
+		return false;
+	switch (clone_kind(c.a.flags, c.a.stack != 0)) {
+	case CLONE_PLAIN:
+		ns_note_shared();
+		return false;
+	case CLONE_FORKLIKE:
+		if (!c.a.stack) {
+			*ret = raw_forklike(do_raw_clone3, &c);
+			return true;
+		}
+		/* fall through: a child on a new stack cannot return through C */
+	case CLONE_REFUSED:
+	case CLONE_SPAWNLIKE:
+		break;
+	}
+	*ret = -EINVAL;
+	return true;
 }

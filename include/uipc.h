@@ -84,6 +84,20 @@ struct uipc_ns_stats {
 };
 int uipc_ns_stats(struct uipc_ns_stats *st);
 
+/* What `uipc ns ls` shows of a namespace: uipc_ns_info() of a descriptor
+ * of its file (a namespace file, an anonymous namespace's memfd, or what
+ * open("/proc/PID/ns/ipc") gives).  Read without locks: a snapshot. */
+struct uipc_ns_info {
+	unsigned long long id;        /* N of readlink's ipc:[N] (the file's inode) */
+	unsigned long long bytes;     /* the memory the namespace holds */
+	int anonymous;                /* 1: made by unshare or clone, gone with its
+					 last process or descriptor */
+	int creator_pid;              /* an anonymous one's creator (0: unknown) */
+	unsigned int creator_uid;
+	int sems, msgs, shms;         /* the objects in it */
+};
+int uipc_ns_info(int fd, struct uipc_ns_info *info);
+
 /* Check the current namespace's consistency (what `uipc fsck` reports):
  * returns the number of problems found, described in REPORT; -1 on error. */
 int uipc_ns_check(char *report, size_t len);

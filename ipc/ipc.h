@@ -61,6 +61,7 @@ UIPC_HIDDEN int ksys_shmctl(int shmid, int cmd, struct shmid_ds *buf);
 
 /* ---- namespace.c: the IPC namespace (include/uipc.h's calls) ---- */
 UIPC_HIDDEN int ipc_ns_stats(struct uipc_ns_stats *st);
+UIPC_HIDDEN int ipc_ns_info(int fd, struct uipc_ns_info *info);
 /* fsck: the number of problems found, or -errno */
 UIPC_HIDDEN int ipc_ns_check(char *report, size_t len);
 UIPC_HIDDEN int ipc_sysctl_get(const char *name, char *buf, size_t len);
@@ -233,6 +234,8 @@ UIPC_HIDDEN void shm_exit_proc(struct ns *ns, struct uproc *p); /* exit, reaper 
 UIPC_HIDDEN void shm_note_exec(uint32_t proc_idx);  /* register_proc after exec */
 UIPC_HIDDEN void shm_fork_child(void);              /* atfork child */
 UIPC_HIDDEN void shm_ns_leave(struct ns *ns);       /* unshare: NS left */
+/* does this process still map a segment of NS (an attachment made there)? */
+UIPC_HIDDEN bool shm_ns_busy(struct ns *ns);
 UIPC_HIDDEN void shm_destroy_orphaned(struct ns *ns); /* shm_rmid_forced set to 1 */
 /* the segment files' fds shm.c keeps (entry/watch.c's close/dup2/... hooks) */
 UIPC_HIDDEN bool shm_fd_guarded(int fd);

@@ -77,6 +77,12 @@ static uint64_t cached(struct msgring *r, const uint64_t *word, struct word_copy
 	return copy->val;
 }
 
+void ring_forget(void)
+{
+	cache.r = NULL;
+	cache.head.at = cache.tail.at = 0;
+}
+
 static inline uint32_t rw_epoch(uint64_t w)
 {
 	return (uint32_t)((w & RW_EPOCH_MASK) >> RW_EPOCH_SHIFT);

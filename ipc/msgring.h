@@ -112,6 +112,9 @@ static inline struct rslot *ring_slot(struct msgring *r, uint32_t pos)
 }
 
 __attribute__((visibility("hidden"))) void ring_init(struct msgring *r);
+/* forget this thread's copies of a ring's words: the namespace is left,
+ * and a ring of the next one may lie at the same address */
+__attribute__((visibility("hidden"))) void ring_forget(void);
 struct ns;
 /* who writes a claimed slot: a thread slot and its tid */
 __attribute__((visibility("hidden"))) uint64_t ring_owner_id(uint32_t thread_slot, int32_t tid);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ipc/ipc.h"
+#include "ipc/msgring.h"
 
 /* ---- a new namespace: the kernel's defaults, empty tables ---- */
 
@@ -56,12 +57,21 @@ static void ipc_proc_exit(struct ns *ns, struct uproc *p)
 	shm_exit_proc(ns, p);
 }
 
+/* this process leaves NS: what it keeps that names NS's objects goes */
+static void ipc_ns_leave(struct ns *ns)
+{
+	shm_ns_leave(ns);                 /* its segments' fds */
+	ring_forget();                    /* this thread's copies of ring words */
+}
+
 CORE_HOOKS(ipc_hooks) = {
 	.ns_init = ipc_ns_init,
 	.proc_exit = ipc_proc_exit,
 	.fork_child = shm_fork_child,     /* the child inherits the attachments */
 	.exec_note = shm_note_exec,       /* the old image's attachments are gone */
-	.ns_leave = shm_ns_leave,         /* unshare: its segments' fds go */
+	.ns_leave = ipc_ns_leave,         /* unshare, setns: NS is left */
+	.proc_undo = sem_exit_proc,       /* setns into its own namespace */
+	.ns_busy = shm_ns_busy,           /* an attachment of NS is mapped */
 };
 
 /* ---- statistics and fsck (include/uipc.h, via entry/api.c) ---- */
@@ -77,6 +87,26 @@ int ipc_ns_stats(struct uipc_ns_stats *st)
 	st->sem_array_bytes = (unsigned long long)sem_array_bytes(0);
 	st->sem_bytes = (unsigned long long)(sem_array_bytes(1) - sem_array_bytes(0));
 	st->extended = (ns->hdr->flags & NS_FLAG_EXTENDED) != 0;
+	return 0;
+}
+
+int ipc_ns_info(int fd, struct uipc_ns_info *info)
+{
+	struct uipc_hdr h;
+	struct stat st;
+	int r = ns_read_header(fd, &h, &st);
+
+	if (r)
+		return r;
+	memset(info, 0, sizeof(*info));
+	info->id = (unsigned long long)st.st_ino;
+	info->bytes = (unsigned long long)st.st_blocks * 512;
+	info->anonymous = (uint64_t)st.st_size == ANON_FILE_SIZE;
+	info->creator_pid = info->anonymous ? h.creator_pid : 0;
+	info->creator_uid = h.creator_uid;
+	info->sems = h.ids[IPC_SEM_IDS].in_use;
+	info->msgs = h.ids[IPC_MSG_IDS].in_use;
+	info->shms = h.ids[IPC_SHM_IDS].in_use;
 	return 0;
 }
 

@@ -293,7 +293,14 @@ static int fd_base(void)
 /* FD moved high and guarded (FD itself if that fails) */
 static int fd_hide(int fd)
 {
-	int h = fcntl(fd, F_DUPFD_CLOEXEC, fd_base());
+	int h;
+
+	if (fd >= fd_base()) {
+		/* made up there already (an anonymous namespace's slot) */
+		guard_add(fd);
+		return fd;
+	}
+	h = fcntl(fd, F_DUPFD_CLOEXEC, fd_base());
 
 	if (h >= 0) {
 		guard_add(h);
@@ -334,6 +341,8 @@ void shm_fd_evict(int fd)
 }
 
 /* lock-free (callers may hold l_mutex) */
+static bool anon(struct ns *ns);
+
 static int seg_dirfd(struct ns *ns)
 {
 	int fd = __atomic_load_n(&l_dirfd, __ATOMIC_ACQUIRE), h, none = -1;
@@ -342,6 +351,10 @@ static int seg_dirfd(struct ns *ns)
 
 	if (likely(fd >= 0))
 		return fd;
+	/* an anonymous namespace names no file: any valid number will do
+	 * (seg_openat and seg_unlinkat do not use it), not one to close */
+	if (anon(ns))
+		return ns->anon_fd;
 	slash = strrchr(ns->path, '/');
 	if (!slash)
 		return -1;
@@ -419,8 +432,8 @@ static off_t seg_map_off(struct ns *ns, uint64_t file)
 static int seg_openat(struct ns *ns, int dfd, const char *name, uint64_t file, int oflag)
 {
 	(void)file;
-	if (anon(ns))
-		return fcntl(ns->anon_fd, F_DUPFD_CLOEXEC, 0);
+	if (anon(ns))      /* where fd_hide would move it */
+		return fcntl(ns->anon_fd, F_DUPFD_CLOEXEC, fd_base());
 	if (dfd < 0) {
 		errno = ENOENT;
 		return -1;
@@ -471,7 +484,7 @@ static long seg_pages(struct ns *ns, uint64_t file, uint64_t len)
 
 	if (!anon(ns)) {
 		file_name(ns, file, path, sizeof(path));
-		return stat(path, &st) == 0 ? (long)(st.st_blocks * 512 / UIPC_PAGE) : -1;
+		return sys_stat(path, &st) == 0 ? (long)(st.st_blocks * 512 / UIPC_PAGE) : -1;
 	}
 	at = seg_map_off(ns, file);
 	if (at < 0)
@@ -3418,7 +3431,7 @@ static int shm_check_pool(struct ns *ns, char *report, size_t len, size_t *used)
 		file_name(ns, e->file, path, sizeof(path));
 		if (e->state == SPARE_CLEAN &&
 		    (anon(ns) ? seg_pages(ns, e->file, ANON_SLOT) != 0 :
-		     (stat(path, &st) < 0 || st.st_size != 0 || st.st_blocks != 0)))
+		     (sys_stat(path, &st) < 0 || st.st_size != 0 || st.st_blocks != 0)))
 			SHM_PROBLEM("shm: clean spare file %llx is missing or not empty\n",
 				    (unsigned long long)e->file);
 	}
@@ -3491,7 +3504,7 @@ static unsigned long shm_rss_bytes(int id)
 		 * that may not search the namespace's directory still sees it */
 		i = fd_find(ns_off(ns, p), shp->gen, shp->file);
 	}
-	r = i >= 0 ? fstat(l_fds[i].fd, &st) : path[0] ? stat(path, &st) : -1;
+	r = i >= 0 ? fstat(l_fds[i].fd, &st) : path[0] ? sys_stat(path, &st) : -1;
 	ids_unlock(ns, IPC_SHM_IDS);
 	return r ? 0 : (unsigned long)st.st_blocks * 512;
 }
@@ -3655,6 +3668,17 @@ static int orphan_shmdt(uintptr_t addr)
 /* This process leaves NS (unshare), before its exit_shm there: the fds it
  * keeps are of NS's segment files, looked up by NS's offsets, so they go;
  * the attachments stay mapped, as orphans (above). */
+bool shm_ns_busy(struct ns *ns)
+{
+	bool busy;
+
+	(void)ns;
+	pthread_mutex_lock(&l_mutex);
+	busy = l_n > 0 || l_fd_busy > 0;
+	pthread_mutex_unlock(&l_mutex);
+	return busy;
+}
+
 void shm_ns_leave(struct ns *ns)
 {
 	int dfd;

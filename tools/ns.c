@@ -2,12 +2,18 @@
  * tools/ns.c - `uipc ns create|rm|ls|path`: namespace management through
  * uipc_ns_create / uipc_ns_remove / uipc_ns_path.  `ls` finds the namespace
  * files of the current user in $UIPC_DIR (default /dev/shm), learning the
- * file naming from uipc_ns_path().
+ * file naming from uipc_ns_path(); then the user's anonymous namespaces
+ * (unshare, clone), which have no name: found as the memfds processes hold
+ * (/proc/PID/fd), described by uipc_ns_info(), their members counted by
+ * the namespace each process is in (stat of /proc/PID/ns/ipc, which uipc
+ * answers).
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,6 +276,121 @@ static int ns_collect(const struct ns_naming *n, const char *kind, struct ns_ent
 	return 0;
 }
 
+/* ---- anonymous namespaces ---- */
+
+struct anon_ns {
+	dev_t dev;
+	ino_t ino;
+	pid_t pid;                 /* a process holding it ... */
+	int fd;                    /* ... as this fd */
+	int members;
+};
+
+static bool is_pid(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+/* add the anonymous namespaces of this user that process PID holds */
+static void collect_anon_of(const char *pid, struct anon_ns **v, size_t *count)
+{
+	char path[300];
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%s/fd", pid);
+	d = opendir(path);
+	while (d && (e = readdir(d))) {
+		char link[64];
+		struct stat st;
+		struct anon_ns *more;
+		ssize_t l = readlinkat(dirfd(d), e->d_name, link, sizeof(link) - 1);
+		size_t i;
+
+		if (l <= 0 || (link[l] = 0, strncmp(link, "/memfd:uipc-ns", 14)) ||
+		    fstatat(dirfd(d), e->d_name, &st, 0) || st.st_uid != geteuid())
+			continue;
+		for (i = 0; i < *count && !((*v)[i].dev == st.st_dev && (*v)[i].ino == st.st_ino); i++)
+			;
+		if (i < *count)
+			continue;
+		more = realloc(*v, (*count + 1) * sizeof(**v));
+		if (!more)
+			break;
+		*v = more;
+		more[*count] = (struct anon_ns){ st.st_dev, st.st_ino, atoi(pid),
+						 atoi(e->d_name), 0 };
+		(*count)++;
+	}
+	if (d)
+		closedir(d);
+}
+
+/* count PID as a member of the namespace it is in, if one of V */
+static void count_member(const char *pid, struct anon_ns *v, size_t count)
+{
+	char path[300];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%s/ns/ipc", pid);
+	if (stat(path, &st))
+		return;
+	for (size_t i = 0; i < count; i++)
+		if (v[i].dev == st.st_dev && v[i].ino == st.st_ino)
+			v[i].members++;
+}
+
+static void print_anon(const struct anon_ns *a)
+{
+	struct uipc_ns_info info;
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)a->pid, a->fd);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;   /* gone meanwhile */
+	if (uipc_ns_info(fd, &info) == 0 && info.anonymous) {
+		char id[32];
+
+		snprintf(id, sizeof(id), "ipc:[%llu]", info.id);
+		printf("%-20s %8d %8d %6d %6d %6d %12llu\n", id, info.creator_pid, a->members,
+		       info.sems, info.msgs, info.shms, info.bytes);
+	}
+	close(fd);
+}
+
+static void ns_ls_anon(void)
+{
+	struct anon_ns *v = NULL;
+	struct dirent *e;
+	size_t count = 0;
+	DIR *d = opendir("/proc");
+
+	while (d && (e = readdir(d)))
+		if (is_pid(e->d_name))
+			collect_anon_of(e->d_name, &v, &count);
+	if (d)
+		rewinddir(d);
+	while (count && d && (e = readdir(d)))
+		if (is_pid(e->d_name))
+			count_member(e->d_name, v, count);
+	if (d)
+		closedir(d);
+	if (count) {
+		printf("\n%-20s %8s %8s %6s %6s %6s %12s\n", "ANONYMOUS", "CREATOR", "MEMBERS",
+		       "SEMS", "MSGS", "SHMS", "BYTES");
+		for (size_t i = 0; i < count; i++)
+			print_anon(&v[i]);
+	}
+	free(v);
+}
+
 static int ns_ls(int argc, char **argv)
 {
 	struct ns_naming n, sn;
@@ -297,6 +418,7 @@ static int ns_ls(int argc, char **argv)
 		free(v[i].name);
 	}
 	free(v);
+	ns_ls_anon();
 	return 0;
 }
 

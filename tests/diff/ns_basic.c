@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,6 +275,134 @@ static void clone_newipc(int argc, char **argv)
 	dt_semget(KEY + 50, 1, 0);
 }
 
+/* clone3 and the raw clone by number (a fork-like child, no stack of its
+ * own): the child starts in a fresh namespace */
+struct clone3_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+};
+
+static void raw_child_then_wait(long pid, int e, const char *what)
+{
+	int st = -1;
+
+	if (pid == 0) {
+		dt_out("%s child:", what);
+		look_for_three();
+		dt_semget(KEY + 50, 1, IPC_CREAT | 0600);
+		counts();
+		_exit(0);
+	}
+	if (pid > 0 && waitpid((pid_t)pid, &st, 0) != pid)
+		dt_fail("waitpid");
+	dt_out("%s = %s, exit %d", what, pid > 0 ? "child" : dt_res(pid, e),
+	       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+static void clone_by_number(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	make_three();
+	struct clone3_args a = { .flags = CLONE_NEWIPC, .exit_signal = SIGCHLD };
+	errno = 0;
+	long pid = syscall(SYS_clone3, &a, sizeof(a));
+	raw_child_then_wait(pid, errno, "clone3(CLONE_NEWIPC)");
+	look_for_three();
+	dt_semget(KEY + 50, 1, 0);
+	errno = 0;
+	pid = syscall(SYS_clone, CLONE_NEWIPC | SIGCHLD, 0, 0, 0, 0);
+	raw_child_then_wait(pid, errno, "syscall(SYS_clone, CLONE_NEWIPC)");
+	dt_semget(KEY + 50, 1, 0);
+	/* the kernel's refusals stay: CLONE_NEWIPC with CLONE_SYSVSEM */
+	a.flags = CLONE_NEWIPC | CLONE_SYSVSEM;
+	errno = 0;
+	pid = syscall(SYS_clone3, &a, sizeof(a));
+	dt_out("clone3(CLONE_NEWIPC|CLONE_SYSVSEM) = %s", dt_res(pid, errno));
+}
+
+static int spawn_child_fn(void *arg)
+{
+	char *args[] = { "ns_basic", "exec-child", NULL };
+
+	(void)arg;
+	dt_exec_self(args);
+	return 1;
+}
+
+/* clone(CLONE_VM | CLONE_VFORK | CLONE_NEWIPC), as posix_spawn would: the
+ * child's exec is in a fresh namespace */
+static void clone_spawn(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	static char stack[256 << 10] __attribute__((aligned(16)));
+	dt_semget(KEY + 30, 1, IPC_CREAT | 0600);
+	make_three();
+	errno = 0;
+	int pid = clone(spawn_child_fn, stack + sizeof(stack),
+			CLONE_VM | CLONE_VFORK | CLONE_NEWIPC | SIGCHLD, NULL);
+	int st = -1;
+	if (pid > 0 && waitpid(pid, &st, 0) != pid)
+		dt_fail("waitpid");
+	dt_out("clone(CLONE_VM|CLONE_VFORK|CLONE_NEWIPC) = %s, exit %d",
+	       pid > 0 ? "child" : dt_res(pid, errno), WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	look_for_three();
+	dt_semget(KEY + 30, 1, 0);
+}
+
+static int death_pipe[2], done_pipe[2];
+
+/* the grandchild: reads until its parent, the clone child, has died */
+static void grandchild_waits(void)
+{
+	char c;
+
+	close(death_pipe[1]);
+	close(done_pipe[0]);
+	while (read(death_pipe[0], &c, 1) > 0)
+		;
+	int id = semget(KEY + 70, 1, 0);
+	dt_out("after the clone child died: GETVAL %d", semctl(id, 0, GETVAL));
+	_exit(0);   /* done_pipe's last writer: the main process goes on */
+}
+
+static int dying_clone_child(void *arg)
+{
+	(void)arg;
+	int id = semget(KEY + 70, 1, IPC_CREAT | 0600);
+	struct sembuf up = { 0, 1, SEM_UNDO };
+	if (id < 0 || semop(id, &up, 1))
+		_exit(3);
+	pid_t g = fork();
+	if (g == 0)
+		grandchild_waits();
+	close(death_pipe[0]);
+	close(done_pipe[1]);
+	kill(getpid(), SIGKILL);
+	return 2;
+}
+
+/* a clone child killed holding SEM_UNDO adjustments: its adjustments are
+ * applied at its death, seen by its own child in its namespace */
+static void clone_child_killed(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	static char stack[256 << 10] __attribute__((aligned(16)));
+	if (pipe(death_pipe) || pipe(done_pipe))
+		dt_fail("pipe");
+	int pid = clone(dying_clone_child, stack + sizeof(stack), CLONE_NEWIPC | SIGCHLD, NULL);
+	close(death_pipe[1]);
+	close(death_pipe[0]);
+	close(done_pipe[1]);
+	int st = -1;
+	if (pid > 0 && waitpid(pid, &st, 0) != pid)
+		dt_fail("waitpid");
+	/* its child (reparented) reports first: wait for its end */
+	char c;
+	while (read(done_pipe[0], &c, 1) > 0)
+		;
+	dt_out("clone child: %s", WIFSIGNALED(st) ? "killed" : "not killed");
+	dt_semget(KEY + 70, 1, 0);
+}
+
 /* a second and a third unshare: each time a fresh namespace */
 static void again(int argc, char **argv)
 {
@@ -291,6 +420,98 @@ static void again(int argc, char **argv)
 	do_unshare();
 	dt_semget(KEY + 42, 1, 0);
 	dt_semget(KEY + 43, 1, IPC_CREAT | 0600);
+}
+
+/* an unshare out of a namespace made by unshare, whose segment is still
+ * attached: the attachment keeps its memory (uipc must not make the new
+ * namespace of that one in place) */
+static void again_attached(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	do_unshare();
+	int id = dt_shmget(KEY, 8192, IPC_CREAT | 0600);
+	char *p = dt_shmat(id, NULL, 0);
+	if (p == (void *)-1)
+		return;
+	p[0] = 'a';
+	p[4096] = 'b';
+	dt_semget(KEY + 1, 1, IPC_CREAT | 0600);
+	do_unshare();
+	dt_out("old attachment reads '%c%c'", p[0], p[4096]);
+	dt_shmget(KEY, 8192, 0);
+	dt_semget(KEY + 1, 1, 0);
+	counts();
+	dt_shmdt(p, "old");
+	dt_shm_access(p, "old, detached");
+	do_unshare();
+	counts();
+}
+
+static int hold_gate[2];
+
+static void holder_looks_later(void *arg)
+{
+	char c;
+
+	(void)arg;
+	if (read(hold_gate[0], &c, 1) != 1)
+		dt_fail("gate read");
+	look_for_three();
+	counts();
+}
+
+/* a fork child still in a namespace made by unshare when its parent
+ * unshares again: the namespace and its objects stay the child's */
+static void fork_holds(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	if (pipe(hold_gate))
+		dt_fail("pipe");
+	do_unshare();
+	make_three();
+	pid_t c = dt_fork(holder_looks_later, NULL);
+	do_unshare();
+	look_for_three();
+	dt_semget(KEY + 60, 1, IPC_CREAT | 0600);
+	if (write(hold_gate[1], "g", 1) != 1)
+		dt_fail("gate write");
+	dt_wait(c);
+	do_unshare();
+	counts();
+}
+
+/* the popen'd child: looks once its parent writes a line */
+static void popen_child(int argc, char **argv)
+{
+	char c;
+
+	(void)argc; (void)argv;
+	if (read(0, &c, 1) != 1)
+		dt_fail("stdin read");
+	look_for_three();
+	counts();
+}
+
+/* the same with a child that popen (glibc's own spawn) started */
+static void popen_holds(int argc, char **argv)
+{
+	char cmd[64];
+
+	(void)argc; (void)argv;
+	do_unshare();
+	make_three();
+	snprintf(cmd, sizeof(cmd), "exec /proc/%d/exe popen-child", (int)getpid());
+	setenv("DT_REGISTRY", "popen1", 1);
+	FILE *f = popen(cmd, "w");
+	unsetenv("DT_REGISTRY");
+	if (!f)
+		dt_fail("popen: %s", dt_errname(errno));
+	do_unshare();
+	look_for_three();
+	fputc('g', f);
+	int st = pclose(f);
+	dt_out("pclose: exit %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	counts();
 }
 
 /* limits belong to a namespace: the new one has the defaults */
@@ -332,7 +553,14 @@ const struct dt_case dt_cases[] = {
 	{ "exec-child", exec_child, 1 },
 	{ "exec-bare-env", exec_bare_env, 0 },
 	{ "clone-newipc", clone_newipc, 0 },
+	{ "clone-by-number", clone_by_number, 0 },
+	{ "clone-spawn", clone_spawn, 0 },
+	{ "clone-child-killed", clone_child_killed, 0 },
 	{ "again", again, 0 },
+	{ "again-attached", again_attached, 0 },
+	{ "fork-holds", fork_holds, 0 },
+	{ "popen-holds", popen_holds, 0 },
+	{ "popen-child", popen_child, 1 },
 	{ "limits", limits, 0 },
 	{ "refused", refused, 0 },
 	{ NULL, NULL, 0 },

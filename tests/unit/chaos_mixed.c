@@ -193,9 +193,13 @@ static int msg_intact(const struct mbuf *m, ssize_t n)
 	return m->sum == checksum(m->id, m->len, m->payload);
 }
 
+/* gone, a zombie, or killed and in its exit (PF_EXITING, /proc/PID/stat
+ * field 9): the kernel's exit_sem runs in the exit, before the zombie
+ * state, so another process may take the mutex from then on */
 static int pid_dead(int pid)
 {
-	char path[64], buf[256];
+	char path[64], buf[512];
+	unsigned long flags = 0;
 	FILE *f;
 	char *p;
 	int dead = 1;
@@ -204,8 +208,11 @@ static int pid_dead(int pid)
 	f = fopen(path, "r");
 	if (!f)
 		return 1;
-	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) && p[1] == ' ')
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) && p[1] == ' ') {
 		dead = p[2] == 'Z' || p[2] == 'X';
+		if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %lu", &flags) == 1 && (flags & 0x4))
+			dead = 1;
+	}
 	fclose(f);
 	return dead;
 }

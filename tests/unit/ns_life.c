@@ -5,7 +5,8 @@
  * members made by fork and by exec.  The test then checks that nothing of
  * it is left after its members went, normally or all killed at once.
  *
- *   ns_life exit SIZE   every member exits normally; exit 0 when all went well
+ *   ns_life exit SIZE   every member exits normally; exit 0 when all went
+ *                       well, printing "done" and the memfd's inode
  *   ns_life kill SIZE   prints "ready" when every member is up, then all wait
  *                       to be killed
  *   ns_life member      (exec'd) checks the namespace it inherited
@@ -19,6 +20,7 @@
 #include <sys/msg.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -140,6 +142,14 @@ int main(int argc, char **argv)
 		for (;;)
 			pause();
 	}
-	printf("done\n");
+	{
+		/* the namespace's memfd, which the test watches go */
+		const char *fd = getenv("UIPC_NS_FD");
+		struct stat st;
+
+		if (!fd || fstat(atoi(fd), &st))
+			die("fstat UIPC_NS_FD");
+		printf("done %lu\n", (unsigned long)st.st_ino);
+	}
 	return 0;
 }

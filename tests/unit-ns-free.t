@@ -1,0 +1,7 @@
+#!/bin/bash
+# tests/unit-ns-free.t - the memory of a namespace left by unshare is freed
+# (tests/unit/ns_free.c): made anew in place, with its old segment slots
+# emptied while a new segment keeps its bytes, or let go through a helper
+# when it was shared; the helpers are reaped.  As root and as a user.
+. "$(dirname "$0")/unit/as_both.sh"
+as_both ns_free 8

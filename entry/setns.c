@@ -37,9 +37,11 @@
 #define NS_FLAGS (CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWUSER | \
 		  CLONE_NEWPID | CLONE_NEWCGROUP | CLONE_NEWTIME)
 
+/* the kernel's setns, with trap mode's pass word (entry/trap.c's filter
+ * would send it back to the SIGSYS handler) */
 static long kernel_setns(int fd, int flags)
 {
-	return sys_raw6(SYS_setns, fd, flags, 0, 0, 0, 0);
+	return sys_pass5(SYS_setns, fd, flags, 0, 0, 0);
 }
 
 /* The process of pidfd FD (the "Pid:" line of its fdinfo): 0 when FD is

@@ -11,12 +11,16 @@
  * The filter (build_filter) sends to SIGSYS:
  *   - the twelve System V IPC calls and the six native AIO calls, always:
  *     uipc never makes them itself;
- *   - unshare with CLONE_NEWIPC in its flags (uipc's own unshare of the
- *     other flags never has it);
+ *   - unshare and clone with CLONE_NEWIPC in their flags (uipc's own
+ *     unshare and clone of the other flags never have it; a clone served
+ *     here is made fork-like by the handler, entry/unshare.c, and its
+ *     child returns from the handler);
  *   - the calls uipc must see but also make itself: the credential calls
  *     (setuid ... setgroups, capset: core/cred.c then reads the
- *     credentials again) and remap_file_pages (an attachment's is uipc's,
- *     ipc/shm.c), unless the sixth argument register holds the pass word
+ *     credentials again), remap_file_pages (an attachment's is uipc's,
+ *     ipc/shm.c) and setns (into a uipc namespace, entry/setns.c; into a
+ *     kernel namespace uipc makes it), unless the sixth argument register
+ *     holds the pass word
  *     UIPC_SYS_PASS (core/sys.h).  Each takes at most five arguments, so
  *     the kernel ignores the sixth, and uipc's own calls of them
  *     (sys_pass5) put the word there and wipe it again in the same asm
@@ -24,6 +28,13 @@
  *     they found it, so a word left there would let the program's next
  *     call of the group through.  A program's call holds it only by
  *     accident (a 64-bit value uipc chose).
+ *   clone3 keeps its flags in memory, out of the filter's sight, and
+ *   cannot be trapped: glibc makes it (pthread_create, posix_spawn) with
+ *   every signal blocked, and a trap then kills.  So a clone3 without the
+ *   pass word fails with ENOSYS, as under many container filters, and
+ *   glibc falls back to clone, which the filter sees; uipc's own clone3
+ *   (a fork-like child with CLONE_NEWIPC asked through syscall()) carries
+ *   the word.
  *   32-bit calls (int 0x80, x32) of the IPC numbers fail with ENOSYS: uipc
  *   serves only the native ABI, and a 32-bit program under trap mode would
  *   otherwise reach the kernel's IPC unseen.
@@ -124,7 +135,7 @@ static const int ipc_numbers[] = {
 static const int pass_numbers[] = {
 	SYS_setuid, SYS_setgid, SYS_setreuid, SYS_setregid, SYS_setresuid,
 	SYS_setresgid, SYS_setfsuid, SYS_setfsgid, SYS_setgroups, SYS_capset,
-	SYS_remap_file_pages,
+	SYS_remap_file_pages, SYS_setns,
 };
 
 #if defined(__x86_64__)
@@ -140,8 +151,8 @@ static const int x32_extra[] = { 543 /* io_setup */, 544 /* io_submit */ };
 
 /* ---- the filters: classic BPF, built with forward labels ---- */
 
-enum { L_TRAP, L_ALLOW, L_ENOSYS, L_EINVAL, L_PROBE, L_UNSHARE, L_PASS, L_X32, L_I386,
-       L_NLABELS };
+enum { L_TRAP, L_ALLOW, L_ENOSYS, L_EINVAL, L_PROBE, L_UNSHARE, L_PASS, L_CLONE3, L_X32,
+       L_I386, L_NLABELS };
 
 struct bpf_build {
 	struct sock_filter f[256];
@@ -205,9 +216,9 @@ static bool resolve(struct bpf_build *b)
 /*
  * WHICH: UIPC_FILTER_TRAP or UIPC_FILTER_NO_KERNEL_IPC.  The IPC numbers go
  * to L_TRAP (trap) or L_ENOSYS (no kernel IPC); unshare and clone with
- * CLONE_NEWIPC to L_TRAP (unshare, trap) or L_EINVAL (no kernel IPC: a
- * kernel without IPC namespaces); the pass group, in trap mode only, to
- * L_TRAP unless the sixth argument is the pass word.
+ * CLONE_NEWIPC to L_TRAP (trap) or L_EINVAL (no kernel IPC: a kernel
+ * without IPC namespaces); in trap mode only, the pass group to L_TRAP and
+ * clone3 to L_ENOSYS, unless the sixth argument is the pass word.
  */
 static bool build_filter(struct bpf_build *b, int which)
 {
@@ -229,11 +240,12 @@ static bool build_filter(struct bpf_build *b, int which)
 	for (size_t i = 0; i < sizeof(ipc_numbers) / sizeof(ipc_numbers[0]); i++)
 		emit_jmp(b, BPF_JEQ, (uint32_t)ipc_numbers[i], ipc_to, -1);
 	emit_jmp(b, BPF_JEQ, SYS_unshare, L_UNSHARE, -1);
-	if (!trap)
-		emit_jmp(b, BPF_JEQ, SYS_clone, L_UNSHARE, -1);
-	if (trap)
+	emit_jmp(b, BPF_JEQ, SYS_clone, L_UNSHARE, -1);
+	if (trap) {
+		emit_jmp(b, BPF_JEQ, SYS_clone3, L_CLONE3, -1);
 		for (size_t i = 0; i < sizeof(pass_numbers) / sizeof(pass_numbers[0]); i++)
 			emit_jmp(b, BPF_JEQ, (uint32_t)pass_numbers[i], L_PASS, -1);
+	}
 	emit_jmp(b, BPF_JEQ, trap ? PROBE_TRAP_NR : PROBE_NOIPC_NR, L_PROBE, L_ALLOW);
 
 	/* unshare (and clone): the flags are the first argument */
@@ -247,6 +259,12 @@ static bool build_filter(struct bpf_build *b, int which)
 		emit_jmp(b, BPF_JEQ, (uint32_t)UIPC_SYS_PASS, -1, L_TRAP);
 		emit(b, BPF_LD | BPF_W | BPF_ABS, ARG_HI(5));
 		emit_jmp(b, BPF_JEQ, (uint32_t)((uint64_t)UIPC_SYS_PASS >> 32), L_ALLOW, L_TRAP);
+		/* clone3: the same word, else ENOSYS (no trap: see above) */
+		label(b, L_CLONE3);
+		emit(b, BPF_LD | BPF_W | BPF_ABS, ARG_LO(5));
+		emit_jmp(b, BPF_JEQ, (uint32_t)UIPC_SYS_PASS, -1, L_ENOSYS);
+		emit(b, BPF_LD | BPF_W | BPF_ABS, ARG_HI(5));
+		emit_jmp(b, BPF_JEQ, (uint32_t)((uint64_t)UIPC_SYS_PASS >> 32), L_ALLOW, L_ENOSYS);
 	}
 #if defined(__x86_64__)
 	label(b, L_X32);
@@ -415,7 +433,7 @@ static bool serve(long nr, const struct sys_args *x, bool ours, unsigned hand0, 
 		return true;
 	}
 	if (in(nr, ipc_numbers, sizeof(ipc_numbers) / sizeof(ipc_numbers[0])) ||
-	    (nr == SYS_unshare && (x->a & CLONE_NEWIPC)))
+	    ((nr == SYS_unshare || nr == SYS_clone) && (x->a & CLONE_NEWIPC)))
 		return entry_sys_serve(nr, x, hand0, ret);
 	/* the pass group is ours to serve only when our filter trapped it:
 	 * another filter would trap the pass-through again, for ever */

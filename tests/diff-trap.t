@@ -7,7 +7,9 @@
 # SIGSYS handler and filter, fork and exec, SIGSYS blocked every way, EINTR
 # with nested traps, threads.  trap_cred.c: cred_raw.c's cases on
 # instructions.  trap_remap.c: shm_remap.c's cases with remap_file_pages by
-# instruction.  Then a few cases again with the library's own way in,
+# instruction.  trap_ns.c: setns (ns_join.c's cases) and clone(CLONE_NEWIPC)
+# by instruction, clone3 falling back to clone.  Then a few cases again
+# with the library's own way in,
 # UIPC_TRAP=1 in the environment of a preloaded program (no `uipc run`).
 # Driver: tests/diff/lib.sh.
 . "$(dirname "$0")/diff/lib.sh"
@@ -15,7 +17,7 @@ dt_require_lib
 
 export UIPC_LIB=$DT_LIB_RUN
 todo=()
-for p in trap_raw trap_cred trap_remap; do
+for p in trap_raw trap_cred trap_remap trap_ns; do
 	if [ -x "$DT_BIN/$p" ]; then
 		for c in $(dt_list "$p"); do todo+=("run $p $c"); done
 	else

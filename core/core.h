@@ -150,6 +150,9 @@ UIPC_HIDDEN void ns_switch(struct ns *new, bool keep_old_map);
 UIPC_HIDDEN bool ns_recycle_begin(struct ns *ns);
 UIPC_HIDDEN void ns_recycle_abort(struct ns *ns);
 UIPC_HIDDEN void ns_recycle_finish(struct ns *ns);
+/* this process's forks and execs may go unseen from now on (trap mode:
+ * programs that make them by instruction): no namespace is reset in place */
+UIPC_HIDDEN void ns_recycle_never(void);
 /* someone besides this process may hold the current namespace from now on
  * (a fork, an exec, a spawn, a door opened): it is never reset in place */
 UIPC_HIDDEN void ns_note_shared(void);

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1202,7 +1203,9 @@ int ns_anon_new(struct ns **out)
  * door opened meanwhile keeps the new incarnation shared); no attachment
  * of it mapped here; one thread (__libc_single_threaded: another thread
  * could be inside a call in it).  Small: a namespace whose memory is large
- * is left to the kernel to free, as before.
+ * is left to the kernel to free, as before.  Never in trap mode
+ * (ns_recycle_never): it is for programs that fork and exec by instruction,
+ * unseen, and a child so made would find its namespace made anew.
  */
 #define RECYCLE_MAX_BYTES (256ULL << 10)  /* of heap: cleared on the caller's time */
 #define RECYCLE_KEEP_HEAP (16ULL << 10)   /* heap kept populated for the new one */
@@ -1226,11 +1229,19 @@ static bool small_enough(const struct ns *ns)
 	return ns->hdr->alloc.brk >= ns->lay.heap_start && heap <= RECYCLE_MAX_BYTES;
 }
 
+/* set once, in any thread or a signal handler (entry/trap.c) */
+static volatile sig_atomic_t g_recycle_never;
+
+void ns_recycle_never(void)
+{
+	g_recycle_never = 1;
+}
+
 bool ns_recycle_begin(struct ns *ns)
 {
 	uint32_t expect = ANON_PRIVATE;
 
-	if (ns->anon_fd < 0 || !ns->created_here || !__libc_single_threaded ||
+	if (g_recycle_never || ns->anon_fd < 0 || !ns->created_here || !__libc_single_threaded ||
 	    atomic_load(&ns->hdr->anon_share) != ANON_PRIVATE || !same_kind(ns) ||
 	    !small_enough(ns) || proc_ns_busy(ns))
 		return false;

@@ -462,6 +462,7 @@ static void sigsys_handler(int sig, siginfo_t *si, void *ctx)
 			 * lost UIPC_TRAP: trap mode all the same */
 			sig_keep_unblocked(SIGSYS);
 			sig_on_unblock(release_held);
+			ns_recycle_never();
 			trap_on = true;
 		}
 		if (serve(si->si_syscall, &x, si->si_errno == TRAP_DATA, hand0, &ret)) {
@@ -505,6 +506,9 @@ static void trap_start(void)
 		return;
 	sig_keep_unblocked(SIGSYS);
 	sig_on_unblock(release_held);
+	/* the program may fork and exec by instruction, unseen: no
+	 * namespace of its making is reset in place (core/nsfile.c) */
+	ns_recycle_never();
 	trap_on = true;
 	if (raw_sigmask(SIG_UNBLOCK, &m, &old) == 0 && (old & SIGSYS_BIT))
 		sig_view_set(SIGSYS, true);

@@ -8,8 +8,9 @@
 # with nested traps, threads.  trap_cred.c: cred_raw.c's cases on
 # instructions.  trap_remap.c: shm_remap.c's cases with remap_file_pages by
 # instruction.  trap_ns.c: setns (ns_join.c's cases) and clone(CLONE_NEWIPC)
-# by instruction, clone3 falling back to clone.  Then a few cases again
-# with the library's own way in,
+# by instruction, clone3 falling back to clone, a child forked and exec'd
+# by instruction holding its namespace.  Then a few cases again with the
+# library's own way in,
 # UIPC_TRAP=1 in the environment of a preloaded program (no `uipc run`).
 # Driver: tests/diff/lib.sh.
 . "$(dirname "$0")/diff/lib.sh"

@@ -10,7 +10,10 @@
  * cases of their own: a fork-like clone(CLONE_NEWIPC) by instruction and
  * the kernel's refusal of CLONE_SYSVSEM with it; clone3 as glibc makes it
  * (ENOSYS under trap mode's filter, which cannot read clone3's flags, and
- * then clone: the child must start in a fresh namespace either way).
+ * then clone: the child must start in a fresh namespace either way); and
+ * a namespace held by a child forked and exec'd by instruction, which its
+ * creator's next unshare must leave alone (uipc cannot see such a child,
+ * so it must not make the old namespace anew in place).
  *
  * Under uipc each case first checks that trap mode is on.
  */
@@ -20,6 +23,8 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -105,6 +110,58 @@ static void clone3_fallback(int argc, char **argv)
 	remove_three(0);
 }
 
+/* the exec'd child of insn_fork_holds: its namespace is the one it was
+ * forked in, whatever its parent did since (ARGV[1]: the pipe to wait on) */
+static void held_child(int argc, char **argv)
+{
+	char c;
+
+	if (argc < 2)
+		dt_fail("held-child: no fd");
+	if (read(atoi(argv[1]), &c, 1) != 1)
+		dt_fail("held-child: go read");
+	dt_out("exec'd child, after its parent's second unshare:");
+	dt_semget(KEY + 60, 1, 0);
+}
+
+/* A process that unshared forks and execs by instruction (uipc does not
+ * see it), then unshares again: the child keeps the first namespace and
+ * its objects */
+static void insn_fork_holds(int argc, char **argv)
+{
+	char fdarg[16], *args[] = { "trap_ns", "held-child", fdarg, NULL };
+	extern char **environ;
+	int p[2], st = -1;
+
+	(void)argc; (void)argv;
+	need_trap();
+	errno = 0;
+	int r = unshare(CLONE_NEWIPC);
+	dt_out("unshare(CLONE_NEWIPC) = %s", dt_res(r, errno));
+	dt_semget(KEY + 60, 1, IPC_CREAT | 0600);
+	if (pipe(p))
+		dt_fail("pipe");
+	snprintf(fdarg, sizeof(fdarg), "%d", p[0]);
+	long pid = raw_syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+	if (pid == 0) {
+		raw_syscall(SYS_execve, "/proc/self/exe", args, environ);
+		_exit(127);
+	}
+	if (pid < 0)
+		dt_fail("fork by instruction: %s", dt_errname(errno));
+	close(p[0]);
+	errno = 0;
+	r = unshare(CLONE_NEWIPC);
+	dt_out("unshare(CLONE_NEWIPC) again = %s", dt_res(r, errno));
+	dt_semget(KEY + 60, 1, 0);
+	if (write(p[1], "g", 1) != 1)
+		dt_fail("go write");
+	if (waitpid((pid_t)pid, &st, 0) != pid)
+		dt_fail("waitpid");
+	dt_out("child exit %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	close(p[1]);
+}
+
 const struct dt_case dt_cases[] = {
 	{ "join-by-proc", join_by_proc_t, 0 },
 	{ "join-by-pidfd", join_by_pidfd_t, 0 },
@@ -119,5 +176,7 @@ const struct dt_case dt_cases[] = {
 	{ "exec-child", exec_child, 1 },
 	{ "clone-insn", clone_insn, 0 },
 	{ "clone3-fallback", clone3_fallback, 0 },
+	{ "insn-fork-holds", insn_fork_holds, 0 },
+	{ "held-child", held_child, 1 },
 	{ NULL, NULL, 0 },
 };

@@ -9,7 +9,9 @@
  * into the namespace it is in, where it does nothing else); attachments
  * made before stay; the errors of a wrong type or descriptor.  readlink,
  * stat and fstat name a namespace alike in every member and tell
- * different ones apart (printed as relations, never as numbers).
+ * different ones apart (printed as relations, never as numbers), also
+ * when the link is reached by a relative path (readlinkat, fstatat,
+ * statx, openat, the working directory, "..").
  *
  * Under the kernel the program runs as root in a private namespace; under
  * uipc as root and as an ordinary user (tests/diff-ns-join.t), for whom
@@ -19,6 +21,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -556,6 +559,76 @@ static void identity(int argc, char **argv)
 	close(self);
 }
 
+/* the link through directory descriptor DFD: readlinkat, fstatat and
+ * statx of NAME there */
+static struct ident ident_at(int dfd, const char *name)
+{
+	struct ident id = { 0, 0, 0 };
+	char buf[64];
+	struct stat st;
+	struct statx sx;
+	ssize_t n = readlinkat(dfd, name, buf, sizeof(buf) - 1);
+
+	if (n < 0 || sscanf((buf[n] = 0, buf), "ipc:[%llu]", &id.link) != 1)
+		dt_fail("readlinkat %s: %s", name, n < 0 ? dt_errname(errno) : buf);
+	if (fstatat(dfd, name, &st, 0))
+		dt_fail("fstatat %s: %s", name, dt_errname(errno));
+	if (statx(dfd, name, 0, STATX_BASIC_STATS, &sx))
+		dt_fail("statx %s: %s", name, dt_errname(errno));
+	id.dev = st.st_dev;
+	id.ino = st.st_ino;
+	if (id.link != (unsigned long long)id.ino || sx.stx_ino != (unsigned long long)st.st_ino)
+		dt_out("%s: readlinkat's N, fstatat's and statx's inode differ", name);
+	return id;
+}
+
+/* the link reached by a path relative to a directory descriptor or to the
+ * working directory, or through "..", "//" and /proc/self: the same
+ * namespace, and a descriptor of another's that setns takes */
+static void relative_paths(int argc, char **argv)
+{
+	struct helper h;
+	char path[64], cwd[PATH_MAX];
+
+	(void)argc; (void)argv;
+	struct ident me = ident_of("/proc/self/ns/ipc");
+	int proc = open("/proc/self", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int nsdir = open("/proc/self/ns", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (proc < 0 || nsdir < 0)
+		dt_fail("open /proc/self: %s", dt_errname(errno));
+	dt_out("ns/ipc in /proc/self: %s", same(me, ident_at(proc, "ns/ipc")));
+	dt_out("ipc in /proc/self/ns: %s", same(me, ident_at(nsdir, "ipc")));
+	dt_out("/proc/self/../self/ns/ipc: %s", same(me, ident_of("/proc/self/../self/ns/ipc")));
+	dt_out("//proc//self/ns//ipc: %s", same(me, ident_of("//proc//self/ns//ipc")));
+	if (!getcwd(cwd, sizeof(cwd)) || chdir("/proc/self/ns"))
+		dt_fail("chdir: %s", dt_errname(errno));
+	dt_out("ipc in the working directory: %s", same(me, ident_of("ipc")));
+	if (chdir("/proc"))
+		dt_fail("chdir: %s", dt_errname(errno));
+	snprintf(path, sizeof(path), "%d/ns/ipc", (int)getpid());
+	dt_out("PID/ns/ipc from /proc: %s", same(me, ident_of(path)));
+	if (chdir(cwd))
+		dt_fail("chdir back: %s", dt_errname(errno));
+	int self = open_ns("self", 0);
+	helper_start(&h, helper_makes_three);
+	snprintf(path, sizeof(path), "/proc/%d", (int)h.pid);
+	int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	errno = 0;
+	int fd = openat(dir, "ns/ipc", O_RDONLY | O_CLOEXEC);
+	dt_out("openat(/proc/child, ns/ipc) = %s", fd < 0 ? dt_res(fd, errno) : "fd");
+	do_setns("child's, opened relative", fd, CLONE_NEWIPC);
+	look_for_three(10);
+	do_setns("own", self, CLONE_NEWIPC);
+	look_for_three(10);
+	helper_end(&h);
+	close(fd);
+	close(dir);
+	close(self);
+	close(nsdir);
+	close(proc);
+}
+
 const struct dt_case dt_cases[] = {
 	{ "join-by-proc", join_by_proc, 0 },
 	{ "join-by-pidfd", join_by_pidfd, 0 },
@@ -568,5 +641,6 @@ const struct dt_case dt_cases[] = {
 	{ "exec-child", exec_child, 1 },
 	{ "limits-follow", limits_follow, 0 },
 	{ "identity", identity, 0 },
+	{ "relative-paths", relative_paths, 0 },
 	{ NULL, NULL, 0 },
 };

@@ -47,6 +47,7 @@ TRAPPED(attachment_stays)
 TRAPPED(children_follow)
 TRAPPED(limits_follow)
 TRAPPED(identity)
+TRAPPED(relative_paths)
 
 struct clone3_args {
 	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
@@ -173,6 +174,7 @@ const struct dt_case dt_cases[] = {
 	{ "children-follow", children_follow_t, 0 },
 	{ "limits-follow", limits_follow_t, 0 },
 	{ "identity", identity_t, 0 },
+	{ "relative-paths", relative_paths_t, 0 },
 	{ "exec-child", exec_child, 1 },
 	{ "clone-insn", clone_insn, 0 },
 	{ "clone3-fallback", clone3_fallback, 0 },

@@ -130,7 +130,7 @@ static void held_child(int argc, char **argv)
  * its objects */
 static void insn_fork_holds(int argc, char **argv)
 {
-	char fdarg[16], *args[] = { "trap_ns", "held-child", fdarg, NULL };
+	char fdarg[16], reg[64], *args[] = { "trap_ns", "held-child", fdarg, NULL };
 	extern char **environ;
 	int p[2], st = -1;
 
@@ -143,11 +143,17 @@ static void insn_fork_holds(int argc, char **argv)
 	if (pipe(p))
 		dt_fail("pipe");
 	snprintf(fdarg, sizeof(fdarg), "%d", p[0]);
+	/* the exec'd image is this run's, as dt_exec_self would say (else,
+	 * on the kernel, it checks that its namespace is not its parent's,
+	 * which holds only once the parent has unshared again) */
+	snprintf(reg, sizeof(reg), "main,main=%d", (int)getpid());
+	setenv("DT_REGISTRY", reg, 1);
 	long pid = raw_syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
 	if (pid == 0) {
 		raw_syscall(SYS_execve, "/proc/self/exe", args, environ);
 		_exit(127);
 	}
+	unsetenv("DT_REGISTRY");
 	if (pid < 0)
 		dt_fail("fork by instruction: %s", dt_errname(errno));
 	close(p[0]);

@@ -737,34 +737,6 @@ static bool att_has(struct ns *ns, struct shmid_kernel *shp, uint32_t proc)
 	return found;
 }
 
-/*
- * The kernel's ipc_set_key_private: the key no longer finds the object.
- * util.c keeps its key hash private, so the entry (key << 32 | idx + 1) is
- * found by a scan of the table (only IPC_RMID of an attached keyed segment
- * comes here) and turned into a tombstone, as key_remove does.  Ids lock
- * held, journaled in its frame.  To move into util.c as
- * ipc_set_key_private().
- */
-static void set_key_private(struct ns *ns, struct uperm *p)
-{
-	struct ipc_ids *ids = &ns->hdr->ids[IPC_SHM_IDS];
-	int idx = p->id & (ns->ipcmni - 1);
-	uint64_t want = ((uint64_t)(uint32_t)p->key << 32) | (uint32_t)(idx + 1);
-	uint64_t *t = NULL;
-
-	if (ids->keys && ids->keys_cap && !(ids->keys_cap & (ids->keys_cap - 1)))
-		t = ns_ptr(ns, ids->keys, (uint64_t)ids->keys_cap * 8);
-	for (uint32_t i = 0; t && i < ids->keys_cap; i++) {
-		if (t[i] == want) {
-			J_SET(ns, t[i], 0xffffffffULL); /* KEY_TOMB */
-			J_SET(ns, ids->keys_used, ids->keys_used - 1);
-			J_SET(ns, ids->keys_tombs, ids->keys_tombs + 1);
-			break;
-		}
-	}
-	J_SET(ns, p->key, (int32_t)IPC_PRIVATE);
-}
-
 /* ---- destruction ---- */
 
 static bool shm_may_destroy(struct ns *ns, struct shmid_kernel *shp)
@@ -2653,7 +2625,7 @@ static int shmctl_down(struct ns *ns, int shmid, int cmd, struct shmid_ds *in)
 			prev = j_target(ns, &ns->hdr->ids[IPC_SHM_IDS].lock);
 			J_SET(ns, shp->perm.mode, shp->perm.mode | SHM_MODE_DEST);
 			if (shp->perm.key != IPC_PRIVATE)
-				set_key_private(ns, &shp->perm);
+				ipc_set_key_private(ns, IPC_SHM_IDS, &shp->perm);
 			j_target_restore(prev);
 		} else {
 			shm_destroy(ns, shp, &rf);

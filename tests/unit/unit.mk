@@ -16,7 +16,7 @@ UNIT_PROGS := \
 	$(UNIT_DIR)/rmid_crash \
 	$(UNIT_DIR)/chaos_mixed \
 	$(UNIT_DIR)/trust_shm $(UNIT_DIR)/crash_aio \
-	$(UNIT_DIR)/ns_life
+	$(UNIT_DIR)/ns_life $(UNIT_DIR)/key_table
 TEST_PROGS += $(UNIT_PROGS)
 
 $(UNIT_DIR)/%: tests/unit/%.c | $(UNIT_DIR)

@@ -228,21 +228,20 @@ static uint32_t key_hash(uint32_t x)
 	return x;
 }
 
-/* a table shape made by key_table_grow: NB + 1 a power of two */
-static bool keys_shape_ok(uint32_t cap)
+/* the table shape key_table_grow makes: NB + 1 a power of two, the first
+ * slot at a cache line (fsck checks it; lookups need only the bounds) */
+static bool keys_shape_ok(uoff_t off, uint32_t cap)
 {
 	uint32_t nb = cap / KEY_SLOTS;
 
-	return cap && cap % KEY_SLOTS == 0 && !(nb & (nb + 1));
+	return cap && cap % KEY_SLOTS == 0 && !(nb & (nb + 1)) && (off + KEYS_GAP) % KEY_LINE == 0;
 }
 
-static uint64_t *keys_table(struct ns *ns, struct ipc_ids *ids)
+/* the slots, NULL if none or not inside the arena */
+static inline uint64_t *keys_table(struct ns *ns, struct ipc_ids *ids)
 {
-	char *t;
+	char *t = ids->keys ? ns_ptr(ns, ids->keys, KEYS_GAP + (uint64_t)ids->keys_cap * 8) : NULL;
 
-	if (!ids->keys || !keys_shape_ok(ids->keys_cap) || (ids->keys + KEYS_GAP) % KEY_LINE)
-		return NULL;
-	t = ns_ptr(ns, ids->keys, KEYS_GAP + (uint64_t)ids->keys_cap * 8);
 	return t ? (uint64_t *)(t + KEYS_GAP) : NULL;
 }
 
@@ -324,7 +323,7 @@ static int key_table_grow(struct ns *ns, struct ipc_ids *ids)
 	noff = arena_alloc(ns, KEYS_GAP + (uint64_t)cap * 8, POOL_GENERAL);
 	if (!noff)
 		return -ENOMEM;
-	if ((noff + KEYS_GAP) % KEY_LINE) {
+	if (!keys_shape_ok(noff, cap)) {
 		ns_corrupt(ns, "key table block not where a cache line starts");
 		return -ENOMEM;
 	}
@@ -679,6 +678,9 @@ int ipc_ids_check(struct ns *ns, int type, char *report, size_t len, size_t *use
 		PROBLEM("%s: %d ids in use, the count says %d\n", names[type], count, ids->in_use);
 	if (count && max != ids->max_idx)
 		PROBLEM("%s: highest index %d, max_idx says %d\n", names[type], max, ids->max_idx);
+	if (ids->keys && !keys_shape_ok(ids->keys, ids->keys_cap))
+		PROBLEM("%s: key table of %u slots at %llu, not a shape it is made in\n", names[type],
+			ids->keys_cap, (unsigned long long)ids->keys);
 	for (i = 0; keys && i < ids->keys_cap; i++) {
 		struct uperm *p;
 		int32_t key;

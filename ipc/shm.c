@@ -1881,6 +1881,23 @@ static void apply_deltas(struct ns *ns, struct uproc *me, struct seg_delta *d, i
 			    d[i].opens, d[i].closes);
 }
 
+/*
+ * SHM_LOCK: the kernel marks the segment's pages unevictable; it neither
+ * faults them in nor counts them against the process's RLIMIT_MEMLOCK.
+ * User space can only mlock the attachments (MLOCK_ONFAULT), which walks
+ * their pages at every SHM_LOCK, SHM_UNLOCK and attach (stress-ng's
+ * --shm-sysv spent a tenth of its time there) and does count.  Without
+ * swap the kernel never evicts shared memory pages, locked or not: then
+ * the mark alone is the kernel's behaviour, and the attachments are left
+ * alone.  Asked at each use: swap may be turned on or off meanwhile.
+ */
+static bool shm_lock_by_mlock(void)
+{
+	struct sysinfo si;
+
+	return sys_syscall(SYS_sysinfo, &si) != 0 || si.totalswap != 0;
+}
+
 static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 {
 	uintptr_t addr = (uintptr_t)shmaddr;
@@ -2035,7 +2052,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 		J_SET(ns, shp->nattch, shp->nattch + 1);
 		J_SET(ns, shp->atime, ipc_now());
 		J_SET(ns, shp->lpid, (int32_t)cur_pid());
-		if (shp->perm.mode & SHM_MODE_LOCKED)
+		if ((shp->perm.mode & SHM_MODE_LOCKED) && shm_lock_by_mlock())
 			sys_syscall(SYS_mlock2, m, len, MLOCK_ONFAULT);
 		ulock_release(ns, &shp->lock);
 		pthread_mutex_lock(&l_mutex);
@@ -2689,7 +2706,9 @@ static int shmctl_do_lock(struct ns *ns, int shmid, int cmd)
 		J_SET(ns, shp->perm.mode, shp->perm.mode & ~SHM_MODE_LOCKED);
 	}
 	/* the pages this process maps are locked (on fault, as shmem_lock
-	 * does not populate) or unlocked */
+	 * does not populate) or unlocked, where eviction is possible */
+	if (!shm_lock_by_mlock())
+		goto out;
 	pthread_mutex_lock(&l_mutex);
 	for (int i = 0; i < l_n; i++) {
 		if (l_att[i].obj != ns_off(ns, shp) || l_att[i].gen != gen)

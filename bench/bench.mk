@@ -22,7 +22,8 @@ BENCH_PROGS := $(B)/bench/sem_keys $(B)/bench/sem_cyclic $(B)/bench/sem_threads 
 	       $(B)/bench/sem_single $(B)/bench/sem_pingpong $(B)/bench/sem_deathwake \
 	       $(B)/bench/msg_stream $(B)/bench/msg_pingpong \
 	       $(B)/bench/shm_cycle $(B)/bench/shm_attach $(B)/bench/shm_bw \
-	       $(B)/bench/locked_paths $(B)/bench/doors $(B)/bench/ns_unshare
+	       $(B)/bench/locked_paths $(B)/bench/doors $(B)/bench/ns_unshare \
+	       $(B)/bench/shm_steps
 BENCH_DRIVER_SRCS := bench/driver.c bench/rows.c bench/runner.c bench/report.c
 BENCHCFLAGS = $(CFLAGS) $(BASECFLAGS)
 BENCH_ARGS ?=

@@ -1149,7 +1149,6 @@ static bool peer_shares_cpu(struct msgring *r, uint64_t me)
 static int yield_to_peer(bool (*still)(const struct spin_on *), const struct spin_on *on)
 {
 	uint64_t me = on->r ? ran_here(on->ns) : 0;
-
 	int64_t start;
 
 	/* another task on our CPU (not the peer) would take the whole slice */

@@ -250,10 +250,12 @@ static bool keys_shape_ok(uoff_t off, uint32_t cap)
 	return cap && cap % KEY_SLOTS == 0 && !(nb & (nb + 1)) && (off + KEYS_GAP) % KEY_LINE == 0;
 }
 
-/* the slots, NULL if none or not inside the arena */
+/* the slots, NULL if none or not inside the arena (whole buckets: every
+ * probe stays within keys_cap, whatever the arena says) */
 static inline uint64_t *keys_table(struct ns *ns, struct ipc_ids *ids)
 {
-	char *t = ids->keys ? ns_ptr(ns, ids->keys, KEYS_GAP + (uint64_t)ids->keys_cap * 8) : NULL;
+	char *t = ids->keys && ids->keys_cap % KEY_SLOTS == 0 ?
+		  ns_ptr(ns, ids->keys, KEYS_GAP + (uint64_t)ids->keys_cap * 8) : NULL;
 
 	return t ? (uint64_t *)(t + KEYS_GAP) : NULL;
 }

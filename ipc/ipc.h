@@ -214,26 +214,6 @@ UIPC_HIDDEN int64_t spin_budget_take(struct spin_budget *b);
 UIPC_HIDDEN void spin_budget_paid(struct spin_budget *b, bool waited);
 UIPC_HIDDEN void spin_budget_wasted(struct spin_budget *b);
 
-/*
- * Yielding to a peer that shares our CPU (util.c), one policy per thread and
- * kind of wait: a yield pays when the scheduler runs the peer next, which
- * posts, and we are back within microseconds with no system call on either
- * side.  When a third task shares the CPU, a yield may give it a whole time
- * slice (milliseconds) instead, where a sleep at once would have been woken
- * by the peer's post (as the kernel's sleeper is).  So a wait whose yields
- * took longer than YIELD_SLOW_NS stops yielding; every 32nd wait probes
- * again, and yields that come back in time turn them on again.
- */
-#define YIELD_SLOW_NS 100000
-struct yield_policy {
-	bool off;
-	unsigned skipped;
-};
-/* yield this time? */
-UIPC_HIDDEN bool yield_policy_take(struct yield_policy *y);
-/* the yields of this wait took NS (PAID: the peer posted meanwhile) */
-UIPC_HIDDEN void yield_policy_result(struct yield_policy *y, int64_t ns, bool paid);
-
 /* ---- sem.c ---- */
 UIPC_HIDDEN void sem_exit_proc(struct ns *ns, struct uproc *p);
 UIPC_HIDDEN int sem_array_bytes(int nsems);

@@ -1121,8 +1121,6 @@ static int pipelined_send(struct ns *ns, struct msg_queue *q, long mtype, const 
  * 1: the condition ended; 0: it still holds; -EINTR as spin_while.
  */
 #define PEER_YIELDS 4
-/* dropped while a third task takes the CPU at our yields (ipc.h) */
-static __thread struct yield_policy msg_yield;
 
 /* where this thread runs now, as the ring notes it (0: not registered) */
 static uint64_t ran_here(struct ns *ns)
@@ -1149,22 +1147,15 @@ static bool peer_shares_cpu(struct msgring *r, uint64_t me)
 static int yield_to_peer(bool (*still)(const struct spin_on *), const struct spin_on *on)
 {
 	uint64_t me = on->r ? ran_here(on->ns) : 0;
-	int64_t start;
 
 	/* another task on our CPU (not the peer) would take the whole slice */
-	if (!me || !peer_shares_cpu(on->r, me) || !yield_policy_take(&msg_yield))
+	if (!me || !peer_shares_cpu(on->r, me))
 		return 0;
-	start = mono_ns();
 	for (int i = 0; i < PEER_YIELDS; i++) {
-		bool done;
-
 		sched_yield();
-		done = !still(on);
-		if (done || i == PEER_YIELDS - 1)
-			yield_policy_result(&msg_yield, mono_ns() - start, done);
 		if (uipc_handler_gen() != on->hand0)
 			return -EINTR;
-		if (done)
+		if (!still(on))
 			return 1;
 	}
 	return 0;

@@ -1344,9 +1344,6 @@ enum { WAIT_SLEEP, WAIT_SPIN, WAIT_YIELD };
  * waker on another CPU that is busy with a third process cannot post while
  * we spin (issue 18: ping-pong under load) */
 static __thread struct spin_budget sem_spin = { .ns = SPIN_NS, .max = SPIN_NS };
-/* and its yields to a waker on our CPU, dropped while a third task takes
- * the CPU at our yields */
-static __thread struct yield_policy sem_yield;
 #define WAKER_YIELDS 2
 
 static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *deadline,
@@ -1355,19 +1352,12 @@ static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *de
 {
 	int64_t start = mono_ns(), now, left;
 
-	if (how == WAIT_YIELD && yield_policy_take(&sem_yield)) {
-		for (int i = 0; i < WAKER_YIELDS; i++) {
-			bool woken;
-
-			sched_yield();
-			woken = atomic_load_explicit(&q->wake, memory_order_acquire) == seq;
-			if (woken || i == WAKER_YIELDS - 1)
-				yield_policy_result(&sem_yield, mono_ns() - start, woken);
-			if (woken)
-				return 0;
-			if (uipc_handler_gen() != hand0)
-				return -EINTR;
-		}
+	for (int i = 0; how == WAIT_YIELD && i < WAKER_YIELDS; i++) {
+		sched_yield();
+		if (atomic_load_explicit(&q->wake, memory_order_acquire) == seq)
+			return 0;
+		if (uipc_handler_gen() != hand0)
+			return -EINTR;
 	}
 	if (how == WAIT_SPIN) {
 		int64_t budget = spin_budget_take(&sem_spin);

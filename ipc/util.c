@@ -196,19 +196,6 @@ void spin_budget_wasted(struct spin_budget *b)
 	b->ns = b->ns / 2 < SPIN_MIN_NS ? 0 : b->ns / 2;
 }
 
-bool yield_policy_take(struct yield_policy *y)
-{
-	return !y->off || ++y->skipped % 32 == 0;
-}
-
-void yield_policy_result(struct yield_policy *y, int64_t ns, bool paid)
-{
-	if (ns > YIELD_SLOW_NS)
-		y->off = true;
-	else if (paid)
-		y->off = false;
-}
-
 /* ---- key hash ----
  *
  * Open addressing over buckets of KEY_SLOTS entries (key << 32 | idx + 1),

@@ -311,11 +311,14 @@ static void key_put(uint64_t *t, uint32_t cap, int32_t key, uint64_t val,
  * keys fill whole buckets, and a group whose home bucket is taken is pushed
  * to the next: at loads up to 2/5 a loop over neighbours misses the cache
  * about 0.2 times a key (1/8 is the least), past 1/2 up to once a key
- * (simulated, 10,000 to 1,500,000 keys). */
+ * (simulated, 10,000 to 1,500,000 keys).  At least KEYS_MIN_BUCKETS (1 KiB):
+ * a namespace whose few keys come and go (create, IPC_RMID) then rebuilds
+ * only every few dozen creations, not every other one. */
+#define KEYS_MIN_BUCKETS 15u
 static int key_table_grow(struct ns *ns, struct ipc_ids *ids)
 {
 	uint64_t *old = keys_table(ns, ids);
-	uint32_t nb = 1, cap, i;
+	uint32_t nb = KEYS_MIN_BUCKETS, cap, i;
 	uoff_t noff;
 	uint64_t *nt;
 

@@ -32,7 +32,8 @@ BENCH_PROGS := $(B)/bench/sem_keys $(B)/bench/sem_cyclic $(B)/bench/sem_threads 
 	       $(B)/bench/msg_stream $(B)/bench/msg_pingpong \
 	       $(B)/bench/shm_cycle $(B)/bench/shm_attach $(B)/bench/shm_bw \
 	       $(B)/bench/locked_paths $(B)/bench/doors $(B)/bench/ns_unshare \
-	       $(B)/bench/trap
+	       $(B)/bench/trap \
+	       $(B)/bench/shm_steps
 BENCH_DRIVER_SRCS := bench/driver.c bench/rows.c bench/runner.c bench/report.c
 BENCHCFLAGS = $(CFLAGS) $(BASECFLAGS)
 BENCH_ARGS ?=

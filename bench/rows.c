@@ -136,6 +136,14 @@ const struct row bench_rows[] = {
 	{ .kind = ROW_QUOTIENT, .id = "threads.scaling_2_1", .label = "2 threads / 1 thread",
 	  .unit = "x", .run = "threads-2", .key = "ops_per_s", .run2 = "threads-1",
 	  .key2 = "ops_per_s", .better = 0, .target = TGT_UIPC_MIN, .target_val = 1.8 },
+	/* what the machine gave them: ops/s cannot scale on CPUs that other
+	 * processes hold; CPU time per call shows a shared line whatever the load */
+	VAL("threads.2.cpus", "... CPUs the 2 threads got (CPU time / wall)", "CPUs",
+	    "threads-2", "cpus_used", 0),
+	VAL("threads.1.cpu_per_op", "... CPU time per semop, 1 thread", "ns",
+	    "threads-1", "cpu_ns_per_op", -1),
+	VAL("threads.2.cpu_per_op", "... CPU time per semop, 2 threads", "ns",
+	    "threads-2", "cpu_ns_per_op", -1),
 
 	GROUP("4. single semop, no contention, no SEM_UNDO"),
 	VALT("single.ns_per_op", "semop +1 / -1, one thread", "ns/op",

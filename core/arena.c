@@ -26,7 +26,7 @@
 #endif
 
 #define BLK_MAGIC  0x424c4b31u
-#define BLK_HDR    32u
+#define BLK_HDR    ARENA_BLK_HDR
 #define MIN_CLASS  6
 #define MAX_CLASS  39
 #define POPULATE_CHUNK (256u << 10)
@@ -42,6 +42,7 @@ struct blk {
 	uoff_t next_free;
 	uint64_t pad2;
 };
+_Static_assert(sizeof(struct blk) == BLK_HDR, "a block's header is its payload's offset");
 
 static int size_class(uint64_t size)
 {

@@ -303,6 +303,10 @@ static inline __attribute__((always_inline)) void j_set(struct ns *ns, void *p, 
  * kind and are not zeroed on reuse: a caller that looked an object up just
  * before its removal may still take its lock (see newary, newseg) */
 enum { POOL_GENERAL = 0, POOL_SEM = 1, POOL_SHM = 2, POOL_NR = 3 };
+/* A block of 2^k bytes (k >= 6) starts at a multiple of min(2^k, page), and
+ * its payload ARENA_BLK_HDR bytes later: who wants whole cache lines asks
+ * for the bytes up to the next line more and starts there. */
+#define ARENA_BLK_HDR 32u
 UIPC_HIDDEN uoff_t arena_alloc(struct ns *ns, uint64_t size, int pool);
 UIPC_HIDDEN uoff_t arena_alloc_raw(struct ns *ns, uint64_t size, int pool);
 UIPC_HIDDEN uint64_t arena_block_gen(struct ns *ns, uoff_t off);

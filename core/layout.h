@@ -35,7 +35,7 @@ typedef uint64_t uoff_t;
 
 /* ---- layout constants ---- */
 #define UIPC_MAGIC          0x31534e4350495555ULL /* "UUIPCNS1" */
-#define UIPC_LAYOUT_VERSION 9u
+#define UIPC_LAYOUT_VERSION 10u
 #define UIPC_PAGE           4096u
 
 #define IPC_SEM_IDS 0
@@ -242,7 +242,7 @@ struct ipc_ids {
 	uint32_t pad;
 	uoff_t entries;            /* uoff_t[ipcmni], sparse */
 	uoff_t used;               /* uint64_t bitmap[ipcmni/64] */
-	uoff_t keys;               /* uint64_t[keys_cap] */
+	uoff_t keys;               /* the key table's block (util.c: keys_table) */
 	uint32_t keys_cap;
 	uint32_t keys_used;
 	uint32_t keys_tombs;

@@ -96,6 +96,9 @@ UIPC_HIDDEN void ipc_rmid(struct ns *ns, int type, struct uperm *p);
 /* P, found in its table under the ids lock, removed?  (a dead holder of
  * its lock is rolled back first: ipc_settle in util.c) */
 UIPC_HIDDEN bool ipc_removed(struct ns *ns, struct uperm *p);
+/* the kernel's ipc_set_key_private: P's key no longer finds it (ids lock
+ * held, journaled) */
+UIPC_HIDDEN void ipc_set_key_private(struct ns *ns, int type, struct uperm *p);
 UIPC_HIDDEN int ipc_get_maxidx(struct ns *ns, int type);
 UIPC_HIDDEN int ipc_ids_check(struct ns *ns, int type, char *report, size_t len, size_t *used);
 UIPC_HIDDEN struct uperm *ipc_obtain_for_stat(struct ns *ns, int type, int id, bool by_index,

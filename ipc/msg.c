@@ -1504,11 +1504,10 @@ static long msgrcv_fast(struct ns *ns, struct msg_queue *q, int msqid, const str
 		if (!msq_valid(q, msqid))
 			return RCV_SLOW;
 		on.nsent = rd64(&q->nsent);
-		on.tail = ring_load(&r->tail);
 		/* atomic to the program's handlers, as the kernel's call */
 		uipc_crit_enter();
 		res = ring_recv(r, rq->mode == SEARCH_ANY ? 0 : rq->msgtyp, except, maxsize, &m,
-				cur_pid(), ipc_now());
+				&on.tail, cur_pid(), ipc_now());
 		uipc_crit_exit();
 		if (res == 0) { /* taken: gone from the queue even if the copy faults */
 			ring_note_ran(&r->rran, ran_here(ns));

@@ -265,7 +265,7 @@ static void note_receiver(struct msgring *r, uint64_t h_after, int32_t pid, int6
 }
 
 int ring_recv(struct msgring *r, int64_t msgtyp, bool except, uint64_t maxsize,
-	      struct ring_msg *out, int32_t pid, int64_t now)
+	      struct ring_msg *out, uint64_t *tail_seen, int32_t pid, int64_t now)
 {
 	uint64_t tk = ticks();
 	bool fresh = false;
@@ -287,8 +287,10 @@ int ring_recv(struct msgring *r, int64_t msgtyp, bool except, uint64_t maxsize,
 		}
 		if (t & RW_SLOW)
 			return RING_SLOW;
-		if (n == 0)
+		if (n == 0) {
+			*tail_seen = t;
 			return RING_EMPTY; /* empty when the tail was read */
+		}
 		if (n > RING_SLOTS)
 			return RING_SLOW;  /* we read the two words far apart */
 		s = ring_slot(r, rw_n(h));
@@ -306,8 +308,10 @@ int ring_recv(struct msgring *r, int64_t msgtyp, bool except, uint64_t maxsize,
 					return RING_SLOW;
 			}
 			/* none matches, if no message came meanwhile */
-			if (fresh && ring_load(&r->tail) == t)
+			if (fresh && ring_load(&r->tail) == t) {
+				*tail_seen = t;
 				return RING_EMPTY;
+			}
 			fresh = true;
 			continue;
 		}

@@ -122,9 +122,11 @@ __attribute__((visibility("hidden"))) int ring_send(struct ns *ns, struct msgrin
 						    uint64_t qbytes,
 						    int64_t mtype, const void *text, uint32_t sz,
 						    int32_t pid, int64_t now);
+/* RING_EMPTY: *TAIL_SEEN is the tail that showed the ring empty (a waiter
+ * watches it: reading it for every message would pull the senders' line) */
 __attribute__((visibility("hidden"))) int ring_recv(struct msgring *r, int64_t msgtyp, bool except,
 						    uint64_t bufsz, struct ring_msg *out,
-						    int32_t pid, int64_t now);
+						    uint64_t *tail_seen, int32_t pid, int64_t now);
 __attribute__((visibility("hidden"))) bool ring_has_room(struct msgring *r, uint64_t qbytes,
 							 uint32_t sz);
 __attribute__((visibility("hidden"))) void ring_stop(struct msgring *r, uint64_t *tail,

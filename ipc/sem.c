@@ -61,15 +61,19 @@ struct sem {
 	_Atomic int32_t poster_tid;  /* hint: its thread (0 in files made before) */
 };
 
+/* An array's block starts 32 bytes before a cache line (ARENA_BLK_HDR):
+ * nsems and tag come right after glock, in the line of perm's type and the
+ * lock, so that a lock-free semop or semget reads two lines of the header,
+ * not three. */
 struct sem_array {
 	struct uperm perm;
 	struct ulock glock;
+	int32_t nsems;
+	uint32_t tag;
 	uint32_t locks_magic;      /* LOCKS_MAGIC once glock is initialized */
 	int32_t locks_ready;       /* semaphores whose locks are initialized */
 	int64_t ctime;
 	_Atomic int64_t otime;     /* max of the kernel's per-semaphore otimes */
-	int32_t nsems;
-	uint32_t tag;
 	_Atomic int32_t use_global_lock;
 	int32_t complex_count;
 	struct qlist pend_alter;
@@ -77,6 +81,9 @@ struct sem_array {
 	uoff_t undo_list;          /* sem_undo, linked by id_next/id_prev */
 	struct sem sems[];
 };
+
+_Static_assert(offsetof(struct sem_array, tag) + sizeof(uint32_t) <= 2 * 64 - ARENA_BLK_HDR,
+	       "nsems and tag in the header's first two cache lines");
 
 struct semq {
 	uoff_t next, prev;

@@ -752,34 +752,6 @@ static bool att_has(struct ns *ns, struct shmid_kernel *shp, uint32_t proc)
 	return found;
 }
 
-/*
- * The kernel's ipc_set_key_private: the key no longer finds the object.
- * util.c keeps its key hash private, so the entry (key << 32 | idx + 1) is
- * found by a scan of the table (only IPC_RMID of an attached keyed segment
- * comes here) and turned into a tombstone, as key_remove does.  Ids lock
- * held, journaled in its frame.  To move into util.c as
- * ipc_set_key_private().
- */
-static void set_key_private(struct ns *ns, struct uperm *p)
-{
-	struct ipc_ids *ids = &ns->hdr->ids[IPC_SHM_IDS];
-	int idx = p->id & (ns->ipcmni - 1);
-	uint64_t want = ((uint64_t)(uint32_t)p->key << 32) | (uint32_t)(idx + 1);
-	uint64_t *t = NULL;
-
-	if (ids->keys && ids->keys_cap && !(ids->keys_cap & (ids->keys_cap - 1)))
-		t = ns_ptr(ns, ids->keys, (uint64_t)ids->keys_cap * 8);
-	for (uint32_t i = 0; t && i < ids->keys_cap; i++) {
-		if (t[i] == want) {
-			J_SET(ns, t[i], 0xffffffffULL); /* KEY_TOMB */
-			J_SET(ns, ids->keys_used, ids->keys_used - 1);
-			J_SET(ns, ids->keys_tombs, ids->keys_tombs + 1);
-			break;
-		}
-	}
-	J_SET(ns, p->key, (int32_t)IPC_PRIVATE);
-}
-
 /* ---- destruction ---- */
 
 static bool shm_may_destroy(struct ns *ns, struct shmid_kernel *shp)
@@ -1928,6 +1900,23 @@ static void apply_deltas(struct ns *ns, struct uproc *me, struct seg_delta *d, i
 			    d[i].opens, d[i].closes);
 }
 
+/*
+ * SHM_LOCK: the kernel marks the segment's pages unevictable; it neither
+ * faults them in nor counts them against the process's RLIMIT_MEMLOCK.
+ * User space can only mlock the attachments (MLOCK_ONFAULT), which walks
+ * their pages at every SHM_LOCK, SHM_UNLOCK and attach (stress-ng's
+ * --shm-sysv spent a tenth of its time there) and does count.  Without
+ * swap the kernel never evicts shared memory pages, locked or not: then
+ * the mark alone is the kernel's behaviour, and the attachments are left
+ * alone.  Asked at each use: swap may be turned on or off meanwhile.
+ */
+static bool shm_lock_by_mlock(void)
+{
+	struct sysinfo si;
+
+	return sys_syscall(SYS_sysinfo, &si) != 0 || si.totalswap != 0;
+}
+
 static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 {
 	uintptr_t addr = (uintptr_t)shmaddr;
@@ -2082,7 +2071,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 		J_SET(ns, shp->nattch, shp->nattch + 1);
 		J_SET(ns, shp->atime, ipc_now());
 		J_SET(ns, shp->lpid, (int32_t)cur_pid());
-		if (shp->perm.mode & SHM_MODE_LOCKED)
+		if ((shp->perm.mode & SHM_MODE_LOCKED) && shm_lock_by_mlock())
 			sys_syscall(SYS_mlock2, m, len, MLOCK_ONFAULT);
 		ulock_release(ns, &shp->lock);
 		pthread_mutex_lock(&l_mutex);
@@ -2860,7 +2849,7 @@ static int shmctl_down(struct ns *ns, int shmid, int cmd, struct shmid_ds *in)
 			prev = j_target(ns, &ns->hdr->ids[IPC_SHM_IDS].lock);
 			J_SET(ns, shp->perm.mode, shp->perm.mode | SHM_MODE_DEST);
 			if (shp->perm.key != IPC_PRIVATE)
-				set_key_private(ns, &shp->perm);
+				ipc_set_key_private(ns, IPC_SHM_IDS, &shp->perm);
 			j_target_restore(prev);
 		} else {
 			shm_destroy(ns, shp, &rf);
@@ -2924,7 +2913,9 @@ static int shmctl_do_lock(struct ns *ns, int shmid, int cmd)
 		J_SET(ns, shp->perm.mode, shp->perm.mode & ~SHM_MODE_LOCKED);
 	}
 	/* the pages this process maps are locked (on fault, as shmem_lock
-	 * does not populate) or unlocked */
+	 * does not populate) or unlocked, where eviction is possible */
+	if (!shm_lock_by_mlock())
+		goto out;
 	pthread_mutex_lock(&l_mutex);
 	for (int i = 0; i < l_n; i++) {
 		if (l_att[i].obj != ns_off(ns, shp) || l_att[i].gen != gen)

@@ -204,6 +204,26 @@ static void free_block(struct ns *ns, uoff_t off, bool check_gen, uint64_t gen)
 	ulock_release(ns, &a->lock);
 }
 
+/*
+ * Does the allocated block that begins LEN bytes of object at OFF hold all
+ * of them?  The block header is read once (another member may rewrite it
+ * meanwhile: the answer is only ever used together with ns_ptr's, which
+ * keeps every access inside the mapping).
+ */
+bool arena_obj_fits(struct ns *ns, uoff_t off, uint64_t len)
+{
+	struct blk *b = off > BLK_HDR ? ns_ptr(ns, off - BLK_HDR, sizeof(*b)) : NULL;
+	uint8_t cls;
+
+	if (!b || __atomic_load_n(&b->magic, __ATOMIC_RELAXED) != BLK_MAGIC ||
+	    !__atomic_load_n(&b->allocated, __ATOMIC_RELAXED))
+		return false;
+	cls = __atomic_load_n(&b->cls, __ATOMIC_RELAXED);
+	if (cls < MIN_CLASS || cls > MAX_CLASS || len > (1ULL << cls) - BLK_HDR)
+		return false;
+	return ns_ptr(ns, off, len) != NULL;
+}
+
 uint64_t arena_block_gen(struct ns *ns, uoff_t off)
 {
 	struct blk *b = off > BLK_HDR ? ns_ptr(ns, off - BLK_HDR, sizeof(*b)) : NULL;

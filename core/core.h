@@ -196,6 +196,9 @@ enum { POOL_GENERAL = 0, POOL_SEM = 1, POOL_SHM = 2, POOL_NR = 3 };
 UIPC_HIDDEN uoff_t arena_alloc(struct ns *ns, uint64_t size, int pool);
 UIPC_HIDDEN uoff_t arena_alloc_raw(struct ns *ns, uint64_t size, int pool);
 UIPC_HIDDEN uint64_t arena_block_gen(struct ns *ns, uoff_t off);
+/* is [OFF, OFF+LEN) inside one allocated block (and the mapping)?  For
+ * objects read from the arena: checked as a whole before use */
+UIPC_HIDDEN bool arena_obj_fits(struct ns *ns, uoff_t off, uint64_t len);
 /* the word that holds it: it changes only when the block is freed or
  * allocated again (a guard for j_guard); NULL for a bad offset */
 UIPC_HIDDEN const uint64_t *arena_gen_word(struct ns *ns, uoff_t off);

@@ -33,6 +33,33 @@ static inline int64_t ipc_now(void)
 	return (int64_t)time(NULL);
 }
 
+/* ---- walking a list read from the arena ----
+ *
+ * Another member may link a list to itself (or in any loop).  Every walk
+ * keeps a count bounded by what this process knows (a namespace's threads,
+ * ids, ...), and this cycle check (Brent's: a mark moved at powers of two),
+ * which ends a looping walk within about twice the loop's length for one
+ * compare per step.  walk_loops(&w, o) before following O: true if the
+ * walk came back to where it was.
+ */
+struct walk {
+	uoff_t mark;
+	uint32_t n, lim;
+};
+#define WALK_INIT { 0, 0, 1 }
+
+static inline bool walk_loops(struct walk *w, uoff_t o)
+{
+	if (unlikely(o == w->mark))
+		return true;
+	if (unlikely(++w->n == w->lim)) {
+		w->mark = o;
+		w->lim *= 2;
+		w->n = 0;
+	}
+	return false;
+}
+
 /* ---- the system calls, for entry/ ----
  *
  * The blocking calls begin where their entry point reads the program's
@@ -106,6 +133,17 @@ UIPC_HIDDEN void ipc_update_perm(struct ns *ns, struct uperm *p, const struct ip
 UIPC_HIDDEN void ipc_fill_perm(struct ns *ns, const struct uperm *p, struct ipc_perm *out);
 UIPC_HIDDEN int ipc_ids_init(struct ns *ns, int type, uoff_t entries, uoff_t used,
 			     uoff_t populated);
+
+/* ---- validate.c: sizes this process was told (see there) ---- */
+/* 0, remembering SIZE if none was known; -EIDRM: another size was known */
+UIPC_HIDDEN int ipc_seen_size(struct ns *ns, int type, int id, uint64_t size);
+UIPC_HIDDEN void ipc_seen_forget(struct ns *ns, int type, int id);
+UIPC_HIDDEN void ipc_seen_forget_all(void);
+
+/* the fixed part of each type's object (sem: without its semaphores),
+ * for util.c's lookups: an object found in an id table is inside the
+ * mapping as a whole before anyone reads a field of it */
+UIPC_HIDDEN extern const uint32_t sem_obj_size, msg_obj_size, shm_obj_size;
 
 /* ---- sem.c ---- */
 UIPC_HIDDEN void sem_exit_proc(struct ns *ns, struct uproc *p);

@@ -55,12 +55,19 @@ static void ipc_proc_exit(struct ns *ns, struct uproc *p)
 	shm_exit_proc(ns, p);
 }
 
+/* unshare: what the process keeps of the namespace it leaves */
+static void ipc_ns_leave(struct ns *ns)
+{
+	shm_ns_leave(ns);                 /* its segments' fds go */
+	ipc_seen_forget_all();            /* its ids mean nothing elsewhere */
+}
+
 CORE_HOOKS(ipc_hooks) = {
 	.ns_init = ipc_ns_init,
 	.proc_exit = ipc_proc_exit,
 	.fork_child = shm_fork_child,     /* the child inherits the attachments */
 	.exec_note = shm_note_exec,       /* the old image's attachments are gone */
-	.ns_leave = shm_ns_leave,         /* unshare: its segments' fds go */
+	.ns_leave = ipc_ns_leave,
 };
 
 /* ---- statistics and fsck (include/uipc.h, via entry/api.c) ---- */

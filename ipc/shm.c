@@ -94,6 +94,8 @@ struct shmid_kernel {
 	uint64_t file;
 };
 
+const uint32_t shm_obj_size = sizeof(struct shmid_kernel);
+
 /* ---- process-local state ---- */
 
 /* one vma of an attachment: shmdt and SHM_REMAP work on these fragments as
@@ -489,11 +491,24 @@ static long seg_pages(struct ns *ns, uint64_t file, uint64_t len)
 	return pages;
 }
 
-static struct shm_att *att_at(struct ns *ns, struct shmid_kernel *shp)
+/*
+ * The attachers table of SHP (segment lock held), with its capacity and
+ * count read once: entries [0, *N) of a table of *CAP, inside the mapping,
+ * *N <= *CAP.  NULL (and 0, 0) if there is none or it is not sane: every
+ * loop below is bounded by these copies, never by a second reading.
+ */
+static struct shm_att *att_at(struct ns *ns, struct shmid_kernel *shp, uint32_t *cap,
+			      uint32_t *n)
 {
-	if (!shp->att || !shp->att_cap)
-		return NULL;
-	return ns_ptr(ns, shp->att, (size_t)shp->att_cap * sizeof(struct shm_att));
+	uoff_t off = __atomic_load_n(&shp->att, __ATOMIC_RELAXED);
+	uint32_t c = __atomic_load_n(&shp->att_cap, __ATOMIC_RELAXED);
+	uint32_t k = __atomic_load_n(&shp->att_n, __ATOMIC_RELAXED);
+	struct shm_att *a = off && c && k <= c ?
+		ns_ptr(ns, off, (size_t)c * sizeof(struct shm_att)) : NULL;
+
+	*cap = a ? c : 0;
+	*n = a ? k : 0;
+	return a;
 }
 
 static struct shmid_kernel *shm_obtain_check(struct ns *ns, int id, int *err)
@@ -502,8 +517,10 @@ static struct shmid_kernel *shm_obtain_check(struct ns *ns, int id, int *err)
 
 	if (!p)
 		return NULL;
-	if (!ns_ptr(ns, ns_off(ns, p), sizeof(struct shmid_kernel))) {
-		*err = -EINVAL;
+	/* the segment as a whole, inside its block */
+	if (!arena_obj_fits(ns, ns_off(ns, p), sizeof(struct shmid_kernel))) {
+		ns_corrupt(ns, "segment outside its block");
+		*err = -EIDRM;
 		return NULL;
 	}
 	return shp_of(p);
@@ -651,42 +668,48 @@ static void fd_unbusy(void)
 
 static int att_add(struct ns *ns, struct shmid_kernel *shp, uint32_t proc, uint32_t n)
 {
-	struct shm_att *a = att_at(ns, shp);
-	uint32_t i;
+	uint32_t cap, cnt, i;
+	struct shm_att *a = att_at(ns, shp, &cap, &cnt);
 
-	for (i = 0; a && i < shp->att_n; i++) {
+	if (!a && (shp->att || shp->att_n)) {
+		ns_corrupt(ns, "segment attachers table");
+		return -EIDRM;
+	}
+	for (i = 0; i < cnt; i++) {
 		if (a[i].proc == proc) {
 			J_SET(ns, a[i].count, a[i].count + n);
 			return 0;
 		}
 	}
-	if (shp->att_n == shp->att_cap) {
-		uint32_t cap = shp->att_cap ? shp->att_cap * 2 : 4;
-		uoff_t off = arena_alloc(ns, (uint64_t)cap * sizeof(struct shm_att), POOL_GENERAL);
-		struct shm_att *na = off ? ns_ptr(ns, off, (size_t)cap * sizeof(*na)) : NULL;
+	if (cnt == cap) {
+		uint32_t ncap = cap ? cap * 2 : 4;
+		uoff_t off = ncap > cap ?
+			arena_alloc(ns, (uint64_t)ncap * sizeof(struct shm_att), POOL_GENERAL) : 0;
+		struct shm_att *na = off ? ns_ptr(ns, off, (size_t)ncap * sizeof(*na)) : NULL;
 
 		if (!na)
 			return -ENOMEM;
 		/* fresh block, nobody sees it yet: plain stores */
 		if (a)
-			memcpy(na, a, (size_t)shp->att_n * sizeof(*na));
+			memcpy(na, a, (size_t)cnt * sizeof(*na));
 		if (shp->att)
 			arena_free(ns, shp->att);
 		J_SET(ns, shp->att, off);
-		J_SET(ns, shp->att_cap, cap);
+		J_SET(ns, shp->att_cap, ncap);
 		a = na;
 	}
-	J_SET(ns, a[shp->att_n], ((struct shm_att){ proc, n }));
-	J_SET(ns, shp->att_n, shp->att_n + 1);
+	J_SET(ns, a[cnt], ((struct shm_att){ proc, n }));
+	J_SET(ns, shp->att_n, cnt + 1);
 	return 0;
 }
 
 /* Drops up to N attachments of PROC (all if N == 0); returns how many. */
 static uint32_t att_del(struct ns *ns, struct shmid_kernel *shp, uint32_t proc, uint32_t n)
 {
-	struct shm_att *a = att_at(ns, shp);
+	uint32_t cap, cnt;
+	struct shm_att *a = att_at(ns, shp, &cap, &cnt);
 
-	for (uint32_t i = 0; a && i < shp->att_n && i < shp->att_cap; i++) {
+	for (uint32_t i = 0; i < cnt; i++) {
 		if (a[i].proc != proc)
 			continue;
 		uint32_t c = a[i].count;
@@ -695,9 +718,9 @@ static uint32_t att_del(struct ns *ns, struct shmid_kernel *shp, uint32_t proc, 
 			J_SET(ns, a[i].count, c - n);
 			return n;
 		}
-		if (i != shp->att_n - 1)
-			J_SET(ns, a[i], a[shp->att_n - 1]);
-		J_SET(ns, shp->att_n, shp->att_n - 1);
+		if (i != cnt - 1)
+			J_SET(ns, a[i], a[cnt - 1]);
+		J_SET(ns, shp->att_n, cnt - 1);
 		return c;
 	}
 	return 0;
@@ -707,9 +730,10 @@ static uint32_t att_del(struct ns *ns, struct shmid_kernel *shp, uint32_t proc, 
  * (Segment lock held; the same arithmetic as att_del and shm_account.) */
 static bool detach_destroys(struct ns *ns, struct shmid_kernel *shp, uint32_t proc, uint32_t n)
 {
-	struct shm_att *a = att_at(ns, shp);
+	uint32_t cap, cnt;
+	struct shm_att *a = att_at(ns, shp, &cap, &cnt);
 
-	for (uint32_t i = 0; a && i < shp->att_n && i < shp->att_cap; i++) {
+	for (uint32_t i = 0; i < cnt; i++) {
 		uint32_t got;
 
 		if (a[i].proc != proc)
@@ -724,14 +748,15 @@ static bool detach_destroys(struct ns *ns, struct shmid_kernel *shp, uint32_t pr
 static bool att_has(struct ns *ns, struct shmid_kernel *shp, uint32_t proc)
 {
 	struct shm_att *a;
+	uint32_t cap, cnt;
 	bool found = false;
 
 	if (!__atomic_load_n(&shp->att_n, __ATOMIC_ACQUIRE) && ulock_is_free(&shp->lock))
 		return false;
 	if (ulock_acquire(ns, &shp->lock))
 		return false;
-	a = att_at(ns, shp);
-	for (uint32_t i = 0; a && i < shp->att_n && i < shp->att_cap && !found; i++)
+	a = att_at(ns, shp, &cap, &cnt);
+	for (uint32_t i = 0; i < cnt && !found; i++)
 		found = a[i].proc == proc;
 	ulock_release(ns, &shp->lock);
 	return found;
@@ -1616,7 +1641,7 @@ static int newseg(struct ns *ns, key_t key, int shmflg, long arg)
 	{
 		struct uproc *me = cur_proc(ns);
 
-		shp->creator = me ? (uint32_t)(((char *)me - (ns->base + h->procs)) /
+		shp->creator = me ? (uint32_t)(((char *)me - (ns->base + ns->lay.procs)) /
 					       (ptrdiff_t)sizeof(struct uproc)) : NO_PROC;
 	}
 	shp->creator_pid = cur_pid();
@@ -1630,6 +1655,8 @@ static int newseg(struct ns *ns, key_t key, int shmflg, long arg)
 		close_guarded(fd);
 		return id;
 	}
+	/* its creator knows its size: a later rewrite of segsz is seen */
+	ipc_seen_size(ns, IPC_SHM_IDS, id, size);
 	J_SET(ns, h->shm_tot, h->shm_tot + numpages);
 	/* kept for our attaches: if another process destroys the segment, it
 	 * truncates the file (we are the creator: fd_shared stays clear) */
@@ -1680,7 +1707,7 @@ int ksys_shmget(key_t key, size_t size, int shmflg)
 
 static uint32_t proc_index(struct ns *ns, struct uproc *p)
 {
-	return (uint32_t)(((char *)p - (ns->base + ns->hdr->procs)) / (ptrdiff_t)sizeof(struct uproc));
+	return (uint32_t)(((char *)p - (ns->base + ns->lay.procs)) / (ptrdiff_t)sizeof(struct uproc));
 }
 
 /* Processes killed without their exit work are detached before anyone
@@ -1697,10 +1724,11 @@ static bool seg_quiet(struct shmid_kernel *shp)
 static int collect_dead(struct ns *ns, struct shmid_kernel *shp, uint32_t *dead, int max)
 {
 	struct uproc *me = cur_proc(ns);
-	struct shm_att *a = att_at(ns, shp);
+	uint32_t cap, cnt;
+	struct shm_att *a = att_at(ns, shp, &cap, &cnt);
 	int n = 0;
 
-	for (uint32_t i = 0; a && i < shp->att_n && i < shp->att_cap && n < max; i++) {
+	for (uint32_t i = 0; i < cnt && n < max; i++) {
 		struct uproc *p = proc_at(ns, a[i].proc);
 
 		if (p && p != me && proc_is_dead(ns, p))
@@ -1783,6 +1811,39 @@ static int open_seg(struct ns *ns, uoff_t off, uint64_t gen, uint64_t file, int 
 	/* cached by the caller once the segment is marked (fd_keep) */
 	*own = true;
 	return fd_hide(fd);
+}
+
+/*
+ * The length to map for segment SHP (id SHMID, file FILE, opened as FD),
+ * or -errno.  Its size comes from the arena, where another member can
+ * rewrite it: checked against what this process was told of the segment
+ * (validate.c: it never changes under a process that knew it), and
+ * against the real file: a file shorter than the mapping would give the
+ * program SIGBUS, a size larger than the file would let SHM_REMAP replace
+ * whatever the program has mapped after its address.
+ */
+static int64_t shmat_length(struct ns *ns, struct shmid_kernel *shp, int shmid, uint64_t file,
+			    int fd)
+{
+	uint64_t segsz = __atomic_load_n(&shp->segsz, __ATOMIC_RELAXED);
+	uint64_t len = PAGE_ALIGN(segsz);
+	struct stat st;
+	off_t at;
+
+	if (segsz < SHMMIN || len < segsz || len > (uint64_t)INT64_MAX)
+		return -EIDRM;
+	if (ipc_seen_size(ns, IPC_SHM_IDS, shmid, segsz))
+		return -EIDRM;
+	if (anon(ns)) {
+		/* its slot of the memfd, whose size is the whole address range */
+		at = seg_map_off(ns, file);
+		return at < 0 || len > ANON_SLOT ? -EIDRM : (int64_t)len;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < len) {
+		ns_corrupt(ns, "segment file shorter than its segment");
+		return -EIDRM;
+	}
+	return (int64_t)len;
 }
 
 static void seg_fd_done(int fd, bool own)
@@ -1957,7 +2018,6 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 		return -EACCES;
 	gen = __atomic_load_n(&shp->gen, __ATOMIC_ACQUIRE);
 	file = __atomic_load_n(&shp->file, __ATOMIC_ACQUIRE);
-	len = PAGE_ALIGN(shp->segsz);
 	if (atomic_load(&shp->perm.deleted) || shp->perm.id != shmid)
 		return -EIDRM;
 	fd = open_seg(ns, ns_off(ns, shp), gen, file, O_RDWR, &own);
@@ -1966,6 +2026,15 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 		fd = open_seg(ns, ns_off(ns, shp), gen, file, O_RDONLY, &own);
 	if (fd < 0)
 		return fd == -EIDRM ? -EIDRM : -EACCES;
+	{
+		int64_t l = shmat_length(ns, shp, shmid, file, fd);
+
+		if (l < 0) {
+			seg_fd_done(fd, own);
+			return l;
+		}
+		len = (uint64_t)l;
+	}
 	if (addr && !(shmflg & SHM_REMAP)) {
 		void *probe;
 
@@ -2575,7 +2644,8 @@ static int shmctl_shm_info(struct ns *ns, struct shm_info *si)
 static int shmctl_stat(struct ns *ns, int shmid, int cmd, struct shmid_ds *out)
 {
 	struct shmid_kernel *shp;
-	int err = 0, r;
+	uint64_t segsz;
+	int err = 0, r, id;
 
 	bool again = true;
 
@@ -2587,8 +2657,8 @@ retry:
 
 		if (!p)
 			return err;
-		if (!ns_ptr(ns, ns_off(ns, p), sizeof(*shp)))
-			return -EINVAL;
+		if (!arena_obj_fits(ns, ns_off(ns, p), sizeof(*shp)))
+			return -EIDRM;
 		shp = shp_of(p);
 	}
 	/* a reaped process may have destroyed it: look again */
@@ -2599,19 +2669,22 @@ retry:
 	r = ulock_acquire(ns, &shp->lock);
 	if (r)
 		return lock_err(r);
-	if (atomic_load(&shp->perm.deleted)) {
+	segsz = shp->segsz;
+	id = shp->perm.id;
+	/* the caller may map it by this size: remembered (validate.c) */
+	if (atomic_load(&shp->perm.deleted) || ipc_seen_size(ns, IPC_SHM_IDS, id, segsz)) {
 		ulock_release(ns, &shp->lock);
 		return -EIDRM;
 	}
 	ipc_fill_perm(ns, &shp->perm, &out->shm_perm);
-	out->shm_segsz = shp->segsz;
+	out->shm_segsz = segsz;
 	out->shm_atime = shp->atime;
 	out->shm_dtime = shp->dtime;
 	out->shm_ctime = shp->ctime;
 	out->shm_cpid = shp->cpid;
 	out->shm_lpid = shp->lpid;
 	out->shm_nattch = shp->nattch;
-	err = cmd == IPC_STAT ? 0 : shp->perm.id;
+	err = cmd == IPC_STAT ? 0 : id;
 	ulock_release(ns, &shp->lock);
 	return err;
 }
@@ -2657,6 +2730,7 @@ static int shmctl_down(struct ns *ns, int shmid, int cmd, struct shmid_ds *in)
 			j_target_restore(prev);
 		} else {
 			shm_destroy(ns, shp, &rf);
+			ipc_seen_forget(ns, IPC_SHM_IDS, shmid);
 		}
 	} else {
 		if (in->shm_perm.uid == (uid_t)-1 || in->shm_perm.gid == (gid_t)-1) {
@@ -3153,10 +3227,11 @@ int shm_check_obj(struct ns *ns, struct uperm *perm, char *report, size_t len, s
 {
 	struct shmid_kernel *shp = shp_of(perm);
 	struct shm_att *a;
+	uint32_t cap, cnt;
 	uint64_t sum = 0;
 	int bad = 0, id = perm->id;
 
-	if (!ns_ptr(ns, ns_off(ns, shp), sizeof(*shp))) {
+	if (!arena_obj_fits(ns, ns_off(ns, shp), sizeof(*shp))) {
 		SHM_PROBLEM("shm %d: the segment is not inside the arena\n", id);
 		return bad;
 	}
@@ -3170,12 +3245,13 @@ int shm_check_obj(struct ns *ns, struct uperm *perm, char *report, size_t len, s
 	}
 	if (shp->segsz < SHMMIN || PAGE_ALIGN(shp->segsz) < shp->segsz)
 		SHM_PROBLEM("shm %d: size %llu\n", id, (unsigned long long)shp->segsz);
-	a = att_at(ns, shp);
-	if (shp->att_n > shp->att_cap || (shp->att_cap && !a)) {
+	a = att_at(ns, shp, &cap, &cnt);
+	/* one record per process slot at most */
+	if ((!a && (shp->att_n || shp->att)) || cnt > MAX_PROCS) {
 		SHM_PROBLEM("shm %d: %u attachment records of %u, table at %llu\n", id, shp->att_n,
 			    shp->att_cap, (unsigned long long)shp->att);
 	} else {
-		for (uint32_t i = 0; i < shp->att_n; i++) {
+		for (uint32_t i = 0; i < cnt; i++) {
 			struct uproc *p = proc_at(ns, a[i].proc);
 
 			sum += a[i].count;

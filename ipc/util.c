@@ -108,9 +108,14 @@ int ipc_ids_init(struct ns *ns, int type, uoff_t entries, uoff_t used, uoff_t po
 	return 0;
 }
 
+/* The object of TYPE at OFF (from an id table): its fixed part inside the
+ * mapping, and of that type; NULL if not. */
 static struct uperm *obj_at(struct ns *ns, uoff_t off, int type)
 {
-	struct uperm *p = off ? ns_ptr(ns, off, sizeof(struct uperm)) : NULL;
+	static const uint32_t *const size[IPC_NR_IDS] = {
+		&sem_obj_size, &msg_obj_size, &shm_obj_size,
+	};
+	struct uperm *p = off ? ns_ptr(ns, off, *size[type]) : NULL;
 
 	if (p && p->type != (uint32_t)type) {
 		ns_corrupt(ns, "object of the wrong type in an id table");
@@ -137,6 +142,9 @@ struct uperm *ipc_obtain_check(struct ns *ns, int type, int id, int *err)
 
 	if (!p || p->id != id) {
 		*err = -EINVAL;
+		/* gone: what this process knew of it no longer holds */
+		if (id >= 0 && type != IPC_MSG_IDS)
+			ipc_seen_forget(ns, type, id);
 		return NULL;
 	}
 	return p;
@@ -173,15 +181,19 @@ struct uperm *ipc_obtain_for_stat(struct ns *ns, int type, int id, bool by_index
 	return p;
 }
 
+/* The highest index in use, or -1.  Callers loop up to it, so a value
+ * read from the arena is clamped to the table this process knows
+ * (ns->ipcmni): a forged max_idx makes a walk no longer than the table. */
 int ipc_get_maxidx(struct ns *ns, int type)
 {
 	struct ipc_ids *ids = ids_of(ns, type);
+	int32_t in_use = ids->in_use, max = ids->max_idx;
 
-	if (ids->in_use == 0)
+	if (in_use <= 0)
 		return -1;
-	if (ids->in_use == ns->ipcmni)
+	if (in_use >= ns->ipcmni || max >= ns->ipcmni)
 		return ns->ipcmni - 1;
-	return ids->max_idx;
+	return max < -1 ? -1 : max;
 }
 
 /* lowest clear bit of the used bitmap in [from, to), or -1 */
@@ -243,24 +255,38 @@ static uint32_t key_hash(int32_t key)
 	return x;
 }
 
-static uint64_t *keys_table(struct ns *ns, struct ipc_ids *ids)
+/*
+ * The key table, its offset and capacity read once: every probe below uses
+ * the capacity that was checked against the arena, never a second reading
+ * (another member may change the header's at any time).  NULL, *CAP 0, if
+ * there is none or it is not inside the arena.
+ */
+static uint64_t *keys_table(struct ns *ns, struct ipc_ids *ids, uint32_t *cap)
 {
-	if (!ids->keys || ids->keys_cap == 0 || (ids->keys_cap & (ids->keys_cap - 1)))
+	uoff_t off = __atomic_load_n(&ids->keys, __ATOMIC_RELAXED);
+	uint32_t c = __atomic_load_n(&ids->keys_cap, __ATOMIC_RELAXED);
+	uint64_t *t;
+
+	*cap = 0;
+	if (!off || c == 0 || (c & (c - 1)))
 		return NULL;
-	return ns_ptr(ns, ids->keys, (uint64_t)ids->keys_cap * 8);
+	t = ns_ptr(ns, off, (uint64_t)c * 8);
+	if (t)
+		*cap = c;
+	return t;
 }
 
 /* index of the object with KEY, or -1 */
 static int key_find(struct ns *ns, struct ipc_ids *ids, int32_t key)
 {
-	uint64_t *t = keys_table(ns, ids);
-	uint32_t mask, i, n;
+	uint32_t cap, mask, i, n;
+	uint64_t *t = keys_table(ns, ids, &cap);
 
 	if (!t)
 		return -1;
-	mask = ids->keys_cap - 1;
+	mask = cap - 1;
 	for (i = key_hash(key) & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
-		uint64_t e = t[i];
+		uint64_t e = __atomic_load_n(&t[i], __ATOMIC_RELAXED);
 
 		if (e == KEY_EMPTY)
 			return -1;
@@ -270,39 +296,50 @@ static int key_find(struct ns *ns, struct ipc_ids *ids, int32_t key)
 	return -1;
 }
 
-static void key_put(uint64_t *t, uint32_t cap, int32_t key, uint64_t val,
-		    struct ns *ns, bool journal)
+/* Put VAL in a free slot of T (CAP slots); -ENOMEM when there is none:
+ * the table and its counts come from the arena, and a forged one may be
+ * full, so the probe stops after one round. */
+static int key_put(uint64_t *t, uint32_t cap, int32_t key, uint64_t val,
+		   struct ns *ns, bool journal)
 {
-	uint32_t mask = cap - 1, i;
+	uint32_t mask = cap - 1, i, n;
 
-	for (i = key_hash(key) & mask;; i = (i + 1) & mask) {
+	for (i = key_hash(key) & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
 		if (t[i] == KEY_EMPTY || t[i] == KEY_TOMB) {
 			if (journal)
 				J_SET(ns, t[i], val);
 			else
 				t[i] = val;
-			return;
+			return 0;
 		}
 	}
+	ns_corrupt(ns, "key table full");
+	return -ENOMEM;
 }
 
 static int key_table_grow(struct ns *ns, struct ipc_ids *ids)
 {
-	uint64_t *old = keys_table(ns, ids);
-	uint32_t cap = 16, i;
+	uint32_t old_cap, cap = 16, i;
+	uint64_t *old = keys_table(ns, ids, &old_cap);
+	/* at most one key per id: a larger count is a forged one */
+	uint64_t used = ids->keys_used < (uint32_t)ns->ipcmni ? ids->keys_used : (uint64_t)ns->ipcmni;
 	uoff_t noff;
 	uint64_t *nt;
 
-	while ((uint64_t)cap < ((uint64_t)ids->keys_used + 1) * 3)
+	while ((uint64_t)cap < (used + 1) * 3)
 		cap *= 2;
 	noff = arena_alloc(ns, (uint64_t)cap * 8, POOL_GENERAL);
-	if (!noff)
+	nt = noff ? ns_ptr(ns, noff, (uint64_t)cap * 8) : NULL;
+	if (!nt)
 		return -ENOMEM;
-	nt = ns_ptr(ns, noff, (uint64_t)cap * 8);
 	/* the new table is unreachable until the switch below commits */
-	for (i = 0; old && i < ids->keys_cap; i++)
-		if (old[i] != KEY_EMPTY && old[i] != KEY_TOMB)
-			key_put(nt, cap, (int32_t)(old[i] >> 32), old[i], ns, false);
+	for (i = 0; old && i < old_cap; i++) {
+		uint64_t e = old[i];
+
+		if (e != KEY_EMPTY && e != KEY_TOMB &&
+		    key_put(nt, cap, (int32_t)(e >> 32), e, ns, false))
+			return -ENOMEM;  /* more keys than keys_used said */
+	}
 	arena_free(ns, ids->keys);
 	J_SET(ns, ids->keys, noff);
 	J_SET(ns, ids->keys_cap, cap);
@@ -312,6 +349,7 @@ static int key_table_grow(struct ns *ns, struct ipc_ids *ids)
 
 static int key_insert(struct ns *ns, struct ipc_ids *ids, int32_t key, int idx)
 {
+	uint32_t cap;
 	uint64_t *t;
 	int r;
 
@@ -320,24 +358,25 @@ static int key_insert(struct ns *ns, struct ipc_ids *ids, int32_t key, int idx)
 		if (r)
 			return r;
 	}
-	t = keys_table(ns, ids);
+	t = keys_table(ns, ids, &cap);
 	if (!t)
 		return -ENOMEM;
-	key_put(t, ids->keys_cap, key, ((uint64_t)(uint32_t)key << 32) | (uint32_t)(idx + 1),
-		ns, true);
+	r = key_put(t, cap, key, ((uint64_t)(uint32_t)key << 32) | (uint32_t)(idx + 1), ns, true);
+	if (r)
+		return r;
 	J_SET(ns, ids->keys_used, ids->keys_used + 1);
 	return 0;
 }
 
 static void key_remove(struct ns *ns, struct ipc_ids *ids, int32_t key, int idx)
 {
-	uint64_t *t = keys_table(ns, ids);
+	uint32_t cap, mask, i, n;
+	uint64_t *t = keys_table(ns, ids, &cap);
 	uint64_t want = ((uint64_t)(uint32_t)key << 32) | (uint32_t)(idx + 1);
-	uint32_t mask, i, n;
 
 	if (!t)
 		return;
-	mask = ids->keys_cap - 1;
+	mask = cap - 1;
 	for (i = key_hash(key) & mask, n = 0; n <= mask; i = (i + 1) & mask, n++) {
 		if (t[i] == KEY_EMPTY)
 			return;
@@ -402,7 +441,8 @@ static __thread bool next_id_consumed;
 static int alloc_idx(struct ns *ns, struct ipc_ids *ids, uint32_t *seq)
 {
 	int next_id = ids->next_id;
-	int idx, max;
+	int64_t max, last = ids->last_idx, min_cycle;
+	int idx;
 
 	if (next_id >= 0) {
 		J_SET(ns, ids->next_id, -1);
@@ -410,25 +450,31 @@ static int alloc_idx(struct ns *ns, struct ipc_ids *ids, uint32_t *seq)
 		*seq = (uint32_t)next_id >> ns->shift;
 		return find_free(ns, ids, next_id & (ns->ipcmni - 1), ns->ipcmni);
 	}
-	max = ids->in_use * 3 / 2;
-	if (max < (ns->shift == IPCMNI_EXT_SHIFT ? IPC_MIN_CYCLE_EXT : IPC_MIN_CYCLE))
-		max = ns->shift == IPCMNI_EXT_SHIFT ? IPC_MIN_CYCLE_EXT : IPC_MIN_CYCLE;
+	/* 64-bit: in_use and last_idx come from the arena, any value */
+	min_cycle = ns->shift == IPCMNI_EXT_SHIFT ? IPC_MIN_CYCLE_EXT : IPC_MIN_CYCLE;
+	max = (int64_t)ids->in_use * 3 / 2;
+	if (max < min_cycle)
+		max = min_cycle;
 	if (max > ns->ipcmni)
 		max = ns->ipcmni;
-	idx = find_free(ns, ids, ids->last_idx + 1, max);
-	if (idx < 0 && ids->last_idx + 1 > 0)
-		idx = find_free(ns, ids, 0, max);
+	if (last < -1 || last >= ns->ipcmni)
+		last = -1;
+	idx = find_free(ns, ids, (int)last + 1, (int)max);
+	if (idx < 0 && last + 1 > 0)
+		idx = find_free(ns, ids, 0, (int)max);
 	if (idx < 0)
 		return -1;
-	if (idx <= ids->last_idx) {
+	if (idx <= last) {
 		uint32_t s = ids->seq + 1;
 
-		if ((int)s >= seq_max(ns))
+		if (s >= (uint32_t)seq_max(ns))
 			s = 0;
 		J_SET(ns, ids->seq, s);
 	}
 	J_SET(ns, ids->last_idx, idx);
 	*seq = ids->seq;
+	if (*seq >= (uint32_t)seq_max(ns))
+		*seq = 0;         /* a forged seq: ids stay positive */
 	return idx;
 }
 
@@ -616,7 +662,8 @@ int ipc_ids_check(struct ns *ns, int type, char *report, size_t len, size_t *use
 	static const char *const names[] = { "sem", "msg", "shm" };
 	struct ipc_ids *ids = ids_of(ns, type);
 	uint64_t *bm = bitmap(ns, ids);
-	uint64_t *keys = keys_table(ns, ids);
+	uint32_t keys_cap;
+	uint64_t *keys = keys_table(ns, ids, &keys_cap);
 	int bad = 0, count = 0, max = -1, idx;
 	uint32_t i, nkeys = 0;
 
@@ -653,7 +700,7 @@ int ipc_ids_check(struct ns *ns, int type, char *report, size_t len, size_t *use
 		PROBLEM("%s: %d ids in use, the count says %d\n", names[type], count, ids->in_use);
 	if (count && max != ids->max_idx)
 		PROBLEM("%s: highest index %d, max_idx says %d\n", names[type], max, ids->max_idx);
-	for (i = 0; keys && i < ids->keys_cap; i++) {
+	for (i = 0; keys && i < keys_cap; i++) {
 		struct uperm *p;
 		int32_t key;
 

@@ -419,6 +419,14 @@ static off_t seg_map_off(struct ns *ns, uint64_t file)
 static int seg_openat(struct ns *ns, int dfd, const char *name, uint64_t file, int oflag)
 {
 	(void)file;
+	if (anon(ns) && (oflag & O_ACCMODE) == O_RDONLY) {
+		/* a read-only open file of the memfd: what SHM_RDONLY maps, so
+		 * that no mprotect can make it writable (see do_shmat) */
+		char self[64];
+
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", ns->anon_fd);
+		return sys_open(self, O_RDONLY | O_CLOEXEC);
+	}
 	if (anon(ns))
 		return fcntl(ns->anon_fd, F_DUPFD_CLOEXEC, 0);
 	if (dfd < 0) {
@@ -1813,6 +1821,25 @@ static int open_seg(struct ns *ns, uoff_t off, uint64_t gen, uint64_t file, int 
 	return fd_hide(fd);
 }
 
+/* A new read-only fd of segment file FILE (SHM_RDONLY: the kernel's vma of
+ * such an attachment lacks VM_MAYWRITE, so even a raw mprotect(PROT_WRITE)
+ * fails with EACCES; a mapping of a read-write fd could be made writable).
+ * The caller's (*OWN true), or -errno. */
+static int open_seg_rdonly(struct ns *ns, uint64_t file, bool *own)
+{
+	char name[4200];
+	int fd, dfd = anon(ns) ? -1 : seg_dirfd(ns);
+
+	if (dfd < 0 && !anon(ns))
+		return -ENOMEM;
+	file_base(ns, file, name, sizeof(name));
+	fd = seg_openat(ns, dfd, name, file, O_RDONLY);
+	if (fd < 0)
+		return errno == ENOENT ? -EIDRM : -errno;
+	*own = true;
+	return fd_hide(fd);
+}
+
 /*
  * The length to map for segment SHP (id SHMID, file FILE, opened as FD),
  * or -errno.  Its size comes from the arena, where another member can
@@ -2020,10 +2047,21 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 	file = __atomic_load_n(&shp->file, __ATOMIC_ACQUIRE);
 	if (atomic_load(&shp->perm.deleted) || shp->perm.id != shmid)
 		return -EIDRM;
-	fd = open_seg(ns, ns_off(ns, shp), gen, file, O_RDWR, &own);
-	rw = fd >= 0;
-	if (fd < 0 && oflag == O_RDONLY && fd != -EIDRM)
-		fd = open_seg(ns, ns_off(ns, shp), gen, file, O_RDONLY, &own);
+	/*
+	 * SHM_RDONLY maps a read-only open file (open_seg_rdonly).  A process
+	 * that may not open the file itself (a child that changed its uid
+	 * after fork, attaching through the fd it inherited) maps the fd it
+	 * holds, as before: it can write through that fd anyway, and the
+	 * mprotect hook still refuses PROT_WRITE (shm_mprotect_denied).
+	 */
+	fd = oflag == O_RDONLY ? open_seg_rdonly(ns, file, &own) : -EACCES;
+	rw = false;
+	if (fd == -EACCES || fd == -EPERM) {
+		fd = open_seg(ns, ns_off(ns, shp), gen, file, O_RDWR, &own);
+		rw = fd >= 0;
+		if (fd < 0 && oflag == O_RDONLY && fd != -EIDRM)
+			fd = open_seg(ns, ns_off(ns, shp), gen, file, O_RDONLY, &own);
+	}
 	if (fd < 0)
 		return fd == -EIDRM ? -EIDRM : -EACCES;
 	{

@@ -131,6 +131,29 @@ UIPC_HIDDEN bool ns_fd_guarded(int fd);
 /* 64 unpredictable bits (getrandom): names others must not guess */
 UIPC_HIDDEN uint64_t ns_random64(void);
 
+/* ---- lockwait.c: how long a wait for a held lock may last ----
+ * core/lock.c waits in slices: lockwait_begin, then lockwait_deadline for
+ * each slice's end and lockwait_expired after it (0: wait again, -errno:
+ * give up: EINTR, EAGAIN (the call's deadline), EDEADLK (held too long)).
+ * The bound is the calling thread's: a blocking call sets its own deadline
+ * and handler count, fsck and the exit work a maximum; lockwait_suspend
+ * makes the waits that follow unbounded (a sleeper that must take its lock
+ * back to leave its queue), lockwait_resume ends that. */
+struct lockwait {
+	int64_t start;
+	int slices;
+};
+UIPC_HIDDEN void lockwait_begin(struct lockwait *w);
+UIPC_HIDDEN void lockwait_deadline(struct lockwait *w, struct timespec *ts);
+UIPC_HIDDEN int lockwait_expired(struct lockwait *w);
+UIPC_HIDDEN bool lockwait_owner_is_me(pid_t tid);
+/* DEADLINE: CLOCK_MONOTONIC, NULL for none; HAND0: the call's handler count */
+UIPC_HIDDEN void lockwait_bound_blocking(const struct timespec *deadline, unsigned hand0);
+UIPC_HIDDEN void lockwait_bound_max(int64_t max_ns);
+UIPC_HIDDEN void lockwait_bound_end(void);
+UIPC_HIDDEN void lockwait_suspend(void);
+UIPC_HIDDEN void lockwait_resume(void);
+
 /* ---- lock.c ---- */
 UIPC_HIDDEN int ulock_init(struct ulock *l);
 UIPC_HIDDEN int ulock_acquire(struct ns *ns, struct ulock *l);

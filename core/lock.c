@@ -661,8 +661,10 @@ static void break_if_orphaned(struct ns *ns, struct ulock *l)
 	if (v == 0 || (v & FUTEX_OWNER_DIED_))
 		return;
 	/* no owner but other bits (only a corrupt word: an unlock leaves 0)
-	 * makes every locker wait for ever: orphaned too */
-	if (tid != 0 && (kill(tid, 0) == 0 || errno != ESRCH) && tid_is_registered(ns, tid))
+	 * makes every locker wait for ever: orphaned too.  So does our own
+	 * tid (issue 14: we never wait for a lock we hold) */
+	if (tid != 0 && !lockwait_owner_is_me(tid) && (kill(tid, 0) == 0 || errno != ESRCH) &&
+	    tid_is_registered(ns, tid))
 		return;
 	__atomic_compare_exchange_n(word, &v, (v & FUTEX_WAITERS_) | FUTEX_OWNER_DIED_,
 				    false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
@@ -678,7 +680,9 @@ static void break_if_orphaned(struct ns *ns, struct ulock *l)
 static int lock_mutex(struct ns *ns, struct ulock *l)
 {
 	unsigned *word = (unsigned *)&l->m.__data.__lock;
+	struct lockwait lw;
 
+	lockwait_begin(&lw);      /* HOOK (core/lockwait.c): the wait's bound */
 	for (;;) {
 		struct timespec ts;
 		int r = pthread_mutex_trylock(&l->m);
@@ -693,12 +697,19 @@ static int lock_mutex(struct ns *ns, struct ulock *l)
 					return r;
 			}
 		}
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += 2;
+		/* HOOK (core/lockwait.c): a short first slice (a lock word
+		 * nobody holds is broken soon), then the caller's bound:
+		 * its deadline, EINTR, or the longest wait (EDEADLK) */
+		lockwait_deadline(&lw, &ts);
 		r = pthread_mutex_clocklock(&l->m, CLOCK_MONOTONIC, &ts);
 		if (r != ETIMEDOUT)
 			return r;
 		break_if_orphaned(ns, l);
+		if (__atomic_load_n(word, __ATOMIC_ACQUIRE) & FUTEX_OWNER_DIED_)
+			continue;         /* broken: take it (and recover) now */
+		r = lockwait_expired(&lw);
+		if (r)
+			return -r;
 	}
 }
 

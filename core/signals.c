@@ -176,6 +176,18 @@ static void trampoline(int sig, siginfo_t *si, void *ctx)
 	call_program(sig, si, ctx);
 }
 
+bool uipc_handler_due(unsigned hand0)
+{
+	uint64_t held = held_mask;
+
+	if (uipc_handler_count != hand0)
+		return true;
+	for (int sig = 1; held && sig < NSIGS; sig++)
+		if (((held >> sig) & 1) && installed_function(&prog_act[sig]))
+			return true;
+	return false;
+}
+
 void uipc_crit_enter(void)
 {
 	crit_depth++;

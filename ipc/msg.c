@@ -283,6 +283,21 @@ static int msq_lock(struct ns *ns, struct msg_queue *q)
 	return ulock_acquire(ns, &q->lock);
 }
 
+/*
+ * The lock back after a sleep, our waiter still queued: not bounded by the
+ * call's interruption (lockwait_suspend), since leaving it queued would let
+ * a sender hand a message to a receiver that has gone.
+ */
+static int msq_relock(struct ns *ns, struct msg_queue *q)
+{
+	int r;
+
+	lockwait_suspend();
+	r = msq_lock(ns, q);
+	lockwait_resume();
+	return r;
+}
+
 static void msq_ring_restart(struct ns *ns, struct msg_queue *q);
 
 static void msq_unlock(struct ns *ns, struct msg_queue *q)
@@ -1334,7 +1349,7 @@ static int msgsnd_sleep(struct ns *ns, struct msg_queue *q, int msqid, size_t ms
 
 		msq_unlock(ns, q);
 		r = msg_wait(w, hand0);
-		err = msq_lock(ns, q);
+		err = msq_relock(ns, q);
 		if (err)
 			return err; /* only with a corrupt arena */
 		st = atomic_load(&w->status);
@@ -1445,10 +1460,17 @@ int ksys_msgsnd(unsigned hand0, int msqid, const void *msgp, size_t msgsz, int m
 		if (!text)
 			return -ENOMEM;
 	}
-	if (uipc_copy_from_user(text, (const char *)msgp + sizeof(long), msgsz))
+	if (uipc_copy_from_user(text, (const char *)msgp + sizeof(long), msgsz)) {
 		r = -EFAULT;
-	else
+	} else {
+		/* a send that may sleep stays interruptible while it waits
+		 * for a lock too (core/lockwait.c) */
+		if (!(msgflg & IPC_NOWAIT))
+			lockwait_bound_blocking(NULL, hand0);
 		r = do_msgsnd(ns, msqid, mtype, text, msgsz, msgflg, hand0);
+		if (!(msgflg & IPC_NOWAIT))
+			lockwait_bound_end();
+	}
 	if (text != small)
 		free(text);
 	return r;
@@ -1656,7 +1678,7 @@ static long msgrcv_sleep(struct ns *ns, struct msg_queue *q, int msqid, const st
 	for (;;) {
 		msq_unlock(ns, q);
 		r = msg_wait(w, rq->hand0);
-		err = msq_lock(ns, q);
+		err = msq_relock(ns, q);
 		if (err)
 			return err; /* only with a corrupt arena */
 		st = atomic_load(&w->status);
@@ -1802,10 +1824,18 @@ ssize_t ksys_msgrcv(unsigned hand0, int msqid, void *msgp, size_t msgsz, long ms
 		    int msgflg)
 {
 	struct ns *ns = ns_get();
+	ssize_t r;
 
 	if (!ns)
 		return -errno;
-	return do_msgrcv(ns, msqid, msgp, msgsz, msgtyp, msgflg, hand0);
+	/* a receive that may sleep stays interruptible while it waits for a
+	 * lock too (core/lockwait.c) */
+	if (!(msgflg & IPC_NOWAIT))
+		lockwait_bound_blocking(NULL, hand0);
+	r = do_msgrcv(ns, msqid, msgp, msgsz, msgtyp, msgflg, hand0);
+	if (!(msgflg & IPC_NOWAIT))
+		lockwait_bound_end();
+	return r;
 }
 
 /* ---- msgctl ---- */

@@ -1855,6 +1855,23 @@ static int wait_how(struct ns *ns, struct sem *s)
 	return t && tid && tid != t->tid ? WAIT_YIELD : WAIT_SLEEP;
 }
 
+/*
+ * Take the lock back after a sleep, Q still queued: the wait is not
+ * bounded by the call's timeout or interrupted (lockwait_suspend), since
+ * leaving with Q on the list would let a waker complete an operation for a
+ * caller that has gone.  (The holder of a semaphore lock is mid-section:
+ * only a stopped or hostile one keeps us here.)
+ */
+static int sem_relock(struct ns *ns, struct sem_array *sma, struct semop_args *a)
+{
+	int r;
+
+	lockwait_suspend();
+	r = sem_lock(ns, sma, a->sops, a->nsops);
+	lockwait_resume();
+	return r;
+}
+
 static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct timespec *deadline)
 {
 	struct sem_array *sma;
@@ -1947,7 +1964,7 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 			thread_waitq_done(q);
 			return err;
 		}
-		locknum = sem_lock(ns, sma, a->sops, a->nsops);
+		locknum = sem_relock(ns, sma, a);
 		if (locknum < SEM_GLOBAL_LOCK) {
 			thread_waitq_done(q);
 			return locknum; /* cannot happen short of a corrupt arena */
@@ -1971,7 +1988,7 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 			/* a slice ended: maybe a holder died; its undo may free us */
 			sem_unlock(ns, sma, locknum);
 			reap_dead_holders(ns, sma, a->semid);
-			locknum = sem_lock(ns, sma, a->sops, a->nsops);
+			locknum = sem_relock(ns, sma, a);
 			if (locknum < SEM_GLOBAL_LOCK) {
 				thread_waitq_done(q);
 				return locknum;
@@ -1988,6 +2005,15 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 	sem_unlock(ns, sma, locknum);
 	thread_waitq_done(q);
 	return r;
+}
+
+/* may the operations sleep (one lacks IPC_NOWAIT)? */
+static bool may_sleep(const struct semop_args *a)
+{
+	for (int i = 0; i < a->nsops; i++)
+		if (!(a->sops[i].sem_flg & IPC_NOWAIT))
+			return true;
+	return false;
 }
 
 /*
@@ -2053,6 +2079,10 @@ int ksys_semtimedop(unsigned hand0, int semid, struct sembuf *tsops, size_t nsop
 	a.sops = sops;
 	a.nsops = (int)nsops;
 	scan_sops(&a);
+	/* a call that may sleep keeps its timeout and stays interruptible
+	 * while it waits for a lock too (core/lockwait.c) */
+	if (may_sleep(&a))
+		lockwait_bound_blocking(has_timeout && timeout ? &deadline : NULL, hand0);
 	/* each retry follows a dead holder reaped: bounded all the same,
 	 * since what says "dead" is in the arena */
 	for (int tries = 0; tries < 4096; tries++) {
@@ -2062,6 +2092,8 @@ int ksys_semtimedop(unsigned hand0, int semid, struct sembuf *tsops, size_t nsop
 	}
 	if (r == SEMOP_RETRY)
 		r = -EIDRM;
+	if (may_sleep(&a))
+		lockwait_bound_end();
 out:
 	if (sops != fast)
 		free(sops);

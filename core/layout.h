@@ -87,6 +87,15 @@ static inline bool ulock_is_free(struct ulock *l)
 	return __atomic_load_n((unsigned *)&l->m.__data.__lock, __ATOMIC_ACQUIRE) == 0;
 }
 
+/* The thread that holds L, as its word says (0: none or unknown).  For
+ * diagnostics only (fsck names a stopped holder, issue 14): the word is in
+ * the arena, any member may have written it. */
+static inline pid_t ulock_holder(struct ulock *l)
+{
+	return (pid_t)(__atomic_load_n((unsigned *)&l->m.__data.__lock, __ATOMIC_ACQUIRE) &
+		       0x3fffffffu);
+}
+
 /* One undo record: where (offset | size << 56 | kind << 60) and the old bytes. */
 struct jentry {
 	uint64_t where;

@@ -533,6 +533,7 @@ void proc_clone_child(struct ns *new, void *robust_head, size_t robust_len)
 
 /* The kernel's exit work (exit_sem, exit_shm, ...): every layer's
  * proc_exit for this process. */
+#define EXIT_LOCK_WAIT_NS 2000000000LL
 void proc_exit_work(void)
 {
 	struct ns *ns;
@@ -547,7 +548,12 @@ void proc_exit_work(void)
 	p = proc_at(ns, idx);
 	if (!p)
 		return;
+	/* a lock held by a stopped or hostile member must not keep this
+	 * process from exiting: each wait is bounded (what is left undone,
+	 * a survivor's reaper does) */
+	lockwait_bound_max(EXIT_LOCK_WAIT_NS);
 	run_exit_hooks(ns, p);
+	lockwait_bound_end();
 }
 
 /* Give back this process's slot in NS (its exit work done); only the

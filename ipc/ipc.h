@@ -159,6 +159,12 @@ UIPC_HIDDEN int sem_proc_show(int idx, char *buf, size_t len);
 UIPC_HIDDEN int msg_proc_show(int idx, char *buf, size_t len);
 UIPC_HIDDEN int shm_proc_show(int idx, char *buf, size_t len);
 UIPC_HIDDEN int shm_check_tot(struct ns *ns, char *report, size_t len, size_t *used);
+/* fsck: REPORT_ONE for each lock of array P besides its own (the
+ * semaphores'): the number it reported */
+typedef int (*lock_report_fn)(struct ulock *l, const char *what, int id, char *report,
+			      size_t len, size_t *used);
+UIPC_HIDDEN int sem_report_stopped(struct ns *ns, struct uperm *p, lock_report_fn report_one,
+				   char *report, size_t len, size_t *used);
 
 /* ---- shm.c ---- */
 UIPC_HIDDEN void shm_exit_proc(struct ns *ns, struct uproc *p); /* exit, reaper */

@@ -2773,6 +2773,19 @@ int sem_check_obj(struct ns *ns, struct uperm *perm, char *report, size_t len, s
 	return bad;
 }
 
+/* fsck, before any lock is taken: the semaphores' own locks of array P
+ * whose holder is stopped (namespace.c reports the array's lock) */
+int sem_report_stopped(struct ns *ns, struct uperm *p, lock_report_fn report_one, char *report,
+		       size_t len, size_t *used)
+{
+	struct sem_array *sma = sma_of(p);
+	int bad = 0, n = sem_count(ns, sma), id = p->id;
+
+	for (int i = 0; i < n; i++)
+		bad += report_one(&sma->sems[i].lock, "a semaphore of array", id, report, len, used);
+	return bad;
+}
+
 /* ---- /proc/sysvipc/sem ---- */
 
 /* the line of the array at index IDX, as the kernel's /proc/sysvipc/sem

@@ -48,6 +48,8 @@ struct ns {
 	gid_t file_gid;
 	unsigned file_mode;
 	bool shared;               /* a shared namespace (uipc-shared-NAME) */
+	bool broken;               /* its file was truncated under us: calls fail
+				      with EIDRM (fault.c) */
 	int anon_fd;               /* an anonymous namespace's memfd, else -1 */
 	char path[4096];
 };
@@ -130,6 +132,12 @@ UIPC_HIDDEN int ns_exec_env(char *fdvar, size_t fdlen, char *filevar, size_t fil
 UIPC_HIDDEN bool ns_fd_guarded(int fd);
 /* 64 unpredictable bits (getrandom): names others must not guess */
 UIPC_HIDDEN uint64_t ns_random64(void);
+
+/* ---- fault.c: a truncated namespace file gives errors, not SIGBUS ---- */
+UIPC_HIDDEN void ns_fault_register(struct ns *ns);   /* once mapped */
+UIPC_HIDDEN void ns_fault_unregister(struct ns *ns); /* before unmapping */
+/* the SIGBUS handler: was ADDR in an arena (now repaired, ns broken)? */
+UIPC_HIDDEN bool ns_fault_repair(void *addr);
 
 /* ---- lockwait.c: how long a wait for a held lock may last ----
  * core/lock.c waits in slices: lockwait_begin, then lockwait_deadline for

@@ -548,6 +548,7 @@ static struct ns *map_ns(int fd, const struct uipc_hdr *hdr, const struct stat *
 	ns->file_gid = st->st_gid;
 	compute_layout(ns->shift, &ns->lay, &eager_end);
 	snprintf(ns->path, sizeof(ns->path), "%s", path);
+	ns_fault_register(ns);    /* truncation: errors, not SIGBUS (fault.c) */
 	return ns;
 }
 
@@ -738,6 +739,7 @@ static int open_pinned(struct ns **out)
 
 static void ns_unmap(struct ns *ns)
 {
+	ns_fault_unregister(ns);
 	sys_munmap(ns->base, ns->size);
 	free(ns);
 }
@@ -799,6 +801,11 @@ struct ns *ns_get(void)
 	int r, saved_errno = errno;
 
 	if (likely(ns)) {
+		/* its file was truncated under us (fault.c) */
+		if (unlikely(__atomic_load_n(&ns->broken, __ATOMIC_ACQUIRE))) {
+			errno = EIDRM;
+			return NULL;
+		}
 		if (unlikely(!g_ns_used))
 			g_ns_used = true;
 		return ns;

@@ -290,6 +290,10 @@ static bool fixup_copy_fault(void *ctx)
 
 static void fault_handler(int sig, siginfo_t *si, void *ctx)
 {
+	/* a namespace file truncated under us (fault.c): first, so that a
+	 * copy out of the arena is not taken for the caller's EFAULT */
+	if (sig == SIGBUS && si && ns_fault_repair(si->si_addr))
+		return;
 	if (fixup_copy_fault(ctx))
 		return;
 	if (installed_function(&prog_act[sig])) {

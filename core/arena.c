@@ -75,11 +75,17 @@ static uoff_t bump(struct ns *ns, struct alloc_state *a, int cls)
 {
 	uint64_t bsize = 1ULL << cls;
 	uint64_t align = bsize < UIPC_PAGE ? bsize : UIPC_PAGE;
-	uint64_t start = (a->brk + align - 1) & ~(align - 1);
+	uint64_t brk = a->brk;
+	uint64_t start = (brk + align - 1) & ~(align - 1);
 	uint64_t end = start + bsize;
 
-	if (end > ns->size || end < start)
+	/* brk comes from the arena: a block is only ever carved from the
+	 * heap, never from the header or the fixed tables below it */
+	if (brk < ns->lay.heap_start || start < brk || end > ns->size || end < start) {
+		if (brk < ns->lay.heap_start || brk > ns->size)
+			ns_corrupt(ns, "allocator's break outside the heap");
 		return 0;
+	}
 	if (end > a->populated) {
 		/* populated ahead as much as the heap already has, from 16 KiB up
 		 * to 256 KiB: a new namespace's first call (unshare, then one
@@ -117,7 +123,7 @@ static uoff_t alloc_block(struct ns *ns, uint64_t size, int pool,
 		return 0;
 	off = a->free[pool][cls];
 	if (off) {
-		b = ns_ptr(ns, off, sizeof(*b));
+		b = off >= ns->lay.heap_start ? ns_ptr(ns, off, 1ULL << cls) : NULL;
 		if (!b || b->magic != BLK_MAGIC || b->cls != cls || b->allocated) {
 			ns_corrupt(ns, "allocator free list");
 			J_SET(ns, a->free[pool][cls], (uoff_t)0);
@@ -185,7 +191,10 @@ uoff_t arena_alloc_raw(struct ns *ns, uint64_t size, int pool)
 static void free_block(struct ns *ns, uoff_t off, bool check_gen, uint64_t gen)
 {
 	struct alloc_state *a = &ns->hdr->alloc;
-	struct blk *b = off > BLK_HDR ? ns_ptr(ns, off - BLK_HDR, sizeof(*b)) : NULL;
+	/* only heap blocks: an offset into the header or the tables (a
+	 * forged one) must never reach a free list */
+	struct blk *b = off >= ns->lay.heap_start + BLK_HDR ?
+		ns_ptr(ns, off - BLK_HDR, sizeof(*b)) : NULL;
 
 	if (!b || b->magic != BLK_MAGIC || b->cls < MIN_CLASS || b->cls > MAX_CLASS ||
 	    b->pool >= POOL_NR) {
@@ -212,7 +221,9 @@ static void free_block(struct ns *ns, uoff_t off, bool check_gen, uint64_t gen)
  */
 bool arena_obj_fits(struct ns *ns, uoff_t off, uint64_t len)
 {
-	struct blk *b = off > BLK_HDR ? ns_ptr(ns, off - BLK_HDR, sizeof(*b)) : NULL;
+	/* objects live in the heap, never in the header or the tables */
+	struct blk *b = off >= ns->lay.heap_start + BLK_HDR ?
+		ns_ptr(ns, off - BLK_HDR, sizeof(*b)) : NULL;
 	uint8_t cls;
 
 	if (!b || __atomic_load_n(&b->magic, __ATOMIC_RELAXED) != BLK_MAGIC ||

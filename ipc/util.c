@@ -115,8 +115,12 @@ static struct uperm *obj_at(struct ns *ns, uoff_t off, int type)
 	static const uint32_t *const size[IPC_NR_IDS] = {
 		&sem_obj_size, &msg_obj_size, &shm_obj_size,
 	};
-	struct uperm *p = off ? ns_ptr(ns, off, *size[type]) : NULL;
+	/* objects live in the heap: an entry into the header or the tables
+	 * (a corrupt arena) is no object */
+	struct uperm *p = off >= ns->lay.heap_start ? ns_ptr(ns, off, *size[type]) : NULL;
 
+	if (off && !p)
+		ns_corrupt(ns, "id table entry outside the heap");
 	if (p && p->type != (uint32_t)type) {
 		ns_corrupt(ns, "object of the wrong type in an id table");
 		return NULL;
@@ -133,7 +137,7 @@ struct uperm *ipc_obtain(struct ns *ns, int type, int id)
 	return e ? obj_at(ns, atomic_load_explicit(e, memory_order_acquire), type) : NULL;
 }
 
-static void ipc_settle(struct ns *ns, struct uperm *p);
+static int ipc_settle(struct ns *ns, struct uperm *p);
 
 /* The object of ID, sequence checked: NULL with *err = -EINVAL if none. */
 struct uperm *ipc_obtain_check(struct ns *ns, int type, int id, int *err)
@@ -172,7 +176,14 @@ struct uperm *ipc_obtain_for_stat(struct ns *ns, int type, int id, bool by_index
 			return NULL;
 	}
 	if (!any) {
-		ipc_settle(ns, p);
+		/* a lock that cannot be had (held by a stopped member, see
+		 * core/lockwait.c): the call fails, it does not wait twice */
+		int r = ipc_settle(ns, p);
+
+		if (r) {
+			*err = r;
+			return NULL;
+		}
 		if (ipcperms(p, 0444)) {
 			*err = -EACCES;
 			return NULL;
@@ -594,12 +605,16 @@ static int ipcget_lockless(struct ns *ns, int type, key_t key, int flg, long arg
  * holder's half-done section is rolled back, a live holder (which cannot be
  * changing these fields: that takes the ids lock) is waited for.
  */
-static void ipc_settle(struct ns *ns, struct uperm *p)
+static int ipc_settle(struct ns *ns, struct uperm *p)
 {
+	int r;
+
 	if (likely(ulock_is_free(ipc_obj_lock(p))))
-		return;
-	if (ulock_acquire(ns, ipc_obj_lock(p)) == 0)
+		return 0;
+	r = ulock_acquire(ns, ipc_obj_lock(p));
+	if (r == 0)
 		ulock_release(ns, ipc_obj_lock(p));
+	return r;
 }
 
 bool ipc_removed(struct ns *ns, struct uperm *p)

@@ -1062,6 +1062,14 @@ static int newque(struct ns *ns, key_t key, int msgflg, long arg)
 		return -ENOSPC;
 	off = MSG_RETIRED(ns);
 	q = off ? ns_ptr(ns, off, sizeof(*q)) : NULL;
+	/* a retired queue is a queue struct in its block, removed: anything
+	 * else on the list (a corrupt arena) ends the list for good */
+	if (off && (!q || !arena_obj_fits(ns, off, sizeof(*q)) || q->perm.type != IPC_MSG_IDS ||
+		    !atomic_load(&q->perm.deleted) || q->retired_next == off)) {
+		ns_corrupt(ns, "list of retired message queues");
+		J_SET(ns, MSG_RETIRED(ns), (uoff_t)0);
+		q = NULL;
+	}
 	if (q) {
 		/*
 		 * A retired queue: stale callers may still take its lock, so

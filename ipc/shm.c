@@ -1997,9 +1997,22 @@ static void apply_deltas(struct ns *ns, struct uproc *me, struct seg_delta *d, i
 			    d[i].opens, d[i].closes);
 }
 
+/* SHM_REMAP: move the mapping *M (counted, segment lock held) over TO,
+ * replacing what is there in one step; 0, or -errno with *M untouched */
+static int shmat_remap(void **m, void *to, uint64_t len)
+{
+	void *r = sys_mremap(*m, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to);
+
+	if (r == MAP_FAILED)
+		return errno == ENOMEM ? -ENOMEM : -EINVAL;
+	*m = r;
+	return 0;
+}
+
 static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 {
 	uintptr_t addr = (uintptr_t)shmaddr;
+	void *remap_to = NULL;
 	struct shmid_kernel *shp;
 	int prot, acc, oflag, fd, err = 0, r;
 	uint64_t gen, len, file;
@@ -2091,8 +2104,24 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 		/* the probe reserved the range: replace it atomically */
 	}
 	/* not through the mmap hook: the accounting of what a MAP_FIXED
-	 * attach replaces is done below, after the new attach is counted */
-	m = sys_mmap((void *)addr, len, prot, flags, fd, seg_map_off(ns, file));
+	 * attach replaces is done below, after the new attach is counted.
+	 * SHM_REMAP maps elsewhere first and moves the mapping over ADDR
+	 * only once it is counted (shmat_remap): an attach that fails must
+	 * leave the caller's mapping there as it was. */
+	if (addr && (shmflg & SHM_REMAP)) {
+		remap_to = (void *)addr;
+		m = sys_mmap(NULL, len, prot, MAP_SHARED, fd, seg_map_off(ns, file));
+		if (m != MAP_FAILED && (uintptr_t)m < addr + len && addr < (uintptr_t)m + len) {
+			/* placed over the target itself (it was free): another
+			 * place, while this one keeps the range taken */
+			void *other = sys_mmap(NULL, len, prot, MAP_SHARED, fd, seg_map_off(ns, file));
+
+			sys_munmap(m, len);
+			m = other;
+		}
+	} else {
+		m = sys_mmap((void *)addr, len, prot, flags, fd, seg_map_off(ns, file));
+	}
 	if (m == MAP_FAILED) {
 		err = errno == EACCES || errno == EPERM ? -EACCES : -errno;
 		if (addr && !(shmflg & SHM_REMAP))
@@ -2119,7 +2148,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 		}
 		pthread_mutex_lock(&l_mutex);
 		l_used = true;
-		if (flags & MAP_FIXED)
+		if ((flags & MAP_FIXED) && !remap_to)
 			frag_unmap((uintptr_t)m, len, &ds);
 		pthread_mutex_unlock(&l_mutex);
 		for (int tries = 0;; tries++) {
@@ -2154,6 +2183,8 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 			return -EIDRM;
 		}
 		r = att_add(ns, shp, proc_index(ns, me), 1);
+		if (!r && remap_to)
+			r = shmat_remap(&m, remap_to, len);
 		if (r) {
 			j_abort(ns);
 			ulock_release(ns, &shp->lock);
@@ -2174,6 +2205,8 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 			sys_syscall(SYS_mlock2, m, len, MLOCK_ONFAULT);
 		ulock_release(ns, &shp->lock);
 		pthread_mutex_lock(&l_mutex);
+		if (remap_to)
+			frag_unmap((uintptr_t)m, len, &ds);   /* what it replaced */
 		local_add((struct lattach){ (uintptr_t)m, len, 0, len, prot,
 					    l_vmf_future | (shmflg & SHM_RDONLY ? VMF_NOWRITE : 0),
 					    shmid, ns_off(ns, shp), gen });

@@ -705,8 +705,9 @@ static int lock_mutex(struct ns *ns, struct ulock *l)
 		if (r != ETIMEDOUT)
 			return r;
 		break_if_orphaned(ns, l);
-		if (__atomic_load_n(word, __ATOMIC_ACQUIRE) & FUTEX_OWNER_DIED_)
-			continue;         /* broken: take it (and recover) now */
+		r = pthread_mutex_trylock(&l->m);   /* just broken: ours now */
+		if (r != EBUSY)
+			return r;
 		r = lockwait_expired(&lw);
 		if (r)
 			return -r;

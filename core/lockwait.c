@@ -117,6 +117,8 @@ void lockwait_deadline(struct lockwait *w, struct timespec *ts)
 		end = bound.deadline;
 	if (bound.kind == BOUND_MAX && !bound.suspended && w->start + bound.max_ns < end)
 		end = w->start + bound.max_ns;
+	if (bound.kind == BOUND_DEFAULT && !bound.suspended && w->start + default_max_ns() < end)
+		end = w->start + default_max_ns();
 	if (end <= now)
 		end = now + 1000000;    /* a short look at least */
 	ts->tv_sec = end / 1000000000LL;

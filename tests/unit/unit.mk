@@ -16,7 +16,8 @@ UNIT_PROGS := \
 	$(UNIT_DIR)/rmid_crash \
 	$(UNIT_DIR)/chaos_mixed \
 	$(UNIT_DIR)/trust_shm $(UNIT_DIR)/crash_aio \
-	$(UNIT_DIR)/ns_life
+	$(UNIT_DIR)/ns_life \
+	$(UNIT_DIR)/hostile
 TEST_PROGS += $(UNIT_PROGS)
 
 $(UNIT_DIR)/%: tests/unit/%.c | $(UNIT_DIR)
@@ -34,3 +35,8 @@ $(UNIT_DIR)/ids_offset: core/layout.h
 
 # the crash tests share crashkit.h
 $(UNIT_DIR)/crash_sem $(UNIT_DIR)/crash_msg $(UNIT_DIR)/crash_shm: tests/unit/crashkit.h
+
+# the hostile-member suite reads the namespace layout (core/layout.h,
+# ipc/msgring.h) and mirrors ipc/'s private structures
+$(UNIT_DIR)/hostile: tests/unit/hostile.c tests/unit/hostile_mirror.h core/layout.h ipc/msgring.h | $(UNIT_DIR)
+	$(CC) $(TESTCFLAGS) -I. $< -o $@

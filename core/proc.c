@@ -256,6 +256,38 @@ static void hold_proc_alive(struct uproc *p)
 		atomic_store(&p->alive_tid, tid);
 }
 
+/*
+ * The slots of dead processes (issue 14, item 7).  A process killed
+ * without its exit work leaves its slot LIVE; register_proc reclaims it
+ * only when a new process gets the same pid, which with a large pid_max
+ * may never happen: the table filled and new processes got ENOMEM.  So
+ * whenever a registration makes the table reach a power of two (64, 128,
+ * ...), the new process reaps the dead processes among the slots below: a
+ * scan of N slots every N registrations, and the table never holds more
+ * than about twice the processes that live.
+ */
+static bool reclaim_due(uint32_t idx)
+{
+	uint32_t n = idx + 1;
+
+	return n >= 64 && (n & (n - 1)) == 0;
+}
+
+static void reclaim_dead_slots(struct ns *ns, uint32_t me)
+{
+	uint32_t top = atomic_load(&ns->hdr->procs_hwm);
+
+	if (top > MAX_PROCS)
+		top = MAX_PROCS;
+	for (uint32_t i = 0; i < top; i++) {
+		struct uproc *p = proc_at(ns, i);
+
+		if (p && i != me && SLOT_STATE(atomic_load(&p->state)) == SLOT_LIVE &&
+		    proc_is_dead(ns, p))
+			proc_reap(ns, p);
+	}
+}
+
 static uint32_t cur_proc_idx(struct ns *ns)
 {
 	uint32_t idx = __atomic_load_n(&g_proc_idx, __ATOMIC_ACQUIRE);
@@ -263,6 +295,7 @@ static uint32_t cur_proc_idx(struct ns *ns)
 	if (likely(idx != UINT32_MAX))
 		return idx;
 	uint32_t stale;
+	bool registered = false;
 
 	pthread_mutex_lock(&reg_mutex);
 	if (g_proc_idx == UINT32_MAX) {
@@ -270,6 +303,7 @@ static uint32_t cur_proc_idx(struct ns *ns)
 		if (idx != UINT32_MAX)
 			hold_proc_alive(proc_at(ns, idx));
 		__atomic_store_n(&g_proc_idx, idx, __ATOMIC_RELEASE);
+		registered = idx != UINT32_MAX;
 	}
 	idx = g_proc_idx;
 	stale = g_stale_idx;
@@ -278,6 +312,9 @@ static uint32_t cur_proc_idx(struct ns *ns)
 	/* a dead process had our pid and nobody did its exit work yet */
 	if (stale != UINT32_MAX && idx != UINT32_MAX)
 		proc_reap(ns, proc_at(ns, stale));
+	/* the table grew to a power of two: the dead among it go */
+	if (registered && reclaim_due(idx))
+		reclaim_dead_slots(ns, idx);
 	return idx;
 }
 

@@ -17,7 +17,7 @@ UNIT_PROGS := \
 	$(UNIT_DIR)/chaos_mixed \
 	$(UNIT_DIR)/trust_shm $(UNIT_DIR)/crash_aio \
 	$(UNIT_DIR)/ns_life \
-	$(UNIT_DIR)/hostile
+	$(UNIT_DIR)/hostile $(UNIT_DIR)/proc_reclaim
 TEST_PROGS += $(UNIT_PROGS)
 
 $(UNIT_DIR)/%: tests/unit/%.c | $(UNIT_DIR)
@@ -39,4 +39,8 @@ $(UNIT_DIR)/crash_sem $(UNIT_DIR)/crash_msg $(UNIT_DIR)/crash_shm: tests/unit/cr
 # the hostile-member suite reads the namespace layout (core/layout.h,
 # ipc/msgring.h) and mirrors ipc/'s private structures
 $(UNIT_DIR)/hostile: tests/unit/hostile.c tests/unit/hostile_mirror.h core/layout.h ipc/msgring.h | $(UNIT_DIR)
+	$(CC) $(TESTCFLAGS) -I. $< -o $@
+
+# reads the process table's high-water mark (core/layout.h)
+$(UNIT_DIR)/proc_reclaim: tests/unit/proc_reclaim.c core/layout.h | $(UNIT_DIR)
 	$(CC) $(TESTCFLAGS) -I. $< -o $@

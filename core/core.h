@@ -50,6 +50,9 @@ struct ns {
 	bool shared;               /* a shared namespace (uipc-shared-NAME) */
 	bool broken;               /* its file was truncated under us: calls fail
 				      with EIDRM (fault.c) */
+	/* the user namespace that owns it, as the header said when this
+	 * process opened it (cred.c judges credentials against it) */
+	struct owner_userns owner;
 	int anon_fd;               /* an anonymous namespace's memfd, else -1 */
 	char path[4096];
 };
@@ -279,11 +282,18 @@ struct ucred_cache {
 	gid_t groups[256];
 	uint64_t caps;             /* effective capabilities, low 64 bits */
 	int valid;
+	int rel;                   /* to the owner user namespace (cred.c) */
 };
 UIPC_HIDDEN const struct ucred_cache *cur_cred(void);
 /* the credentials may have changed (entry/'s set*id and capset wrappers) */
 UIPC_HIDDEN void cred_invalidate(void);
 UIPC_HIDDEN bool has_cap(int cap);
+/* a new namespace's owner user namespace: this process's (the header's) */
+UIPC_HIDDEN void cred_note_owner(struct owner_userns *o);
+/* ids between the owner namespace's view (kept in objects) and the
+ * caller's: for IPC_STAT; for IPC_SET (-EINVAL: no mapping) */
+UIPC_HIDDEN uint32_t cred_id_for_caller(uint32_t id, bool gid);
+UIPC_HIDDEN int cred_id_from_caller(uint32_t id, bool gid, uint32_t *out);
 
 /* ---- small helpers ---- */
 

@@ -289,6 +289,7 @@ static int init_arena(char *base, uint64_t size, int extended, unsigned mode)
 	h->ipcmni = 1 << shift;
 	h->min_cycle = extended ? IPC_MIN_CYCLE_EXT : IPC_MIN_CYCLE;
 	h->creator_uid = (uint32_t)geteuid();
+	cred_note_owner(&h->owner);
 	h->mode = mode;
 	ulock_init(&h->ns_lock);
 	h->procs = tmp.lay.procs;
@@ -546,6 +547,7 @@ static struct ns *map_ns(int fd, const struct uipc_hdr *hdr, const struct stat *
 	ns->ipcmni = 1 << ns->shift;
 	ns->file_uid = st->st_uid;
 	ns->file_gid = st->st_gid;
+	ns->owner = hdr->owner;
 	compute_layout(ns->shift, &ns->lay, &eager_end);
 	snprintf(ns->path, sizeof(ns->path), "%s", path);
 	ns_fault_register(ns);    /* truncation: errors, not SIGBUS (fault.c) */
@@ -787,8 +789,10 @@ void ns_open_for_fork(void)
 	pthread_mutex_lock(&ns_mutex);
 	if (!g_ns && !g_ns_err) {
 		g_quiet = true;
-		if (open_pinned(&ns) == 0)
+		if (open_pinned(&ns) == 0) {
 			__atomic_store_n(&g_ns, ns, __ATOMIC_RELEASE);
+			cred_invalidate();   /* judged against its owner (cred.c) */
+		}
 		g_quiet = false;
 	}
 	pthread_mutex_unlock(&ns_mutex);
@@ -814,10 +818,12 @@ struct ns *ns_get(void)
 	g_ns_used = true;
 	if (!g_ns && !g_ns_err) {
 		r = open_pinned(&ns);
-		if (r)
+		if (r) {
 			g_ns_err = -r;
-		else
+		} else {
 			__atomic_store_n(&g_ns, ns, __ATOMIC_RELEASE);
+			cred_invalidate();   /* judged against its owner (cred.c) */
+		}
 	}
 	ns = g_ns;
 	errno = ns ? saved_errno : g_ns_err;
@@ -1067,6 +1073,7 @@ void ns_switch(struct ns *new, bool keep_old_map)
 	pthread_mutex_lock(&ns_mutex);
 	old = g_ns;
 	__atomic_store_n(&g_ns, new, __ATOMIC_RELEASE);
+	cred_invalidate();       /* judged against its owner now (cred.c) */
 	g_ns_used = true;
 	g_ns_err = 0;
 	g_pinned_fd = new->anon_fd;

@@ -244,8 +244,11 @@ static int check_open(int kind, int flags)
 		return -ENOTDIR;
 	if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
 		return -EEXIST;
-	/* sysctls are 0644 and /proc/sysvipc 0444, both root's */
-	if ((flags & O_ACCMODE) != O_RDONLY && geteuid() != 0)
+	/* sysctls are 0644 and /proc/sysvipc 0444, both root's: root as the
+	 * namespace's owner user namespace sees it (core/cred.c), so a
+	 * process that is root only in a user namespace of its own (unshare
+	 * -r) cannot write them, as with the kernel */
+	if ((flags & O_ACCMODE) != O_RDONLY && (!ns_get() || cur_cred()->euid != 0))
 		return -EACCES;
 	(void)kind;
 	return 0;

@@ -129,7 +129,7 @@ UIPC_HIDDEN struct uperm *ipc_obtain_for_stat(struct ns *ns, int type, int id, b
 					      bool any, int *err);
 UIPC_HIDDEN int ipcperms(struct uperm *p, int flag);
 UIPC_HIDDEN bool ipc_owner_or_admin(struct uperm *p);
-UIPC_HIDDEN void ipc_update_perm(struct ns *ns, struct uperm *p, const struct ipc_perm *in);
+UIPC_HIDDEN int ipc_update_perm(struct ns *ns, struct uperm *p, const struct ipc_perm *in);
 UIPC_HIDDEN void ipc_fill_perm(struct ns *ns, const struct uperm *p, struct ipc_perm *out);
 UIPC_HIDDEN int ipc_ids_init(struct ns *ns, int type, uoff_t entries, uoff_t used,
 			     uoff_t populated);

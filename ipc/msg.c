@@ -2011,10 +2011,10 @@ static int msgctl_down(struct ns *ns, int msqid, int cmd, struct msqid_ds *in)
 		wake_up_q(ns, &wq);
 		return 0;
 	}
-	if (in->msg_perm.uid == (uid_t)-1 || in->msg_perm.gid == (gid_t)-1) {
-		err = -EINVAL;
+	if (in->msg_perm.uid == (uid_t)-1 || in->msg_perm.gid == (gid_t)-1 ||
+	    ipc_update_perm(ns, &q->perm, &in->msg_perm)) {
+		err = -EINVAL;     /* (a failed update stored nothing) */
 	} else {
-		ipc_update_perm(ns, &q->perm, &in->msg_perm);
 		J_SET(ns, q->qbytes, (uint64_t)in->msg_qbytes);
 		J_SET(ns, q->ctime, ipc_now());
 		/* receivers may be shut out by the new mode: they look again */

@@ -497,12 +497,19 @@ static int set_limit(struct ns *ns, const struct sysctl_ent *e, int64_t v)
 /*
  * The limits are the namespace's, for all its members: as only a privileged
  * user may write /proc/sys/kernel/msgmni, only the namespace's owner may
- * change them, or CAP_SYS_ADMIN.  The owner is the file's (fstat at open),
+ * change them, or CAP_SYS_ADMIN over its owner user namespace (cred.c: a
+ * process in a user namespace made later has none).  The owner is the file's (fstat at open),
  * which members cannot rewrite, not the header's creator_uid, which they can.
  */
 static bool may_set_limits(struct ns *ns)
 {
-	return cur_cred()->euid == ns->file_uid || has_cap(CAP_SYS_ADMIN);
+	uint32_t owner;
+
+	/* both as the namespace's owner user namespace sees them (cred.c):
+	 * the file's owner as this process saw it at open, its own euid */
+	if (cred_id_from_caller((uint32_t)ns->file_uid, false, &owner))
+		owner = UINT32_MAX;
+	return cur_cred()->euid == owner || has_cap(CAP_SYS_ADMIN);
 }
 
 ssize_t ipc_sysctl_write(const char *name, const char *buf, size_t len)

@@ -2435,12 +2435,12 @@ static int semctl_down(struct ns *ns, int semid, int cmd, struct semid_ds *in)
 		wake_up_q(ns, &wq, NULL);
 		return 0;
 	} else {
-		if (in->sem_perm.uid == (uid_t)-1 || in->sem_perm.gid == (gid_t)-1) {
+		if (in->sem_perm.uid == (uid_t)-1 || in->sem_perm.gid == (gid_t)-1)
 			err = -EINVAL;
-		} else {
-			ipc_update_perm(ns, &sma->perm, &in->sem_perm);
+		else
+			err = ipc_update_perm(ns, &sma->perm, &in->sem_perm);
+		if (!err)   /* (a failed update stored nothing) */
 			J_SET(ns, sma->ctime, ipc_now());
-		}
 		sem_unlock(ns, sma, locknum);
 	}
 out:

@@ -2804,12 +2804,12 @@ static int shmctl_down(struct ns *ns, int shmid, int cmd, struct shmid_ds *in)
 			ipc_seen_forget(ns, IPC_SHM_IDS, shmid);
 		}
 	} else {
-		if (in->shm_perm.uid == (uid_t)-1 || in->shm_perm.gid == (gid_t)-1) {
+		if (in->shm_perm.uid == (uid_t)-1 || in->shm_perm.gid == (gid_t)-1)
 			err = -EINVAL;
-		} else {
-			ipc_update_perm(ns, &shp->perm, &in->shm_perm);
+		else
+			err = ipc_update_perm(ns, &shp->perm, &in->shm_perm);
+		if (!err)   /* (a failed update stored nothing) */
 			J_SET(ns, shp->ctime, ipc_now());
-		}
 	}
 	ulock_release(ns, &shp->lock);
 out:

@@ -49,21 +49,31 @@ bool ipc_owner_or_admin(struct uperm *p)
 	return c->euid == p->cuid || c->euid == p->uid || ((c->caps >> CAP_SYS_ADMIN) & 1);
 }
 
-void ipc_update_perm(struct ns *ns, struct uperm *p, const struct ipc_perm *in)
+/* IPC_SET's new owner and mode (the ids as the caller gives them, kept as
+ * the namespace's owner user namespace sees them, cred.c): 0, or -EINVAL
+ * for an id that has no mapping there, as the kernel's make_kuid */
+int ipc_update_perm(struct ns *ns, struct uperm *p, const struct ipc_perm *in)
 {
-	J_SET(ns, p->uid, (uint32_t)in->uid);
-	J_SET(ns, p->gid, (uint32_t)in->gid);
+	uint32_t uid, gid;
+
+	if (cred_id_from_caller((uint32_t)in->uid, false, &uid) ||
+	    cred_id_from_caller((uint32_t)in->gid, true, &gid))
+		return -EINVAL;
+	J_SET(ns, p->uid, uid);
+	J_SET(ns, p->gid, gid);
 	J_SET(ns, p->mode, (p->mode & ~0777u) | ((uint32_t)in->mode & 0777u));
+	return 0;
 }
 
+/* the ipc_perm a *_STAT returns: ids as the caller sees them (cred.c) */
 void ipc_fill_perm(struct ns *ns, const struct uperm *p, struct ipc_perm *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->__key = p->key;
-	out->uid = p->uid;
-	out->gid = p->gid;
-	out->cuid = p->cuid;
-	out->cgid = p->cgid;
+	out->uid = cred_id_for_caller(p->uid, false);
+	out->gid = cred_id_for_caller(p->gid, true);
+	out->cuid = cred_id_for_caller(p->cuid, false);
+	out->cgid = cred_id_for_caller(p->cgid, true);
 	out->mode = (unsigned short)p->mode;
 	out->__seq = (unsigned short)((uint32_t)p->id >> ns->shift);
 }

@@ -2007,6 +2007,8 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 	return r;
 }
 
+#define SEM_TIMEOUT_MAX_S (1LL << 32)   /* 136 years */
+
 /* may the operations sleep (one lacks IPC_NOWAIT)? */
 static bool may_sleep(const struct semop_args *a)
 {
@@ -2068,7 +2070,9 @@ int ksys_semtimedop(unsigned hand0, int semid, struct sembuf *tsops, size_t nsop
 	}
 	if (has_timeout && timeout) {
 		clock_gettime(CLOCK_MONOTONIC, &deadline);
-		deadline.tv_sec += ts.tv_sec;
+		/* a timeout of centuries is for ever: the deadline stays a
+		 * number of nanoseconds an int64_t holds */
+		deadline.tv_sec += ts.tv_sec < SEM_TIMEOUT_MAX_S ? ts.tv_sec : SEM_TIMEOUT_MAX_S;
 		deadline.tv_nsec += ts.tv_nsec;
 		if (deadline.tv_nsec >= 1000000000L) {
 			deadline.tv_sec++;

@@ -123,7 +123,7 @@ static uoff_t alloc_block(struct ns *ns, uint64_t size, int pool,
 		return 0;
 	off = a->free[pool][cls];
 	if (off) {
-		b = off >= ns->lay.heap_start ? ns_ptr(ns, off, 1ULL << cls) : NULL;
+		b = off >= ns->lay.heap_start ? ns_ptr_aligned(ns, off, 1ULL << cls) : NULL;
 		if (!b || b->magic != BLK_MAGIC || b->cls != cls || b->allocated) {
 			ns_corrupt(ns, "allocator free list");
 			J_SET(ns, a->free[pool][cls], (uoff_t)0);
@@ -194,7 +194,7 @@ static void free_block(struct ns *ns, uoff_t off, bool check_gen, uint64_t gen)
 	/* only heap blocks: an offset into the header or the tables (a
 	 * forged one) must never reach a free list */
 	struct blk *b = off >= ns->lay.heap_start + BLK_HDR ?
-		ns_ptr(ns, off - BLK_HDR, sizeof(*b)) : NULL;
+		ns_ptr_aligned(ns, off - BLK_HDR, sizeof(*b)) : NULL;
 
 	if (!b || b->magic != BLK_MAGIC || b->cls < MIN_CLASS || b->cls > MAX_CLASS ||
 	    b->pool >= POOL_NR) {
@@ -223,7 +223,7 @@ bool arena_obj_fits(struct ns *ns, uoff_t off, uint64_t len)
 {
 	/* objects live in the heap, never in the header or the tables */
 	struct blk *b = off >= ns->lay.heap_start + BLK_HDR ?
-		ns_ptr(ns, off - BLK_HDR, sizeof(*b)) : NULL;
+		ns_ptr_aligned(ns, off - BLK_HDR, sizeof(*b)) : NULL;
 	uint8_t cls;
 
 	if (!b || __atomic_load_n(&b->magic, __ATOMIC_RELAXED) != BLK_MAGIC ||
@@ -237,14 +237,14 @@ bool arena_obj_fits(struct ns *ns, uoff_t off, uint64_t len)
 
 uint64_t arena_block_gen(struct ns *ns, uoff_t off)
 {
-	struct blk *b = off > BLK_HDR ? ns_ptr(ns, off - BLK_HDR, sizeof(*b)) : NULL;
+	struct blk *b = off > BLK_HDR ? ns_ptr_aligned(ns, off - BLK_HDR, sizeof(*b)) : NULL;
 
 	return b ? b->gen : 0;
 }
 
 const uint64_t *arena_gen_word(struct ns *ns, uoff_t off)
 {
-	struct blk *b = off > BLK_HDR ? ns_ptr(ns, off - BLK_HDR, sizeof(*b)) : NULL;
+	struct blk *b = off > BLK_HDR ? ns_ptr_aligned(ns, off - BLK_HDR, sizeof(*b)) : NULL;
 
 	return b ? &b->gen : NULL;
 }

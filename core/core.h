@@ -66,6 +66,15 @@ static inline void *ns_ptr(struct ns *ns, uoff_t off, size_t len)
 	return ns->base + off;
 }
 
+/* ns_ptr for a structure read through an offset from the arena: 8-byte
+ * aligned too (a forged odd offset would make its words misaligned, and
+ * an atomic operation across two cache lines can even be fatal with
+ * split-lock detection) */
+static inline void *ns_ptr_aligned(struct ns *ns, uoff_t off, size_t len)
+{
+	return likely(!(off & 7)) ? ns_ptr(ns, off, len) : NULL;
+}
+
 static inline uoff_t ns_off(struct ns *ns, const void *p)
 {
 	return p ? (uoff_t)((const char *)p - ns->base) : 0;

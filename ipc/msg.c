@@ -151,7 +151,7 @@ const uint32_t msg_obj_size = sizeof(struct msg_queue);
  */
 static struct msgm *m_at(struct ns *ns, uoff_t off)
 {
-	struct msgm *m = off ? ns_ptr(ns, off, sizeof(struct msgm)) : NULL;
+	struct msgm *m = off ? ns_ptr_aligned(ns, off, sizeof(struct msgm)) : NULL;
 	uint32_t size, cap;
 
 	if (!m)
@@ -174,7 +174,7 @@ static int64_t msg_len(struct ns *ns, struct msgm *m)
 
 static struct msgw *w_at(struct ns *ns, uoff_t off)
 {
-	return off ? ns_ptr(ns, off, sizeof(struct msgw)) : NULL;
+	return off ? ns_ptr_aligned(ns, off, sizeof(struct msgw)) : NULL;
 }
 
 static struct msg_queue *msq_of(struct uperm *p)
@@ -1061,7 +1061,7 @@ static int newque(struct ns *ns, key_t key, int msgflg, long arg)
 	if (h->ids[IPC_MSG_IDS].in_use >= limit)
 		return -ENOSPC;
 	off = MSG_RETIRED(ns);
-	q = off ? ns_ptr(ns, off, sizeof(*q)) : NULL;
+	q = off ? ns_ptr_aligned(ns, off, sizeof(*q)) : NULL;
 	/* a retired queue is a queue struct in its block, removed: anything
 	 * else on the list (a corrupt arena) ends the list for good */
 	if (off && (!q || !arena_obj_fits(ns, off, sizeof(*q)) || q->perm.type != IPC_MSG_IDS ||
@@ -1550,7 +1550,7 @@ static void take_text(struct taken *t, struct msgm *m, uint32_t size, void *buf,
 	t->direct = !bounce_reserve(n);
 	if (t->direct)
 		t->ret = msg_fill_user(buf, m, size, bufsz);   /* out of memory: as before */
-	else
+	else if (n)
 		memcpy(bounce, m->text, n);
 }
 

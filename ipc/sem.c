@@ -184,7 +184,7 @@ static struct sem_array *sma_of(struct uperm *p)
 
 static struct semq *q_at(struct ns *ns, uoff_t off)
 {
-	struct semq *q = off ? ns_ptr(ns, off, sizeof(struct semq)) : NULL;
+	struct semq *q = off ? ns_ptr_aligned(ns, off, sizeof(struct semq)) : NULL;
 	int nsops;
 
 	return q && q_ops(ns, q, &nsops) ? q : NULL;
@@ -192,7 +192,7 @@ static struct semq *q_at(struct ns *ns, uoff_t off)
 
 static struct sem_undo *un_at(struct ns *ns, uoff_t off)
 {
-	struct sem_undo *u = off ? ns_ptr(ns, off, sizeof(struct sem_undo)) : NULL;
+	struct sem_undo *u = off ? ns_ptr_aligned(ns, off, sizeof(struct sem_undo)) : NULL;
 	int32_t n = u ? __atomic_load_n(&u->nsems, __ATOMIC_RELAXED) : 0;
 
 	if (u && (n < 0 || !ns_ptr(ns, off, sizeof(*u) + (size_t)n * 2)))

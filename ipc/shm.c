@@ -512,7 +512,7 @@ static struct shm_att *att_at(struct ns *ns, struct shmid_kernel *shp, uint32_t 
 	uint32_t c = __atomic_load_n(&shp->att_cap, __ATOMIC_RELAXED);
 	uint32_t k = __atomic_load_n(&shp->att_n, __ATOMIC_RELAXED);
 	struct shm_att *a = off && c && k <= c ?
-		ns_ptr(ns, off, (size_t)c * sizeof(struct shm_att)) : NULL;
+		ns_ptr_aligned(ns, off, (size_t)c * sizeof(struct shm_att)) : NULL;
 
 	*cap = a ? c : 0;
 	*n = a ? k : 0;

@@ -127,7 +127,7 @@ static struct uperm *obj_at(struct ns *ns, uoff_t off, int type)
 	};
 	/* objects live in the heap: an entry into the header or the tables
 	 * (a corrupt arena) is no object */
-	struct uperm *p = off >= ns->lay.heap_start ? ns_ptr(ns, off, *size[type]) : NULL;
+	struct uperm *p = off >= ns->lay.heap_start ? ns_ptr_aligned(ns, off, *size[type]) : NULL;
 
 	if (off && !p)
 		ns_corrupt(ns, "id table entry outside the heap");
@@ -291,7 +291,7 @@ static uint64_t *keys_table(struct ns *ns, struct ipc_ids *ids, uint32_t *cap)
 	*cap = 0;
 	if (!off || c == 0 || (c & (c - 1)))
 		return NULL;
-	t = ns_ptr(ns, off, (uint64_t)c * 8);
+	t = ns_ptr_aligned(ns, off, (uint64_t)c * 8);
 	if (t)
 		*cap = c;
 	return t;

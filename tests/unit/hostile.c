@@ -1560,8 +1560,9 @@ static pid_t spawn_victim(char *const args[], int *in, int *out)
 	if (pid < 0)
 		die("fork");
 	if (pid == 0) {
-		char env_pre[4300], env_dir[4300], env_ns[300];
-		char *envp[] = { env_pre, env_dir, env_ns, "UIPC_LOCK_WAIT_MS=3000", NULL };
+		char env_pre[4300], env_dir[4300], env_ns[300], env_asan[600], env_ubsan[600];
+		char *envp[] = { env_pre, env_dir, env_ns, "UIPC_LOCK_WAIT_MS=3000", env_asan,
+				 env_ubsan, NULL };
 
 		dup2(pin[0], 0);
 		dup2(pout[1], 1);
@@ -1577,6 +1578,11 @@ static pid_t spawn_victim(char *const args[], int *in, int *out)
 		snprintf(env_pre, sizeof(env_pre), "LD_PRELOAD=%s", D.lib);
 		snprintf(env_dir, sizeof(env_dir), "UIPC_DIR=%s", D.dir);
 		snprintf(env_ns, sizeof(env_ns), "UIPC_NS=shared:%s", D.ns);
+		/* the sanitizer build's settings (tests/unit-sanitize.t) */
+		snprintf(env_asan, sizeof(env_asan), "ASAN_OPTIONS=%.500s",
+			 getenv("ASAN_OPTIONS") ? getenv("ASAN_OPTIONS") : "");
+		snprintf(env_ubsan, sizeof(env_ubsan), "UBSAN_OPTIONS=%.500s",
+			 getenv("UBSAN_OPTIONS") ? getenv("UBSAN_OPTIONS") : "");
 		execve(D.bin, args, envp);
 		_exit(127);
 	}

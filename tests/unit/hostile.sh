@@ -2,8 +2,10 @@
 # then call hostile_setup): two real users, the victim V (uv, VU:VG) and
 # the hostile member H (uh, HU:HG), removed at exit; a directory D like
 # /dev/shm (sticky, open to all) with the binaries where both can read
-# them (bin, lib); hostile_ns NAME makes a shared namespace NAME in D,
-# world-writable (mode 0666), as a namespace every local user may join.
+# them (bin; lib: what victims preload); hostile_ns NAME makes a shared
+# namespace NAME in D, world-writable (mode 0666), as a namespace every
+# local user may join.  UIPC_TEST_LIB (and UIPC_TEST_PRELOAD before it)
+# replace the library the victims preload (tests/unit-sanitize.t).
 hostile_setup() {
 	if [ "$(id -u)" != 0 ] || ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
 		echo "1..0 # SKIP needs root, useradd and setpriv (to be two real users)"; exit 0
@@ -22,9 +24,10 @@ hostile_setup() {
 	VU=$(id -u "$uv") VG=$(id -g "$uv") HU=$(id -u "$uh") HG=$(id -g "$uh")
 	chmod 1777 "$D"
 	bin=$D/bin
-	mkdir "$bin" && cp "$top/build/libuipc.so" "$top/build/uipc" "$top/build/tests/unit/hostile" "$bin/" &&
-		ln -s libuipc.so "$bin/libuipc.so.0" && chmod 755 "$bin" && chmod a+rx "$bin"/*
-	lib=$bin/libuipc.so
+	mkdir "$bin" "$bin/test" && cp "$top/build/libuipc.so" "$top/build/uipc" "$top/build/tests/unit/hostile" "$bin/" &&
+		cp "${UIPC_TEST_LIB:-$top/build/libuipc.so}" "$bin/test/libuipc.so" &&
+		ln -s libuipc.so "$bin/libuipc.so.0" && chmod 755 "$bin" "$bin/test" && chmod a+rx "$bin"/* "$bin"/test/*
+	lib=${UIPC_TEST_PRELOAD:+$UIPC_TEST_PRELOAD:}$bin/test/libuipc.so
 	unset UIPC_NS UIPC_NS_FILE UIPC_DIR XDG_RUNTIME_DIR
 }
 

@@ -150,29 +150,77 @@ UIPC_HIDDEN void ns_fault_register(struct ns *ns);   /* once mapped */
 UIPC_HIDDEN void ns_fault_unregister(struct ns *ns); /* before unmapping */
 /* the SIGBUS handler: was ADDR in an arena (now repaired, ns broken)? */
 UIPC_HIDDEN bool ns_fault_repair(void *addr);
+/* nsfile.c: later calls fail with EIDRM (async-signal-safe) */
+UIPC_HIDDEN void ns_mark_broken(struct ns *ns);
 
 /* ---- lockwait.c: how long a wait for a held lock may last ----
- * core/lock.c waits in slices: lockwait_begin, then lockwait_deadline for
- * each slice's end and lockwait_expired after it (0: wait again, -errno:
- * give up: EINTR, EAGAIN (the call's deadline), EDEADLK (held too long)).
- * The bound is the calling thread's: a blocking call sets its own deadline
- * and handler count, fsck and the exit work a maximum; lockwait_suspend
- * makes the waits that follow unbounded (a sleeper that must take its lock
- * back to leave its queue), lockwait_resume ends that. */
+ * core/lock.c waits in slices, with a zeroed struct lockwait: lockwait_
+ * deadline for each slice's end and lockwait_expired after it (0: wait
+ * again, -errno: give up: EINTR, EAGAIN (the call's deadline), EDEADLK
+ * (held too long)).  The bound is the calling thread's: a blocking call
+ * sets its own deadline and handler count, fsck and the exit work a
+ * maximum; lockwait_suspend makes the waits that follow unbounded (a
+ * sleeper that must take its lock back to leave its queue), lockwait_
+ * resume ends that.  Setting a bound is a few stores (inline): every
+ * semop that may sleep does it. */
 struct lockwait {
 	int64_t start;
 	int slices;
 };
-UIPC_HIDDEN void lockwait_begin(struct lockwait *w);
+enum { BOUND_DEFAULT, BOUND_BLOCKING, BOUND_MAX };
+struct lockwait_bound {
+	int kind;
+	int depth;                 /* bounds set, nested: only the outermost counts */
+	int64_t deadline;          /* BLOCKING: CLOCK_MONOTONIC ns, 0 none */
+	int64_t max_ns;            /* MAX: the longest wait */
+	unsigned hand0;            /* BLOCKING: the handler count when the call began */
+	int suspended;             /* waits that must not fail (lockwait_suspend) */
+};
+UIPC_HIDDEN extern __thread struct lockwait_bound lockwait_tls;
 UIPC_HIDDEN void lockwait_deadline(struct lockwait *w, struct timespec *ts);
 UIPC_HIDDEN int lockwait_expired(struct lockwait *w);
 UIPC_HIDDEN bool lockwait_owner_is_me(pid_t tid);
+
 /* DEADLINE: CLOCK_MONOTONIC, NULL for none; HAND0: the call's handler count */
-UIPC_HIDDEN void lockwait_bound_blocking(const struct timespec *deadline, unsigned hand0);
-UIPC_HIDDEN void lockwait_bound_max(int64_t max_ns);
-UIPC_HIDDEN void lockwait_bound_end(void);
-UIPC_HIDDEN void lockwait_suspend(void);
-UIPC_HIDDEN void lockwait_resume(void);
+static inline void lockwait_bound_blocking(const struct timespec *deadline, unsigned hand0)
+{
+	struct lockwait_bound *b = &lockwait_tls;
+
+	if (b->depth++)
+		return;
+	b->kind = BOUND_BLOCKING;
+	b->deadline = deadline ? (int64_t)deadline->tv_sec * 1000000000LL + deadline->tv_nsec : 0;
+	b->hand0 = hand0;
+}
+
+static inline void lockwait_bound_max(int64_t max_ns)
+{
+	struct lockwait_bound *b = &lockwait_tls;
+
+	if (b->depth++)
+		return;
+	b->kind = BOUND_MAX;
+	b->max_ns = max_ns;
+}
+
+static inline void lockwait_bound_end(void)
+{
+	struct lockwait_bound *b = &lockwait_tls;
+
+	if (b->depth > 0 && --b->depth == 0)
+		b->kind = BOUND_DEFAULT;
+}
+
+static inline void lockwait_suspend(void)
+{
+	lockwait_tls.suspended++;
+}
+
+static inline void lockwait_resume(void)
+{
+	if (lockwait_tls.suspended > 0)
+		lockwait_tls.suspended--;
+}
 
 /* ---- lock.c ---- */
 UIPC_HIDDEN int ulock_init(struct ulock *l);

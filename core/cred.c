@@ -158,44 +158,49 @@ static const struct owner_userns *cur_owner(void)
 	return ns ? &ns->owner : NULL;
 }
 
-const struct ucred_cache *cur_cred(void)
+/* read the credentials again (out of line: cur_cred's usual answer is the
+ * cached one, and stays a few instructions) */
+static __attribute__((noinline)) const struct ucred_cache *cred_refresh(unsigned gen)
 {
 	struct ucred_cache *c = &tls_cred;
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	const struct owner_userns *o = cur_owner();
+	int n, k = 0;
+
+	c->rel = relation(o, &tls_maps);
+	c->euid = to_owner(c, o, geteuid(), false);
+	c->egid = to_owner(c, o, getegid(), true);
+	n = getgroups(256, c->groups);
+	for (int i = 0; i < n; i++) {
+		uint32_t g = to_owner(c, o, c->groups[i], true);
+
+		/* groups with no mapping are not ones to be judged by */
+		if (g != OVERFLOW_ID)
+			c->groups[k++] = g;
+	}
+	c->ngroups = k;
+	memset(d, 0, sizeof(d));
+	/* a capability counts over the owner namespace and its descendants
+	 * only: none from a namespace made below it */
+	if (c->rel != REL_BELOW && sys_syscall(SYS_capget, &h, d) == 0)
+		c->caps = (uint64_t)d[0].effective | ((uint64_t)d[1].effective << 32);
+	else
+		c->caps = 0;
+	/* a euid with no mapping yet: its user namespace's maps may still be
+	 * written, read them again next time */
+	c->valid = c->rel == REL_SAME || c->euid != OVERFLOW_ID;
+	tls_cred_gen = gen;
+	return c;
+}
+
+const struct ucred_cache *cur_cred(void)
+{
 	unsigned gen = atomic_load_explicit(&cred_gen, memory_order_acquire);
 
-	/* (a euid with no mapping yet: its user namespace's maps may still be
-	 * written, read them again) */
-	if (likely(c->valid && tls_cred_gen == gen) && likely(c->euid != OVERFLOW_ID || c->rel == REL_SAME))
-		return c;
-	{
-		struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-		struct __user_cap_data_struct d[2];
-		const struct owner_userns *o = cur_owner();
-		int n, k = 0;
-
-		c->rel = relation(o, &tls_maps);
-		c->euid = to_owner(c, o, geteuid(), false);
-		c->egid = to_owner(c, o, getegid(), true);
-		n = getgroups(256, c->groups);
-		for (int i = 0; i < n; i++) {
-			uint32_t g = to_owner(c, o, c->groups[i], true);
-
-			/* groups with no mapping are not ones to be judged by */
-			if (g != OVERFLOW_ID)
-				c->groups[k++] = g;
-		}
-		c->ngroups = k;
-		memset(d, 0, sizeof(d));
-		/* a capability counts over the owner namespace and its
-		 * descendants only: none from a namespace made below it */
-		if (c->rel != REL_BELOW && sys_syscall(SYS_capget, &h, d) == 0)
-			c->caps = (uint64_t)d[0].effective | ((uint64_t)d[1].effective << 32);
-		else
-			c->caps = 0;
-		c->valid = 1;
-		tls_cred_gen = gen;
-	}
-	return c;
+	if (likely(tls_cred.valid && tls_cred_gen == gen))
+		return &tls_cred;
+	return cred_refresh(gen);
 }
 
 bool has_cap(int cap)

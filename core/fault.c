@@ -17,7 +17,7 @@
  * is marked broken: the call in progress runs to its end on zeros (every
  * value it reads from them is checked like any other arena value, and
  * what it stores there is seen by nobody), and every later call of this
- * process fails with EIDRM (ns_get).  A journaled section in progress
+ * process fails with EIDRM (ns_mark_broken: ns_get finds no namespace).  A journaled section in progress
  * still ends normally: its stores below the new end are shared and
  * commit as usual; those above it went to pages that no longer exist for
  * anyone.  A fault anywhere else goes on to the copy fixups and the
@@ -81,7 +81,7 @@ bool ns_fault_repair(void *addr)
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) ==
 		    MAP_FAILED)
 			return false;
-		__atomic_store_n(&maps[i].ns->broken, true, __ATOMIC_RELEASE);
+		ns_mark_broken(maps[i].ns);
 		return true;
 	}
 	return false;

@@ -805,11 +805,6 @@ struct ns *ns_get(void)
 	int r, saved_errno = errno;
 
 	if (likely(ns)) {
-		/* its file was truncated under us (fault.c) */
-		if (unlikely(__atomic_load_n(&ns->broken, __ATOMIC_ACQUIRE))) {
-			errno = EIDRM;
-			return NULL;
-		}
 		if (unlikely(!g_ns_used))
 			g_ns_used = true;
 		return ns;
@@ -829,6 +824,20 @@ struct ns *ns_get(void)
 	errno = ns ? saved_errno : g_ns_err;
 	pthread_mutex_unlock(&ns_mutex);
 	return ns;
+}
+
+/*
+ * NS's file was truncated under us (fault.c, from the SIGBUS handler: only
+ * stores): every later call fails with EIDRM, as ns_get then finds no
+ * namespace and the error.  The mapping stays, for the call in progress.
+ */
+void ns_mark_broken(struct ns *ns)
+{
+	__atomic_store_n(&ns->broken, true, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&g_ns, __ATOMIC_ACQUIRE) == ns) {
+		g_ns_err = EIDRM;
+		__atomic_store_n(&g_ns, NULL, __ATOMIC_RELEASE);
+	}
 }
 
 /* ---- include/uipc.h's namespace calls (entry/api.c): 0 or -errno ---- */

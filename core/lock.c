@@ -680,9 +680,8 @@ static void break_if_orphaned(struct ns *ns, struct ulock *l)
 static int lock_mutex(struct ns *ns, struct ulock *l)
 {
 	unsigned *word = (unsigned *)&l->m.__data.__lock;
-	struct lockwait lw;
+	struct lockwait lw = { 0, 0 };   /* HOOK (core/lockwait.c): the wait's bound */
 
-	lockwait_begin(&lw);      /* HOOK (core/lockwait.c): the wait's bound */
 	for (;;) {
 		struct timespec ts;
 		int r = pthread_mutex_trylock(&l->m);

@@ -33,17 +33,8 @@
 #define LONG_SLICE_NS     2000000000LL   /* 2 s, the wait before this hook */
 #define DEFAULT_MAX_MS    30000
 
-/* this thread's bound; kind 0: the default (none set) */
-enum { BOUND_DEFAULT, BOUND_BLOCKING, BOUND_MAX };
-
-static __thread struct {
-	int kind;
-	int depth;                 /* bounds set, nested: only the outermost counts */
-	int64_t deadline;          /* BLOCKING: CLOCK_MONOTONIC ns, 0 none; MAX: its end */
-	int64_t max_ns;            /* MAX: the longest wait */
-	unsigned hand0;            /* BLOCKING: the handler count when the call began */
-	int suspended;             /* waits that must not fail (lockwait_suspend) */
-} bound;
+/* this thread's bound (core.h: set inline by the callers) */
+__thread struct lockwait_bound lockwait_tls;
 
 static int64_t default_max_ns(void)
 {
@@ -58,46 +49,6 @@ static int64_t default_max_ns(void)
 	return v;
 }
 
-void lockwait_bound_blocking(const struct timespec *deadline, unsigned hand0)
-{
-	if (bound.depth++)
-		return;
-	bound.kind = BOUND_BLOCKING;
-	bound.deadline = deadline ? (int64_t)deadline->tv_sec * 1000000000LL + deadline->tv_nsec : 0;
-	bound.hand0 = hand0;
-}
-
-void lockwait_bound_max(int64_t max_ns)
-{
-	if (bound.depth++)
-		return;
-	bound.kind = BOUND_MAX;
-	bound.max_ns = max_ns;
-}
-
-void lockwait_bound_end(void)
-{
-	if (bound.depth > 0 && --bound.depth == 0)
-		bound.kind = BOUND_DEFAULT;
-}
-
-void lockwait_suspend(void)
-{
-	bound.suspended++;
-}
-
-void lockwait_resume(void)
-{
-	if (bound.suspended > 0)
-		bound.suspended--;
-}
-
-void lockwait_begin(struct lockwait *w)
-{
-	w->start = 0;
-	w->slices = 0;
-}
-
 /* the end of the next slice of wait W (absolute, CLOCK_MONOTONIC) */
 void lockwait_deadline(struct lockwait *w, struct timespec *ts)
 {
@@ -107,17 +58,17 @@ void lockwait_deadline(struct lockwait *w, struct timespec *ts)
 		w->start = now;
 	if (w->slices == 0)
 		len = FIRST_SLICE_NS;
-	else if (bound.kind == BOUND_BLOCKING && !bound.suspended)
+	else if (lockwait_tls.kind == BOUND_BLOCKING && !lockwait_tls.suspended)
 		len = BLOCKING_SLICE_NS;
 	else
 		len = LONG_SLICE_NS;
 	end = now + len;
-	if (bound.kind == BOUND_BLOCKING && bound.deadline && !bound.suspended &&
-	    bound.deadline < end)
-		end = bound.deadline;
-	if (bound.kind == BOUND_MAX && !bound.suspended && w->start + bound.max_ns < end)
-		end = w->start + bound.max_ns;
-	if (bound.kind == BOUND_DEFAULT && !bound.suspended && w->start + default_max_ns() < end)
+	if (lockwait_tls.kind == BOUND_BLOCKING && lockwait_tls.deadline && !lockwait_tls.suspended &&
+	    lockwait_tls.deadline < end)
+		end = lockwait_tls.deadline;
+	if (lockwait_tls.kind == BOUND_MAX && !lockwait_tls.suspended && w->start + lockwait_tls.max_ns < end)
+		end = w->start + lockwait_tls.max_ns;
+	if (lockwait_tls.kind == BOUND_DEFAULT && !lockwait_tls.suspended && w->start + default_max_ns() < end)
 		end = w->start + default_max_ns();
 	if (end <= now)
 		end = now + 1000000;    /* a short look at least */
@@ -130,17 +81,17 @@ int lockwait_expired(struct lockwait *w)
 	int64_t waited = mono_ns() - w->start;
 
 	w->slices++;
-	if (bound.suspended)
+	if (lockwait_tls.suspended)
 		return 0;
-	switch (bound.kind) {
+	switch (lockwait_tls.kind) {
 	case BOUND_BLOCKING:
-		if (uipc_handler_due(bound.hand0))
+		if (uipc_handler_due(lockwait_tls.hand0))
 			return -EINTR;
-		if (bound.deadline && mono_ns() >= bound.deadline)
+		if (lockwait_tls.deadline && mono_ns() >= lockwait_tls.deadline)
 			return -EAGAIN;
 		return 0;
 	case BOUND_MAX:
-		return waited >= bound.max_ns ? -EDEADLK : 0;
+		return waited >= lockwait_tls.max_ns ? -EDEADLK : 0;
 	default:
 		return waited >= default_max_ns() ? -EDEADLK : 0;
 	}

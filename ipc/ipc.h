@@ -134,6 +134,32 @@ UIPC_HIDDEN void ipc_fill_perm(struct ns *ns, const struct uperm *p, struct ipc_
 UIPC_HIDDEN int ipc_ids_init(struct ns *ns, int type, uoff_t entries, uoff_t used,
 			     uoff_t populated);
 
+/* ---- validate.c: objects checked as a whole (see there) ---- */
+struct fits_memo {
+	const void *p;
+	uint64_t len;
+};
+UIPC_HIDDEN extern __thread struct fits_memo ipc_fits_memo[4];
+UIPC_HIDDEN bool ipc_obj_fits_slow(struct ns *ns, const void *p, uint64_t len,
+				   struct fits_memo *m);
+
+/*
+ * Is [P, P+LEN) an object inside its block (arena_obj_fits)?  The answer
+ * for the last objects this thread checked is remembered: a semop or a
+ * msgsnd checks its object at each call, and the block header is another
+ * load and a call.  A remembered answer still has to lie inside the
+ * current mapping (a namespace mapped anew is checked again).
+ */
+static inline bool ipc_obj_fits(struct ns *ns, const void *p, uint64_t len)
+{
+	struct fits_memo *m = &ipc_fits_memo[((uintptr_t)p >> 6) & 3];
+
+	if (likely(m->p == p && m->len >= len &&
+		   (uint64_t)((const char *)p - ns->base) + len <= ns->size))
+		return true;
+	return ipc_obj_fits_slow(ns, p, len, m);
+}
+
 /* ---- validate.c: sizes this process was told (see there) ---- */
 /* 0, remembering SIZE if none was known; -EIDRM: another size was known */
 UIPC_HIDDEN int ipc_seen_size(struct ns *ns, int type, int id, uint64_t size);
@@ -142,8 +168,11 @@ UIPC_HIDDEN void ipc_seen_forget_all(void);
 
 /* the fixed part of each type's object (sem: without its semaphores),
  * for util.c's lookups: an object found in an id table is inside the
- * mapping as a whole before anyone reads a field of it */
-UIPC_HIDDEN extern const uint32_t sem_obj_size, msg_obj_size, shm_obj_size;
+ * mapping as a whole before anyone reads a field of it.  Constants, so
+ * that a lookup costs no load; sem.c, msg.c and shm.c assert them. */
+#define SEM_OBJ_SIZE 168u          /* sizeof(struct sem_array) */
+#define MSG_OBJ_SIZE 264u          /* sizeof(struct msg_queue) */
+#define SHM_OBJ_SIZE 184u          /* sizeof(struct shmid_kernel) */
 
 /* ---- sem.c ---- */
 UIPC_HIDDEN void sem_exit_proc(struct ns *ns, struct uproc *p);

@@ -132,7 +132,7 @@ struct msg_queue {
 				      section's j_guard) */
 };
 
-const uint32_t msg_obj_size = sizeof(struct msg_queue);
+_Static_assert(sizeof(struct msg_queue) == MSG_OBJ_SIZE, "update MSG_OBJ_SIZE in ipc/ipc.h");
 
 /* ---- helpers ---- */
 
@@ -184,11 +184,11 @@ static struct msg_queue *msq_of(struct uperm *p)
 
 /* the queue of ID, checked as a whole against its block: NULL with *ERR
  * -EINVAL for no such id, -EIDRM for one the arena says is not a queue */
-static struct msg_queue *msq_obtain_check(struct ns *ns, int id, int *err)
+static inline struct msg_queue *msq_obtain_check(struct ns *ns, int id, int *err)
 {
 	struct uperm *p = ipc_obtain_check(ns, IPC_MSG_IDS, id, err);
 
-	if (p && !arena_obj_fits(ns, ns_off(ns, p), sizeof(struct msg_queue))) {
+	if (p && !ipc_obj_fits(ns, p, sizeof(struct msg_queue))) {
 		ns_corrupt(ns, "message queue outside its block");
 		*err = -EIDRM;
 		return NULL;
@@ -1064,7 +1064,7 @@ static int newque(struct ns *ns, key_t key, int msgflg, long arg)
 	q = off ? ns_ptr_aligned(ns, off, sizeof(*q)) : NULL;
 	/* a retired queue is a queue struct in its block, removed: anything
 	 * else on the list (a corrupt arena) ends the list for good */
-	if (off && (!q || !arena_obj_fits(ns, off, sizeof(*q)) || q->perm.type != IPC_MSG_IDS ||
+	if (off && (!q || !ipc_obj_fits(ns, q, sizeof(*q)) || q->perm.type != IPC_MSG_IDS ||
 		    !atomic_load(&q->perm.deleted) || q->retired_next == off)) {
 		ns_corrupt(ns, "list of retired message queues");
 		J_SET(ns, MSG_RETIRED(ns), (uoff_t)0);
@@ -2155,7 +2155,7 @@ int msg_check_obj(struct ns *ns, struct uperm *perm, char *report, size_t len, s
 	uoff_t o, prev = 0;
 	int bad = 0, guard = 0, id = perm->id;
 
-	if (!arena_obj_fits(ns, ns_off(ns, q), sizeof(*q))) {
+	if (!ipc_obj_fits(ns, q, sizeof(*q))) {
 		MSG_PROBLEM("msg %d: the queue is not inside the arena\n", id);
 		return bad;
 	}

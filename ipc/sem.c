@@ -115,7 +115,7 @@ struct sem_undo {
 	int16_t semadj[];
 };
 
-const uint32_t sem_obj_size = sizeof(struct sem_array);
+_Static_assert(sizeof(struct sem_array) == SEM_OBJ_SIZE, "update SEM_OBJ_SIZE in ipc/ipc.h");
 
 int sem_array_bytes(int nsems)
 {
@@ -136,11 +136,11 @@ int sem_array_bytes(int nsems)
  * nsems read once, at least 1, the whole array inside its block (and the
  * mapping).  0 if not: the caller treats the array as gone (EIDRM).
  */
-static int sem_count(struct ns *ns, struct sem_array *sma)
+static inline int sem_count(struct ns *ns, struct sem_array *sma)
 {
 	int32_t n = __atomic_load_n(&sma->nsems, __ATOMIC_RELAXED);
 
-	if (likely(n >= 1 && arena_obj_fits(ns, ns_off(ns, sma), sizeof(*sma) +
+	if (likely(n >= 1 && ipc_obj_fits(ns, sma, sizeof(*sma) +
 					    (uint64_t)n * sizeof(struct sem))))
 		return n;
 	ns_corrupt(ns, "semaphore array of a bad size");
@@ -190,14 +190,24 @@ static struct semq *q_at(struct ns *ns, uoff_t off)
 	return q && q_ops(ns, q, &nsops) ? q : NULL;
 }
 
-static struct sem_undo *un_at(struct ns *ns, uoff_t off)
+/* undo entry OFF with its adjustment count read once into *N and checked
+ * against the mapping; NULL (and *N 0) if it is not sane */
+static inline struct sem_undo *un_at_n(struct ns *ns, uoff_t off, int *n)
 {
 	struct sem_undo *u = off ? ns_ptr_aligned(ns, off, sizeof(struct sem_undo)) : NULL;
-	int32_t n = u ? __atomic_load_n(&u->nsems, __ATOMIC_RELAXED) : 0;
+	int32_t k = u ? __atomic_load_n(&u->nsems, __ATOMIC_RELAXED) : 0;
 
-	if (u && (n < 0 || !ns_ptr(ns, off, sizeof(*u) + (size_t)n * 2)))
+	if (u && (k < 0 || !ns_ptr(ns, off, sizeof(*u) + (size_t)k * 2)))
 		u = NULL;
+	*n = u ? k : 0;
 	return u;
+}
+
+static inline struct sem_undo *un_at(struct ns *ns, uoff_t off)
+{
+	int n;
+
+	return un_at_n(ns, off, &n);
 }
 
 /* an undo entry's adjustment count, read once and checked against the
@@ -593,11 +603,12 @@ static void wake_up_sem_queue_prepare(struct ns *ns, struct semq *q, int error,
 
 /* ---- perform_atomic_semop ---- */
 
-static int16_t *undo_adj(struct ns *ns, uoff_t undo, int semnum)
+static inline int16_t *undo_adj(struct ns *ns, uoff_t undo, int semnum)
 {
-	struct sem_undo *u = un_at(ns, undo);
+	int n;
+	struct sem_undo *u = un_at_n(ns, undo, &n);
 
-	return u && semnum < un_count(ns, u) ? &u->semadj[semnum] : NULL;
+	return u && semnum < n ? &u->semadj[semnum] : NULL;
 }
 
 /*
@@ -851,24 +862,26 @@ static bool q_sleeper_gone(struct ns *ns, struct sem_array *sma, struct semq *q,
 	return true;
 }
 
-/* the pending list of semaphore SEMNUM (-1: the array's), KIND 0 const,
- * 1 alter; NULL for a semaphore the array (sem_count) does not hold */
-static struct qlist *pend_list(struct ns *ns, struct sem_array *sma, int semnum, int alter)
+/* the pending list of semaphore SEMNUM (-1: the array's), ALTER 0 const,
+ * 1 alter, of an array of N (sem_count); NULL for a semaphore it does not
+ * hold.  The walkers below take N from their caller: sem_count once per
+ * wakeup pass, not once per semaphore. */
+static struct qlist *pend_list(struct sem_array *sma, int n, int semnum, int alter)
 {
 	struct sem *s;
 
 	if (semnum == -1)
 		return alter ? &sma->pend_alter : &sma->pend_const;
-	s = sem_at(sma, sem_count(ns, sma), (unsigned)semnum);
+	s = sem_at(sma, n, (unsigned)semnum);
 	return !s ? NULL : alter ? &s->pend_alter : &s->pend_const;
 }
 
-static int wake_const_ops(struct ns *ns, struct sem_array *sma, int semnum, struct wake_q *wq)
+static int wake_const_ops(struct ns *ns, struct sem_array *sma, int n, int semnum,
+			  struct wake_q *wq)
 {
-	struct qlist *l = pend_list(ns, sma, semnum, 0);
+	struct qlist *l = pend_list(sma, n, semnum, 0);
 	uoff_t o = l ? l->first : 0;
 	int completed = 0, guard = 0;
-
 	struct walk w = WALK_INIT;
 
 	while (o && guard++ < SEMQ_WALK_MAX && !walk_loops(&w, o)) {
@@ -892,10 +905,10 @@ static int wake_const_ops(struct ns *ns, struct sem_array *sma, int semnum, stru
 }
 
 /* SOPS: checked against the array (the caller's own, or a copy) */
-static int do_smart_wakeup_zero(struct ns *ns, struct sem_array *sma, struct sembuf *sops,
+static int do_smart_wakeup_zero(struct ns *ns, struct sem_array *sma, int n, struct sembuf *sops,
 				int nsops, struct wake_q *wq)
 {
-	int completed = 0, got_zero = 0, i, n = sem_count(ns, sma);
+	int completed = 0, got_zero = 0, i;
 
 	if (sops) {
 		for (i = 0; i < nsops; i++) {
@@ -903,19 +916,19 @@ static int do_smart_wakeup_zero(struct ns *ns, struct sem_array *sma, struct sem
 
 			if (s && W_VAL(atomic_load(&s->word)) == 0) {
 				got_zero = 1;
-				completed |= wake_const_ops(ns, sma, sops[i].sem_num, wq);
+				completed |= wake_const_ops(ns, sma, n, sops[i].sem_num, wq);
 			}
 		}
 	} else {
 		for (i = 0; i < n; i++) {
 			if (W_VAL(atomic_load(&sma->sems[i].word)) == 0) {
 				got_zero = 1;
-				completed |= wake_const_ops(ns, sma, i, wq);
+				completed |= wake_const_ops(ns, sma, n, i, wq);
 			}
 		}
 	}
 	if (got_zero)
-		completed |= wake_const_ops(ns, sma, -1, wq);
+		completed |= wake_const_ops(ns, sma, n, -1, wq);
 	return completed;
 }
 
@@ -930,7 +943,7 @@ static int check_restart(struct sem_array *sma, int nsops)
 
 /* a completed sleeper Q's operations, copied out of the arena for the zero
  * waits they may have completed (do_smart_wakeup_zero checks each) */
-static void wakeup_zero_after(struct ns *ns, struct sem_array *sma, struct semq *q,
+static void wakeup_zero_after(struct ns *ns, struct sem_array *sma, int n, struct semq *q,
 			      struct wake_q *wq)
 {
 	struct sembuf local[16];
@@ -941,17 +954,18 @@ static void wakeup_zero_after(struct ns *ns, struct sem_array *sma, struct semq 
 		return;
 	if (nsops > 16) {
 		/* the array-wide walk covers every semaphore */
-		do_smart_wakeup_zero(ns, sma, NULL, 0, wq);
+		do_smart_wakeup_zero(ns, sma, n, NULL, 0, wq);
 		return;
 	}
 	memcpy(local, qops, (size_t)nsops * sizeof(*local));
-	do_smart_wakeup_zero(ns, sma, local, nsops, wq);
+	do_smart_wakeup_zero(ns, sma, n, local, nsops, wq);
 }
 
-static int update_queue(struct ns *ns, struct sem_array *sma, int semnum, struct wake_q *wq)
+static int update_queue(struct ns *ns, struct sem_array *sma, int n, int semnum,
+			struct wake_q *wq)
 {
-	struct qlist *l = pend_list(ns, sma, semnum, 1);
-	struct sem *s = semnum == -1 ? NULL : sem_at(sma, sem_count(ns, sma), (unsigned)semnum);
+	struct qlist *l = pend_list(sma, n, semnum, 1);
+	struct sem *s = semnum == -1 ? NULL : sem_at(sma, n, (unsigned)semnum);
 	int completed = 0, steps = 0;
 	uoff_t o;
 
@@ -981,7 +995,7 @@ again:
 			restart = 0;
 		} else {
 			completed = 1;
-			wakeup_zero_after(ns, sma, q, wq);
+			wakeup_zero_after(ns, sma, n, q, wq);
 			restart = check_restart(sma, nsops);
 		}
 		wake_up_sem_queue_prepare(ns, q, err, wq);
@@ -1004,20 +1018,18 @@ static void set_semotime(struct ns *ns, struct sem_array *sma)
 static void do_smart_update(struct ns *ns, struct sem_array *sma, struct sembuf *sops,
 			    int nsops, int otime, struct wake_q *wq)
 {
-	int i;
+	int i, n = sem_count(ns, sma);
 
-	otime |= do_smart_wakeup_zero(ns, sma, sops, nsops, wq);
+	otime |= do_smart_wakeup_zero(ns, sma, n, sops, nsops, wq);
 	if (!list_empty(&sma->pend_alter)) {
-		otime |= update_queue(ns, sma, -1, wq);
+		otime |= update_queue(ns, sma, n, -1, wq);
 	} else if (!sops) {
-		int n = sem_count(ns, sma);
-
 		for (i = 0; i < n; i++)
-			otime |= update_queue(ns, sma, i, wq);
+			otime |= update_queue(ns, sma, n, i, wq);
 	} else {
 		for (i = 0; i < nsops; i++)
 			if (sops[i].sem_op > 0)
-				otime |= update_queue(ns, sma, sops[i].sem_num, wq);
+				otime |= update_queue(ns, sma, n, sops[i].sem_num, wq);
 	}
 	if (otime)
 		set_semotime(ns, sma);
@@ -1067,7 +1079,7 @@ static int count_list(struct ns *ns, struct sem_array *sma, struct qlist *l, int
 /* SEMNUM: checked against the array by the caller */
 static int count_semcnt(struct ns *ns, struct sem_array *sma, int semnum, bool count_zero)
 {
-	struct qlist *l = pend_list(ns, sma, semnum, !count_zero);
+	struct qlist *l = pend_list(sma, sem_count(ns, sma), semnum, !count_zero);
 	int n;
 
 	if (!l)
@@ -1081,17 +1093,28 @@ static int count_semcnt(struct ns *ns, struct sem_array *sma, int semnum, bool c
 
 /* ---- lookup ---- */
 
-/* the array of SEMID, checked as a whole (sem_count): NULL with *ERR
- * -EINVAL for no such id, -EIDRM for an array the arena says is not one */
-static struct sem_array *sem_obtain_check(struct ns *ns, int semid, int *err)
+/* the array of SEMID, checked as a whole: NULL with *ERR -EINVAL for no
+ * such id, -EIDRM for an array the arena says is not one; *N its checked
+ * count (sem_count) */
+static struct sem_array *sem_obtain_count(struct ns *ns, int semid, int *err, int *n)
 {
 	struct uperm *p = ipc_obtain_check(ns, IPC_SEM_IDS, semid, err);
 
-	if (p && !sem_count(ns, sma_of(p))) {
+	if (!p)
+		return NULL;
+	*n = sem_count(ns, sma_of(p));
+	if (!*n) {
 		*err = -EIDRM;
 		return NULL;
 	}
-	return p ? sma_of(p) : NULL;
+	return sma_of(p);
+}
+
+static struct sem_array *sem_obtain_check(struct ns *ns, int semid, int *err)
+{
+	int n;
+
+	return sem_obtain_count(ns, semid, err, &n);
 }
 
 static bool sma_valid(struct sem_array *sma, int semid)
@@ -1874,10 +1897,11 @@ static int sem_relock(struct ns *ns, struct sem_array *sma, struct semop_args *a
 
 static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct timespec *deadline)
 {
+	struct sem_undo *un;
 	struct sem_array *sma;
 	struct semq *q;
 	uoff_t undo = 0;
-	int err = 0, locknum, blocking = 0, r;
+	int err = 0, locknum, blocking = 0, r, n;
 	unsigned cont0, hand0 = a->hand0;
 	uint32_t seq;
 	int how;
@@ -1892,20 +1916,20 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 		if (err)
 			return err;
 	}
-	sma = sem_obtain_check(ns, a->semid, &err);
+	sma = sem_obtain_count(ns, a->semid, &err, &n);
 	if (!sma)
 		return err;
 	/* every index into the array below is one of our sops: checked here
 	 * against the array's checked size, once */
-	if (a->max >= sem_count(ns, sma))
+	if (a->max >= n)
 		return -EFBIG;
 	if (ipcperms(&sma->perm, a->alter ? 0222 : 0444))
 		return -EACCES;
 	locknum = sem_lock(ns, sma, a->sops, a->nsops);
 	if (locknum < SEM_GLOBAL_LOCK)
 		return locknum;
-	if (!sma_valid(sma, a->semid) || (undo && (!un_at(ns, undo) ||
-						     un_at(ns, undo)->semid != a->semid))) {
+	if (!sma_valid(sma, a->semid) || (undo && (!(un = un_at(ns, undo)) ||
+						     un->semid != a->semid))) {
 		sem_unlock(ns, sma, locknum);
 		return -EIDRM;
 	}
@@ -2031,6 +2055,7 @@ int ksys_semtimedop(unsigned hand0, int semid, struct sembuf *tsops, size_t nsop
 	struct timespec ts, deadline;
 	struct sembuf fast[16], *sops = fast;
 	struct semop_args a = { .hand0 = hand0 };
+	bool bounded;
 	int r;
 
 	if (has_timeout && timeout && uipc_copy_from_user(&ts, timeout, sizeof(ts)))
@@ -2085,7 +2110,8 @@ int ksys_semtimedop(unsigned hand0, int semid, struct sembuf *tsops, size_t nsop
 	scan_sops(&a);
 	/* a call that may sleep keeps its timeout and stays interruptible
 	 * while it waits for a lock too (core/lockwait.c) */
-	if (may_sleep(&a))
+	bounded = may_sleep(&a);
+	if (bounded)
 		lockwait_bound_blocking(has_timeout && timeout ? &deadline : NULL, hand0);
 	/* each retry follows a dead holder reaped: bounded all the same,
 	 * since what says "dead" is in the arena */
@@ -2096,7 +2122,7 @@ int ksys_semtimedop(unsigned hand0, int semid, struct sembuf *tsops, size_t nsop
 	}
 	if (r == SEMOP_RETRY)
 		r = -EIDRM;
-	if (may_sleep(&a))
+	if (bounded)
 		lockwait_bound_end();
 out:
 	if (sops != fast)
@@ -2372,8 +2398,10 @@ static void freeary(struct ns *ns, struct sem_array *sma, struct wake_q *wq)
 	for (i = 0; i < n; i++) {
 		struct sem *s = &sma->sems[i];
 
-		fail_list(ns, sma, &s->pend_const, wq);
-		fail_list(ns, sma, &s->pend_alter, wq);
+		if (sem_has_waiters(s)) {
+			fail_list(ns, sma, &s->pend_const, wq);
+			fail_list(ns, sma, &s->pend_alter, wq);
+		}
 		/* stop the fast path for good: the tag goes too */
 		set_word(ns, s, W_SLOW);
 	}

@@ -94,7 +94,7 @@ struct shmid_kernel {
 	uint64_t file;
 };
 
-const uint32_t shm_obj_size = sizeof(struct shmid_kernel);
+_Static_assert(sizeof(struct shmid_kernel) == SHM_OBJ_SIZE, "update SHM_OBJ_SIZE in ipc/ipc.h");
 
 /* ---- process-local state ---- */
 
@@ -526,7 +526,7 @@ static struct shmid_kernel *shm_obtain_check(struct ns *ns, int id, int *err)
 	if (!p)
 		return NULL;
 	/* the segment as a whole, inside its block */
-	if (!arena_obj_fits(ns, ns_off(ns, p), sizeof(struct shmid_kernel))) {
+	if (!ipc_obj_fits(ns, p, sizeof(struct shmid_kernel))) {
 		ns_corrupt(ns, "segment outside its block");
 		*err = -EIDRM;
 		return NULL;
@@ -2728,7 +2728,7 @@ retry:
 
 		if (!p)
 			return err;
-		if (!arena_obj_fits(ns, ns_off(ns, p), sizeof(*shp)))
+		if (!ipc_obj_fits(ns, p, sizeof(*shp)))
 			return -EIDRM;
 		shp = shp_of(p);
 	}
@@ -3302,7 +3302,7 @@ int shm_check_obj(struct ns *ns, struct uperm *perm, char *report, size_t len, s
 	uint64_t sum = 0;
 	int bad = 0, id = perm->id;
 
-	if (!arena_obj_fits(ns, ns_off(ns, shp), sizeof(*shp))) {
+	if (!ipc_obj_fits(ns, shp, sizeof(*shp))) {
 		SHM_PROBLEM("shm %d: the segment is not inside the arena\n", id);
 		return bad;
 	}

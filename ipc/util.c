@@ -120,26 +120,30 @@ int ipc_ids_init(struct ns *ns, int type, uoff_t entries, uoff_t used, uoff_t po
 
 /* The object of TYPE at OFF (from an id table): its fixed part inside the
  * mapping, and of that type; NULL if not. */
-static struct uperm *obj_at(struct ns *ns, uoff_t off, int type)
+/* (out of line: the lookups' usual path stays short) */
+static __attribute__((noinline, cold)) struct uperm *obj_bad(struct ns *ns, uoff_t off,
+							     const char *what)
 {
-	static const uint32_t *const size[IPC_NR_IDS] = {
-		&sem_obj_size, &msg_obj_size, &shm_obj_size,
-	};
+	(void)off;
+	ns_corrupt(ns, what);
+	return NULL;
+}
+
+static inline struct uperm *obj_at(struct ns *ns, uoff_t off, int type)
+{
+	static const uint32_t size[IPC_NR_IDS] = { SEM_OBJ_SIZE, MSG_OBJ_SIZE, SHM_OBJ_SIZE };
 	/* objects live in the heap: an entry into the header or the tables
 	 * (a corrupt arena) is no object */
-	struct uperm *p = off >= ns->lay.heap_start ? ns_ptr_aligned(ns, off, *size[type]) : NULL;
+	struct uperm *p = off >= ns->lay.heap_start ? ns_ptr_aligned(ns, off, size[type]) : NULL;
 
-	if (off && !p)
-		ns_corrupt(ns, "id table entry outside the heap");
-	if (p && p->type != (uint32_t)type) {
-		ns_corrupt(ns, "object of the wrong type in an id table");
-		return NULL;
-	}
+	if (unlikely(!p))
+		return off ? obj_bad(ns, off, "id table entry outside the heap") : NULL;
+	if (unlikely(p->type != (uint32_t)type))
+		return obj_bad(ns, off, "object of the wrong type in an id table");
 	return p;
 }
 
-/* The object at INDEX (no sequence check), as *_STAT commands look it up. */
-struct uperm *ipc_obtain(struct ns *ns, int type, int id)
+static inline struct uperm *obtain_idx(struct ns *ns, int type, int id)
 {
 	struct ipc_ids *ids = ids_of(ns, type);
 	_Atomic uoff_t *e = entry_slot(ns, ids, id & (ns->ipcmni - 1));
@@ -147,20 +151,32 @@ struct uperm *ipc_obtain(struct ns *ns, int type, int id)
 	return e ? obj_at(ns, atomic_load_explicit(e, memory_order_acquire), type) : NULL;
 }
 
+/* The object at INDEX (no sequence check), as *_STAT commands look it up. */
+struct uperm *ipc_obtain(struct ns *ns, int type, int id)
+{
+	return obtain_idx(ns, type, id);
+}
+
 static int ipc_settle(struct ns *ns, struct uperm *p);
+
+/* no object of ID: EINVAL, and what this process knew of it no longer
+ * holds (validate.c) */
+static __attribute__((noinline, cold)) struct uperm *obtain_gone(struct ns *ns, int type, int id,
+								 int *err)
+{
+	*err = -EINVAL;
+	if (id >= 0 && type != IPC_MSG_IDS)
+		ipc_seen_forget(ns, type, id);
+	return NULL;
+}
 
 /* The object of ID, sequence checked: NULL with *err = -EINVAL if none. */
 struct uperm *ipc_obtain_check(struct ns *ns, int type, int id, int *err)
 {
-	struct uperm *p = id < 0 ? NULL : ipc_obtain(ns, type, id);
+	struct uperm *p = id < 0 ? NULL : obtain_idx(ns, type, id);
 
-	if (!p || p->id != id) {
-		*err = -EINVAL;
-		/* gone: what this process knew of it no longer holds */
-		if (id >= 0 && type != IPC_MSG_IDS)
-			ipc_seen_forget(ns, type, id);
-		return NULL;
-	}
+	if (unlikely(!p || p->id != id))
+		return obtain_gone(ns, type, id, err);
 	return p;
 }
 

@@ -22,11 +22,12 @@
  *
  * Entries are dropped when this process removes the object or finds its id
  * gone.  The table is process-wide (objects are namespace-wide), guarded by
- * a mutex taken with the program's signal handlers held off; a fork child
+ * a spin lock taken with the program's signal handlers held off; a fork child
  * inherits it (it was told the same), an exec starts empty, and leaving the
  * namespace (unshare) empties it.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,7 +41,9 @@ struct seen {
 
 #define SEEN_MAX (1u << 20)        /* past this many objects, start again */
 
-static pthread_mutex_t seen_mutex = PTHREAD_MUTEX_INITIALIZER;
+/* a spin lock (held for a hash probe, with the program's handlers held
+ * off): cheaper than a mutex for IPC_RMID and creation, which take it */
+static atomic_flag seen_busy = ATOMIC_FLAG_INIT;
 static struct seen *seen_tab;
 static uint32_t seen_cap, seen_n;
 static const struct ns *seen_ns;   /* the namespace the ids are of */
@@ -104,10 +107,21 @@ static bool seen_grow(void)
 	return true;
 }
 
+static void seen_spin_lock(void)
+{
+	while (atomic_flag_test_and_set_explicit(&seen_busy, memory_order_acquire))
+		cpu_relax();
+}
+
+static void seen_spin_unlock(void)
+{
+	atomic_flag_clear_explicit(&seen_busy, memory_order_release);
+}
+
 static void seen_lock(const struct ns *ns)
 {
 	uipc_crit_enter();
-	pthread_mutex_lock(&seen_mutex);
+	seen_spin_lock();
 	if (seen_ns != ns) {
 		/* ids of another namespace mean other objects */
 		seen_clear();
@@ -117,7 +131,7 @@ static void seen_lock(const struct ns *ns)
 
 static void seen_unlock(void)
 {
-	pthread_mutex_unlock(&seen_mutex);
+	seen_spin_unlock();
 	uipc_crit_exit();
 }
 
@@ -183,21 +197,35 @@ void ipc_seen_forget(struct ns *ns, int type, int id)
 void ipc_seen_forget_all(void)
 {
 	uipc_crit_enter();
-	pthread_mutex_lock(&seen_mutex);
+	seen_spin_lock();
 	seen_clear();
 	seen_ns = NULL;
-	pthread_mutex_unlock(&seen_mutex);
+	seen_spin_unlock();
 	uipc_crit_exit();
 }
 
+/* ---- objects as a whole (ipc_obj_fits in ipc.h) ---- */
+
+__thread struct fits_memo ipc_fits_memo[4];
+
+bool ipc_obj_fits_slow(struct ns *ns, const void *p, uint64_t len, struct fits_memo *m)
+{
+	if (!arena_obj_fits(ns, ns_off(ns, p), len))
+		return false;
+	m->p = p;
+	m->len = len;
+	return true;
+}
+
+/* a fork child must not inherit the lock held by another thread */
 static void seen_atfork_prepare(void)
 {
-	pthread_mutex_lock(&seen_mutex);
+	seen_spin_lock();
 }
 
 static void seen_atfork_release(void)
 {
-	pthread_mutex_unlock(&seen_mutex);
+	seen_spin_unlock();
 }
 
 __attribute__((constructor)) static void seen_init(void)

@@ -35,6 +35,7 @@
  * bounded and that uipc fsck names it.
  */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>
@@ -559,13 +560,30 @@ static void crash_report(int sig)
 	raise(sig);
 }
 
+/* uipc fsck's check (the library's uipc_ns_check), in some rounds: it
+ * walks every object of the damaged namespace */
+static void v_fsck(void)
+{
+	int (*check)(char *, size_t) = (int (*)(char *, size_t))dlsym(RTLD_DEFAULT, "uipc_ns_check");
+	struct canbuf b;
+	char *report;
+
+	if (!check || rnd_below(6))
+		return;
+	op_name("uipc_ns_check");
+	report = cb_get(&b, 4096);
+	check(report, 4096);
+	if (!cb_done(&b))
+		fail("uipc_ns_check", "wrote past its report buffer");
+}
+
 static void victim_round(uint64_t seed, uint64_t round)
 {
 	signal(SIGSEGV, crash_report);
 	signal(SIGBUS, crash_report);
 	signal(SIGABRT, crash_report);
 	static void (*const ops[])(void) = { v_semget, v_semop, v_semctl, v_msg, v_shm,
-					     v_proc, v_children };
+					     v_proc, v_children, v_fsck };
 	const int nops = (int)(sizeof(ops) / sizeof(ops[0]));
 	int order[16];
 

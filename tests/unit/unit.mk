@@ -39,7 +39,7 @@ $(UNIT_DIR)/crash_sem $(UNIT_DIR)/crash_msg $(UNIT_DIR)/crash_shm: tests/unit/cr
 # the hostile-member suite reads the namespace layout (core/layout.h,
 # ipc/msgring.h) and mirrors ipc/'s private structures
 $(UNIT_DIR)/hostile: tests/unit/hostile.c tests/unit/hostile_mirror.h core/layout.h ipc/msgring.h | $(UNIT_DIR)
-	$(CC) $(TESTCFLAGS) -I. $< -o $@
+	$(CC) $(TESTCFLAGS) -I. $< -o $@ -ldl
 
 # reads the process table's high-water mark (core/layout.h)
 $(UNIT_DIR)/proc_reclaim: tests/unit/proc_reclaim.c core/layout.h | $(UNIT_DIR)

@@ -7,8 +7,7 @@
  * that perform I/O which cannot complete at once (worker.c).  State is
  * per process: contexts are not inherited by a fork child and die with
  * the process, as in the kernel;
- * fs.aio-nr is accounted per process (limit UIPC_AIO_MAX_NR, default
- * 65536, the kernel's fs.aio-max-nr default).
+ * fs.aio-nr and fs.aio-max-nr are the namespace's (core/aionr.c).
  * May call: core/ only.  Never ipc/ or entry/.
  * Returns: 0, a count, or -errno.  Never errno.
  */
@@ -37,6 +36,7 @@ struct kioctx {
 	uint32_t id;                 /* table slot */
 	uint32_t nr_events;          /* ring->nr, our copy (the ring is writable by all) */
 	uint32_t max_reqs;           /* what io_setup asked: fs.aio-nr's share */
+	unsigned acct_gen;           /* the accounting it was made under (ctx.c) */
 	uint32_t reqs_limit;         /* requests in flight or unread, at most */
 	uint32_t tail;               /* our copy of ring->tail (completion lock) */
 	_Atomic uint32_t inflight;   /* submitted, not yet in the ring */
@@ -61,9 +61,11 @@ struct aio_kiocb {
 	int rw_flags;
 	int64_t pos;
 	int64_t done;                /* bytes already moved by the inline try */
+	int64_t prior;               /* bytes moved before iov and pos (uring.c advanced them) */
 	int cancel_fd;               /* poll: an eventfd io_cancel writes, or -1 */
 	short events;                /* poll: the events asked for */
 	bool on_active;              /* poll: in ctx->active (active_lock) */
+	bool stream;                 /* a pipe or socket: no position (submit.c) */
 	struct aio_kiocb *next_active;
 	int nr_iov;
 	struct iovec *iov;
@@ -80,6 +82,10 @@ UIPC_HIDDEN void put_ioctx(struct kioctx *ctx);
 /* put REQ's event (RES, RES2) in its ring, wake readers, signal its eventfd,
  * free REQ */
 UIPC_HIDDEN void aio_complete(struct aio_kiocb *req, int64_t res, int64_t res2);
+/* aio_complete's first part: the event in the ring and the eventfd; the
+ * caller wakes the context (aio_wake) and frees REQ (a batch of completions
+ * wakes each context once) */
+UIPC_HIDDEN void aio_post(struct aio_kiocb *req, int64_t res, int64_t res2);
 /* events in the ring not yet read (head as the program may have stored it) */
 UIPC_HIDDEN uint32_t aio_ring_used(struct kioctx *ctx);
 /* wake whoever sleeps on CTX (io_getevents, io_destroy) */
@@ -94,12 +100,31 @@ UIPC_HIDDEN int aio_poll_cancel(struct kioctx *ctx, uint64_t obj);
 /* cancel every pending poll of CTX (io_destroy) */
 UIPC_HIDDEN void aio_poll_cancel_all(struct kioctx *ctx);
 
-/* ---- worker.c ---- */
-/* run REQ in the background.  0 or -errno (no thread could be started). */
+/* ---- backend.c: who performs what cannot complete at once ---- */
+/* run REQ in the background (the chosen backend).  0 or -errno (not
+ * queued).  The uring backend starts it at the next aio_queue_flush. */
 UIPC_HIDDEN int aio_queue_work(struct aio_kiocb *req);
+/* start what aio_queue_work queued (once per io_submit) */
+UIPC_HIDDEN void aio_queue_flush(void);
+UIPC_HIDDEN void aio_backend_fork_child(void);
+
+/* ---- worker.c: the threads backend ---- */
+/* 0, or -EAGAIN when no thread could be started */
+UIPC_HIDDEN int aio_threads_queue(struct aio_kiocb *req);
 /* perform REQ now, blocking; its result (bytes or -errno) */
 UIPC_HIDDEN int64_t aio_do_io(struct aio_kiocb *req, int extra_flags);
-UIPC_HIDDEN void aio_worker_fork_child(void);
+UIPC_HIDDEN void aio_threads_fork_child(void);
+
+/* ---- uring.c: the io_uring backend ---- */
+/* the ring and its thread: 0, or -errno when io_uring cannot be used */
+UIPC_HIDDEN int aio_uring_start(void);
+UIPC_HIDDEN void aio_uring_queue(struct aio_kiocb *req);
+UIPC_HIDDEN void aio_uring_kick(void);
+UIPC_HIDDEN void aio_uring_fork_child(void);
+/* the ring's own descriptors, which the program's close must not close;
+ * the lowest of them >= LO, or INT_MAX */
+UIPC_HIDDEN bool aio_fd_guarded(int fd);
+UIPC_HIDDEN int aio_fd_next_guarded(unsigned lo);
 /* a detached thread running FN(ARG), every signal blocked.  0 or -errno. */
 UIPC_HIDDEN int aio_start_thread(void *(*fn)(void *), void *arg);
 UIPC_HIDDEN void aio_req_free(struct aio_kiocb *req);

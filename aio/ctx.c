@@ -2,6 +2,12 @@
  * ctx.c - AIO contexts: io_setup, io_destroy, the per-process context
  * table, fs.aio-nr accounting, fork.
  *
+ * fs.aio-nr and fs.aio-max-nr are the namespace's (core/aionr.c): each
+ * context's events are reserved there at io_setup and given back at
+ * io_destroy; the process's exit (or death), exec and unshare give back
+ * the rest.  UIPC_AIO_MAX_NR, when set, is a further limit of the
+ * process's own.
+ *
  * The table (seed 001, "convert the ioctx list to table lookup"): each
  * context takes a slot, and the slot's index is written in its ring's id
  * word.  A lookup reads the id at the context address (fault-safe: the id
@@ -18,8 +24,6 @@
 
 #include "aio/aio.h"
 
-#define AIO_MAX_NR_DEFAULT 65536ul
-
 struct ctx_table {
 	uint32_t nr;
 	struct kioctx *_Atomic table[];
@@ -28,18 +32,32 @@ struct ctx_table {
 static struct ctx_table *_Atomic ioctx_table;
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kioctx *free_ctxs;         /* under table_lock */
-static unsigned long aio_nr;             /* under table_lock */
+static unsigned long aio_nr;             /* the process's events, under table_lock */
+/* bumped when the process leaves its namespace (unshare): the contexts
+ * made before were accounted there, and their share went with the leave */
+static unsigned acct_gen;
 
-static unsigned long aio_max_nr(void)
+/* UIPC_AIO_MAX_NR: the process's own limit (none when unset) */
+static unsigned long proc_max_nr(void)
 {
 	static unsigned long max;
+	static int read;
 	const char *e;
 
-	if (!max) {
+	if (!read) {
 		e = getenv("UIPC_AIO_MAX_NR");
-		max = e && *e ? strtoul(e, NULL, 0) : AIO_MAX_NR_DEFAULT;
+		max = e && *e ? strtoul(e, NULL, 0) : ULONG_MAX;
+		read = 1;
 	}
 	return max;
+}
+
+/* the namespace's fs.aio-max-nr, and the process's own limit */
+static unsigned long aio_max_nr(struct ns *ns)
+{
+	unsigned long ns_max = ns_aio_max_nr(ns);
+
+	return ns_max < proc_max_nr() ? ns_max : proc_max_nr();
 }
 
 /* ---- the table (table_lock held for changes) ---- */
@@ -174,16 +192,22 @@ static int ring_setup(struct kioctx *ctx, uint32_t nr, size_t len)
 }
 
 /* the context, accounted and in the table (table_lock held) */
-static int ioctx_alloc(unsigned nr_events, uint32_t nr, size_t len, struct kioctx **out)
+static int ioctx_alloc(struct ns *ns, unsigned nr_events, uint32_t nr, size_t len,
+		       struct kioctx **out)
 {
 	struct kioctx *ctx;
 	int err;
 
-	if (aio_nr + nr_events > aio_max_nr() || aio_nr + nr_events < aio_nr)
+	if (aio_nr + nr_events > proc_max_nr() || aio_nr + nr_events < aio_nr)
 		return -EAGAIN;
+	err = ns_aio_reserve(ns, nr_events);
+	if (err)
+		return err;
 	ctx = ctx_get_free();
-	if (!ctx)
+	if (!ctx) {
+		ns_aio_release(ns, nr_events);
 		return -ENOMEM;
+	}
 	err = ring_setup(ctx, nr, len);
 	if (err)
 		goto out_free;
@@ -195,6 +219,7 @@ static int ioctx_alloc(unsigned nr_events, uint32_t nr, size_t len, struct kioct
 	if (err)
 		goto out_unmap;
 	ctx->ring->id = ctx->id;
+	ctx->acct_gen = acct_gen;
 	aio_nr += nr_events;
 	*out = ctx;
 	return 0;
@@ -203,6 +228,7 @@ out_unmap:
 out_free:
 	ctx->next_free = free_ctxs;
 	free_ctxs = ctx;
+	ns_aio_release(ns, nr_events);
 	return err;
 }
 
@@ -210,13 +236,15 @@ out_free:
  * sys_io_setup: create a context able to receive at least NR_EVENTS
  * events and store its id in *CTXP.
  * May fail with -EINVAL if *ctxp is not 0 or nr_events is 0 or too large,
- * -EAGAIN if nr_events is over fs.aio-max-nr or the per-process total
- * would be, -EFAULT if ctxp is bad, -ENOMEM.
+ * -EAGAIN if nr_events is over fs.aio-max-nr or the namespace's fs.aio-nr
+ * would be, -EFAULT if ctxp is bad, -ENOMEM (also when the namespace
+ * cannot be opened).
  */
 long ksys_io_setup(unsigned nr_events, aio_context_t *ctxp)
 {
 	aio_context_t cur;
 	struct kioctx *ctx;
+	struct ns *ns;
 	uint32_t nr;
 	size_t len = 0;
 	int err = 0;
@@ -228,10 +256,13 @@ long ksys_io_setup(unsigned nr_events, aio_context_t *ctxp)
 	nr = ring_events(nr_events, &len, &err);
 	if (!nr)
 		return err;
-	if (nr_events > aio_max_nr())
+	ns = ns_get();
+	if (!ns)
+		return -ENOMEM;
+	if (nr_events > aio_max_nr(ns))
 		return -EAGAIN;
 	pthread_mutex_lock(&table_lock);
-	err = ioctx_alloc(nr_events, nr, len, &ctx);
+	err = ioctx_alloc(ns, nr_events, nr, len, &ctx);
 	pthread_mutex_unlock(&table_lock);
 	if (err)
 		return err;
@@ -291,7 +322,13 @@ long ksys_io_destroy(aio_context_t user_id)
 	wait_quiet(ctx);
 	sys_munmap(ctx->ring, ctx->ring_len);
 	pthread_mutex_lock(&table_lock);
-	aio_nr -= ctx->max_reqs;
+	if (ctx->acct_gen == acct_gen) {
+		struct ns *ns = ns_get_existing();
+
+		aio_nr -= ctx->max_reqs;
+		if (ns)
+			ns_aio_release(ns, ctx->max_reqs);
+	}
 	ctx->user_id = 0;
 	ctx->next_free = free_ctxs;
 	free_ctxs = ctx;
@@ -309,9 +346,23 @@ static void aio_fork_child(void)
 	atomic_store(&ioctx_table, NULL);
 	free_ctxs = NULL;
 	aio_nr = 0;
-	aio_worker_fork_child();
+	acct_gen++;
+	aio_backend_fork_child();
+}
+
+/* unshare: the contexts stay, their events stop counting in the old
+ * namespace (its exit work for us clears our share there) and do not
+ * count in the new one */
+static void aio_ns_leave(struct ns *ns)
+{
+	(void)ns;
+	pthread_mutex_lock(&table_lock);
+	acct_gen++;
+	aio_nr = 0;
+	pthread_mutex_unlock(&table_lock);
 }
 
 CORE_HOOKS(aio_hooks) = {
 	.fork_child = aio_fork_child,
+	.ns_leave = aio_ns_leave,
 };

@@ -45,6 +45,15 @@ static void signal_eventfd(int fd)
 void aio_complete(struct aio_kiocb *req, int64_t res, int64_t res2)
 {
 	struct kioctx *ctx = req->ctx;
+
+	aio_post(req, res, res2);
+	aio_wake(ctx);
+	aio_req_free(req);
+}
+
+void aio_post(struct aio_kiocb *req, int64_t res, int64_t res2)
+{
+	struct kioctx *ctx = req->ctx;
 	struct io_event *ev;
 	uint32_t tail;
 
@@ -63,8 +72,6 @@ void aio_complete(struct aio_kiocb *req, int64_t res, int64_t res2)
 	pthread_mutex_unlock(&ctx->completion_lock);
 	if (req->resfd >= 0)
 		signal_eventfd(req->resfd);
-	aio_wake(ctx);
-	aio_req_free(req);
 }
 
 /* ---- reading ---- */
@@ -184,10 +191,10 @@ long aio_getevents_masked(unsigned hand0, aio_context_t ctx_id, long min_nr, lon
 	ret = -EINVAL;
 	if (min_nr >= 0 && min_nr <= nr) {
 		if (sigmask)
-			pthread_sigmask(SIG_SETMASK, sigmask, &old);
+			uipc_sigmask(SIG_SETMASK, sigmask, &old);
 		ret = read_events(ctx, min_nr, nr, events, deadline, hand0);
 		if (sigmask)
-			pthread_sigmask(SIG_SETMASK, &old, NULL);
+			uipc_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	put_ioctx(ctx);
 	return ret;

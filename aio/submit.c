@@ -8,7 +8,9 @@
  * inside io_submit, as the kernel's would.  Files on tmpfs and ramfs
  * refuse RWF_NOWAIT but never wait for a disk, so they run inline as
  * they are.  Everything else (a cache miss, O_DIRECT, fsync) goes to the
- * worker threads (worker.c), so io_submit does not wait for the disk.
+ * backend (backend.c: io_uring or worker threads), so io_submit does not
+ * wait for the disk.  Pipes and sockets run inside io_submit, as the
+ * kernel runs them (issue_stream).
  */
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -130,6 +132,29 @@ static int64_t nowait_refused(struct aio_kiocb *req, int fd, bool *blocking, boo
 	return -EOPNOTSUPP;
 }
 
+/*
+ * A pipe or a socket (the inline try's pread said ESPIPE): the kernel runs
+ * the request on the file as read(2) and write(2) do, inside io_submit,
+ * waiting there when the file would (an empty pipe), the offset ignored
+ * by a pipe and refused by a socket (-ESPIPE in the event).  So here.
+ * Another file that said ESPIPE (a device without a position) keeps it.
+ */
+static int issue_stream(struct aio_kiocb *req, int fd)
+{
+	struct stat st;
+	int64_t n = -ESPIPE;
+
+	if (fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) ||
+				    (S_ISSOCK(st.st_mode) && req->pos == 0))) {
+		req->stream = true;
+		req->fd = fd;
+		n = aio_do_io(req, 0);
+		req->fd = -1;
+	}
+	aio_complete(req, n, 0);
+	return 0;
+}
+
 /* a read or write: at once when it can, else in the background.
  * 0 (submitted: completed or queued) or -errno (not submitted) */
 static int issue_rw(struct aio_kiocb *req, int fd, int fl, int64_t total)
@@ -149,6 +174,8 @@ static int issue_rw(struct aio_kiocb *req, int fd, int fl, int64_t total)
 			n = nowait_refused(req, fd, &blocking, &refuse);
 	}
 	req->fd = -1;
+	if (n == -ESPIPE && !req->done)
+		return issue_stream(req, fd);
 	if (refuse || (blocking && n == -EOPNOTSUPP))
 		return -EOPNOTSUPP;
 	/* final: the whole count, a blocking call's short count (end of
@@ -366,6 +393,7 @@ long ksys_io_submit(aio_context_t ctx_id, long nr, struct iocb **iocbpp)
 		if (ret)
 			break;
 	}
+	aio_queue_flush();              /* one kick for the whole batch */
 	put_ioctx(ctx);
 	return i ? i : ret;
 }

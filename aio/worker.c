@@ -10,11 +10,11 @@
  * threads, as they would with the kernel doing the I/O.  A fork child has
  * none of them (nor contexts, ctx.c), so it starts from nothing.
  *
- * The backend is chosen with UIPC_AIO_BACKEND: "threads" (the default and,
- * for now, the only one; io_uring is future work).
+ * This is the threads backend (UIPC_AIO_BACKEND=threads, or where io_uring
+ * is refused: backend.c chooses); the io_uring backend (uring.c) also gives
+ * it the requests io_uring answers -EAGAIN.
  */
 #include <signal.h>
-#include <stdio.h>
 
 #include "aio/aio.h"
 
@@ -64,6 +64,7 @@ int64_t aio_do_io(struct aio_kiocb *req, int extra_flags)
 {
 	struct iovec tmp[8], *iov = req->iov, *heap = NULL;
 	int cnt = req->nr_iov, flags = req->rw_flags | extra_flags;
+	off_t pos;
 	ssize_t n;
 
 	switch (req->opcode) {
@@ -78,14 +79,16 @@ int64_t aio_do_io(struct aio_kiocb *req, int extra_flags)
 			return req->done;
 		cnt = iov_skip(req, req->done, iov, cnt);
 	}
+	/* -1: the file's own position, all a pipe or socket has */
+	pos = req->stream ? -1 : req->pos + req->done;
 	if (req->opcode == IOCB_CMD_PREAD || req->opcode == IOCB_CMD_PREADV)
-		n = preadv2(req->fd, iov, cnt, req->pos + req->done, flags);
+		n = preadv2(req->fd, iov, cnt, pos, flags);
 	else
-		n = pwritev2(req->fd, iov, cnt, req->pos + req->done, flags);
+		n = pwritev2(req->fd, iov, cnt, pos, flags);
 	if (n < 0)
-		n = req->done ? 0 : -errno;
+		n = req->done + req->prior ? 0 : -errno;
 	free(heap);
-	return n < 0 ? n : req->done + n;
+	return n < 0 ? n : req->prior + req->done + n;
 }
 
 static struct aio_kiocb *dequeue(void)
@@ -132,9 +135,9 @@ int aio_start_thread(void *(*fn)(void *), void *arg)
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&a, 64 * 1024);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	uipc_sigmask(SIG_SETMASK, &all, &old);
 	err = pthread_create(&t, &a, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	uipc_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&a);
 	return -err;
 }
@@ -150,25 +153,9 @@ static int start_worker(void)
 	return 0;
 }
 
-/* UIPC_AIO_BACKEND: only "threads" exists for now (io_uring is future
- * work); another value is said once on stderr and threads are used */
-static void backend_check(void)
-{
-	static int said;
-	const char *e = getenv("UIPC_AIO_BACKEND");
-
-	if (e && *e && strcmp(e, "threads") && !said) {
-		said = 1;
-		fprintf(stderr, "uipc: UIPC_AIO_BACKEND=%s is not available; using threads\n", e);
-	}
-}
-
-int aio_queue_work(struct aio_kiocb *req)
+int aio_threads_queue(struct aio_kiocb *req)
 {
 	int err = 0;
-
-	if (!n_threads)
-		backend_check();
 
 	req->next = NULL;
 	pthread_mutex_lock(&q_lock);
@@ -189,7 +176,7 @@ int aio_queue_work(struct aio_kiocb *req)
 	return 0;
 }
 
-void aio_worker_fork_child(void)
+void aio_threads_fork_child(void)
 {
 	pthread_mutex_init(&q_lock, NULL);
 	pthread_cond_init(&q_cond, NULL);

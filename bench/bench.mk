@@ -12,16 +12,31 @@
 #   make bench-fio                          only seed 001's fio row: native AIO, kernel
 #                                           vs uipc (bench/fio-aio.sh, JSON:
 #                                           build/bench/fio-aio.json)
+#   make bench-fio-disk                     issue 17's disk rows: fio libaio randread
+#                                           4k iodepth=32 buffered and direct=1
+#                                           (bench/fio-aio-disk.sh, JSON:
+#                                           build/bench/fio-aio-disk.json)
+#   make bench-fio-contexts                 seed 001's curve: CPU time per AIO
+#                                           request against 1..512 contexts
+#                                           (bench/fio-aio-contexts.sh, JSON:
+#                                           build/bench/fio-aio-contexts.json, plot:
+#                                           docs/plots/aio-contexts.svg, gnuplot)
 #   make bench-journal                      what the undo journal costs the locked
 #                                           paths (bench/journal-cost.sh)
+#   make bench-plots                        only the SVG plots of the seeds' curves
+#                                           from the last run's JSON (bench/plots.sh,
+#                                           into PLOTS_DIR, default docs/plots; needs
+#                                           gnuplot: apt-get install gnuplot-nox)
 BENCH_PROGS := $(B)/bench/sem_keys $(B)/bench/sem_cyclic $(B)/bench/sem_threads \
 	       $(B)/bench/sem_single $(B)/bench/sem_pingpong $(B)/bench/sem_deathwake \
 	       $(B)/bench/msg_stream $(B)/bench/msg_pingpong \
 	       $(B)/bench/shm_cycle $(B)/bench/shm_attach $(B)/bench/shm_bw \
-	       $(B)/bench/locked_paths $(B)/bench/doors $(B)/bench/ns_unshare
+	       $(B)/bench/locked_paths $(B)/bench/doors $(B)/bench/ns_unshare \
+	       $(B)/bench/trap
 BENCH_DRIVER_SRCS := bench/driver.c bench/rows.c bench/runner.c bench/report.c
 BENCHCFLAGS = $(CFLAGS) $(BASECFLAGS)
 BENCH_ARGS ?=
+PLOTS_DIR ?= docs/plots
 
 $(B)/bench:
 	mkdir -p $@
@@ -37,7 +52,23 @@ bench-progs: $(BENCH_PROGS) $(B)/bench/driver
 bench: all bench-progs
 	$(B)/bench/driver --bindir $(B)/bench --lib $(B)/libuipc.so $(BENCH_ARGS)
 	bench/stress-ng.sh --lib $(B)/libuipc.so --json $(B)/bench/stress-ng.json $(filter --quick,$(BENCH_ARGS))
-	bench/fio-aio.sh --uipc $(B)/uipc --json $(B)/bench/fio-aio.json $(filter --quick,$(BENCH_ARGS))
+	rm -f $(B)/bench/fio-aio.json
+	-bench/fio-aio.sh --uipc $(B)/uipc --json $(B)/bench/fio-aio.json $(filter --quick,$(BENCH_ARGS))
+	bench/fio-aio-disk.sh --uipc $(B)/uipc --json $(B)/bench/fio-aio-disk.json $(filter --quick,$(BENCH_ARGS))
+	bench/fio-aio-contexts.sh --uipc $(B)/uipc --json $(B)/bench/fio-aio-contexts.json $(filter --quick,$(BENCH_ARGS))
+	bench/plots.sh --results $(B)/bench/results.json --fio $(B)/bench/fio-aio.json --out $(PLOTS_DIR)
+
+# the SVG plots of the seeds' curves from the last run (bench/plots.sh)
+bench-plots:
+	bench/plots.sh --results $(B)/bench/results.json --fio $(B)/bench/fio-aio.json --out $(PLOTS_DIR)
+
+# issue 17's disk rows alone (bench/fio-aio-disk.sh)
+bench-fio-disk: all | $(B)/bench
+	bench/fio-aio-disk.sh --uipc $(B)/uipc --json $(B)/bench/fio-aio-disk.json $(filter --quick,$(BENCH_ARGS))
+
+# seed 001's curve alone, with its plot (bench/fio-aio-contexts.sh)
+bench-fio-contexts: all | $(B)/bench
+	bench/fio-aio-contexts.sh --uipc $(B)/uipc --json $(B)/bench/fio-aio-contexts.json $(filter --quick,$(BENCH_ARGS))
 
 # seed 001's fio job alone (bench/fio-aio.sh)
 bench-fio: all | $(B)/bench
@@ -70,4 +101,4 @@ bench-journal: all $(B)/nojournal/libuipc.so $(B)/bench/locked_paths
 	bench/journal-cost.sh --bindir $(B)/bench --lib $(B)/libuipc.so \
 		--nojournal $(B)/nojournal/libuipc.so --json $(B)/bench/journal-cost.json $(JOURNAL_ARGS)
 
-.PHONY: bench-progs bench-stress-ng bench-fio bench-journal
+.PHONY: bench-progs bench-stress-ng bench-fio bench-fio-disk bench-fio-contexts bench-journal bench-plots

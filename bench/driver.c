@@ -44,6 +44,24 @@ static int kernel_has_ipcmni_extend(void)
 	return strstr(buf, "ipcmni_extend") != NULL;
 }
 
+static void read_cpu_model(char *buf, size_t len)
+{
+	char line[256];
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char *colon;
+
+	snprintf(buf, len, "unknown CPU");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "model name", 10) || !(colon = strchr(line, ':')))
+			continue;
+		colon[strcspn(colon, "\n")] = 0;
+		snprintf(buf, len, "%s", colon + 1 + strspn(colon + 1, " \t"));
+		break;
+	}
+	if (f)
+		fclose(f);
+}
+
 static void parse_args(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -93,6 +111,7 @@ static void parse_args(int argc, char **argv)
 		opt.logdir = logs;
 	}
 	opt.kernel_ext = kernel_has_ipcmni_extend();
+	read_cpu_model(opt.cpu_model, sizeof(opt.cpu_model));
 }
 
 static void mark_na(struct run *r, enum side s, const char *why)
@@ -116,8 +135,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	uname(&u);
-	printf("uipc benchmarks: kernel %s, %ld CPUs; libuipc: %s%s\n", u.release,
-	       sysconf(_SC_NPROCESSORS_ONLN), opt.lib,
+	printf("uipc benchmarks: %s, kernel %s, %ld CPUs; libuipc: %s%s\n",
+	       opt.cpu_model, u.release, sysconf(_SC_NPROCESSORS_ONLN), opt.lib,
 	       opt.have_lib ? "" : " (MISSING: no uipc figures)");
 	printf("kernel side: unshare --ipc (fresh namespace per run); uipc side: "
 	       "LD_PRELOAD, fresh UIPC_DIR per run%s\n",

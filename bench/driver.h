@@ -47,7 +47,7 @@ struct run {
 };
 
 enum row_kind { ROW_GROUP, ROW_VALUE, ROW_QUOTIENT };
-enum target { TGT_NONE, TGT_RATIO_MIN, TGT_UIPC_MAX };
+enum target { TGT_NONE, TGT_RATIO_MIN, TGT_UIPC_MAX, TGT_UIPC_MIN };
 
 struct row {
 	enum row_kind kind;
@@ -77,6 +77,8 @@ struct options {
 	const char *only;	/* run only runs whose name contains this */
 	const char *big_arena;	/* UIPC_NS_SIZE for RUN_BIG_ARENA runs, or NULL */
 	const char *scale;	/* BENCH_SCALE for the programs */
+	char cpu_model[128];	/* /proc/cpuinfo's model name, printed beside
+				   every figure (figures differ by machine) */
 	int have_lib;
 	int kernel_ext;		/* kernel booted with ipcmni_extend */
 	int kernel_only;

@@ -107,6 +107,8 @@ static int row_target(const struct row *w, const int ok[NSIDES],
 		return have_ratio ? ratio >= w->target_val : -1;
 	if (w->target == TGT_UIPC_MAX)
 		return ok[UIPC] ? v[UIPC] <= w->target_val : -1;
+	if (w->target == TGT_UIPC_MIN)
+		return ok[UIPC] ? v[UIPC] >= w->target_val : -1;
 	return -1;
 }
 
@@ -159,8 +161,13 @@ void print_table(void)
 	const char *group = NULL;
 	double v[NSIDES], ratio = 0;
 	int i, s, ok[NSIDES], hr, met, rc;
+	struct utsname u;
 
-	printf("\nratio > 1: uipc is faster/better (kernel/uipc for times, "
+	uname(&u);
+	printf("\nmeasured on: %s, Linux %s, %ld CPUs (figures are this machine's; "
+	       "compare ratios across machines)\n", opt.cpu_model, u.release,
+	       sysconf(_SC_NPROCESSORS_ONLN));
+	printf("ratio > 1: uipc is faster/better (kernel/uipc for times, "
 	       "uipc/kernel for rates)\n");
 	printf("\n  %-46s %-5s %13s %13s %7s  %s\n", "benchmark", "unit", "kernel",
 	       "uipc", "ratio", "target");
@@ -197,8 +204,10 @@ void print_table(void)
 		tcell[0] = 0;
 		if (w->target != TGT_NONE)
 			snprintf(tcell, sizeof(tcell), "%s%g%s %s",
-				 w->target == TGT_RATIO_MIN ? "ratio>=" : "uipc<=",
-				 w->target_val, w->unit[0] == 'x' ? "" : "x",
+				 w->target == TGT_RATIO_MIN ? "ratio>=" :
+				 w->target == TGT_UIPC_MIN ? "uipc>=" : "uipc<=",
+				 w->target_val, w->target == TGT_RATIO_MIN ? "x" :
+				 w->unit[0] == 'x' ? "" : w->unit,
 				 met < 0 ? "?" : met ? "ok" : "MISSED");
 		printf("  %-46s %-5s %13s %13s %7s  %s\n", w->label, w->unit,
 		       cell[KERNEL], cell[UIPC], rcell, tcell);
@@ -280,7 +289,8 @@ static void json_rows(FILE *f)
 		json_num(f, hr, ratio);
 		if (w->target != TGT_NONE)
 			fprintf(f, ", \"target\": {\"kind\": \"%s\", \"value\": %g, \"met\": %s}",
-				w->target == TGT_RATIO_MIN ? "ratio_min" : "uipc_max",
+				w->target == TGT_RATIO_MIN ? "ratio_min" :
+				w->target == TGT_UIPC_MIN ? "uipc_min" : "uipc_max",
 				w->target_val, met < 0 ? "null" : met ? "true" : "false");
 		fputc('}', f);
 	}
@@ -325,6 +335,8 @@ int write_json(const char *path)
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	fputs("{\n  \"meta\": {\"time\": ", f);
 	json_str(f, when);
+	fputs(", \"cpu_model\": ", f);
+	json_str(f, opt.cpu_model);
 	fputs(", \"kernel_release\": ", f);
 	json_str(f, u.release);
 	fprintf(f, ", \"cpus\": %ld, \"lib\": ", sysconf(_SC_NPROCESSORS_ONLN));

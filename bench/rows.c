@@ -21,16 +21,20 @@ struct run bench_runs[] = {
 	{ .name = "keys-31900", .argv = { "sem_keys", "31900" }, .reps = 1, .timeout = T },
 	{ .name = "ext-keys-10", .argv = { "sem_keys", "10" },
 	  .flags = RUN_EXTENDED, .reps = 3, .timeout = T },
+	{ .name = "ext-keys-100000", .argv = { "sem_keys", "100000", "3" },
+	  .flags = RUN_EXTENDED | RUN_BIG_ARENA, .reps = 1, .timeout = 240 },
 	{ .name = "ext-keys-1000000", .argv = { "sem_keys", "1000000", "3" },
 	  .flags = RUN_EXTENDED | RUN_BIG_ARENA, .reps = 1, .timeout = 240 },
 	/* 2. seed 002: no-op semop on two ids at an idx distance */
 	{ .name = "cyclic-1",     .argv = { "sem_cyclic", "1" },     .reps = 5, .timeout = T },
 	{ .name = "cyclic-40",    .argv = { "sem_cyclic", "40" },    .reps = 5, .timeout = T },
+	{ .name = "cyclic-300",   .argv = { "sem_cyclic", "300" },   .reps = 5, .timeout = T },
 	{ .name = "cyclic-3348",  .argv = { "sem_cyclic", "3348" },  .reps = 5, .timeout = T },
 	{ .name = "cyclic-27348", .argv = { "sem_cyclic", "27348" }, .reps = 5, .timeout = T },
 	/* 3. seed 004: threads on their own semaphore of one array */
 	{ .name = "threads-1", .argv = { "sem_threads", "1" }, .reps = 3, .timeout = T },
 	{ .name = "threads-2", .argv = { "sem_threads", "2" }, .reps = 3, .timeout = T },
+	{ .name = "threads-4", .argv = { "sem_threads", "4" }, .reps = 3, .timeout = T },
 	{ .name = "threads-8", .argv = { "sem_threads", "8" }, .reps = 3, .timeout = T },
 	/* 4. one uncontended semop */
 	{ .name = "single", .argv = { "sem_single" }, .reps = 3, .timeout = T },
@@ -60,6 +64,10 @@ struct run bench_runs[] = {
 	{ .name = "doors-getpid", .argv = { "doors", "getpid" }, .reps = 5, .timeout = T },
 	{ .name = "doors-open", .argv = { "doors", "open" }, .reps = 5, .timeout = T },
 	{ .name = "doors-write", .argv = { "doors", "write" }, .reps = 5, .timeout = T },
+	/* trap mode (issue 16): System V calls by system call instruction */
+	{ .name = "trap-semop", .argv = { "trap", "semop" }, .reps = 5, .timeout = T },
+	{ .name = "trap-libc", .argv = { "trap", "libc" }, .reps = 5, .timeout = T },
+	{ .name = "trap-getpid", .argv = { "trap", "getpid" }, .reps = 5, .timeout = T },
 	/* 12. IPC namespaces (issue 15, seed 003) */
 	{ .name = "ns-unshare", .argv = { "ns_unshare", "1000" }, .reps = 3, .timeout = T },
 };
@@ -87,11 +95,11 @@ const int bench_nruns = sizeof(bench_runs) / sizeof(bench_runs[0]);
 	VAL("keys." #n ".lookup_max", "lookup KEYS=" #n " max single call", "us", \
 	    "keys-" #n, "lookup_max_us", -1)
 
-#define CYCLIC_ROW(d) VAL("cyclic." #d, "no-op semop, idx distance " #d, \
-	"ns/op", "cyclic-" #d, "ns_per_op", -1)
+#define CYCLIC_ROW(d) VALT("cyclic." #d, "no-op semop, idx distance " #d, \
+	"ns/op", "cyclic-" #d, "ns_per_op", -1, TGT_RATIO_MIN, 10)
 
-#define THREADS_ROW(n) VAL("threads." #n, #n " thread(s), semop +1/-1 own sem", \
-	"ops/s", "threads-" #n, "ops_per_s", +1)
+#define THREADS_ROW(n) VALT("threads." #n, #n " thread(s), semop +1/-1 own sem", \
+	"ops/s", "threads-" #n, "ops_per_s", +1, TGT_RATIO_MIN, 10)
 
 const struct row bench_rows[] = {
 	GROUP("1. semget for lots of keys (seed 000)"),
@@ -99,28 +107,35 @@ const struct row bench_rows[] = {
 	KEYS_ROWS(1000), KEYS_ROWS(10000), KEYS_ROWS(31900),
 	VAL("lookup.10.per_call", "lookup per call, 10 keys", "ns",
 	    "keys-10", "lookup_ns_per_call", -1),
-	VAL("lookup.31900.per_call", "lookup per call, 31900 keys", "ns",
-	    "keys-31900", "lookup_ns_per_call", -1),
+	VALT("lookup.31900.per_call", "lookup per call, 31900 keys", "ns",
+	     "keys-31900", "lookup_ns_per_call", -1, TGT_RATIO_MIN, 8),
 	QUOT("lookup.scaling_31900_10", "lookup per call 31900 / 10 keys",
 	     "keys-31900", "lookup_ns_per_call", "keys-10", "lookup_ns_per_call",
 	     TGT_UIPC_MAX, 2),
 	VAL("ext.lookup.10.per_call", "extended ids: lookup per call, 10 keys", "ns",
 	    "ext-keys-10", "lookup_ns_per_call", -1),
+	VAL("ext.lookup.100000.per_call", "extended ids: lookup per call, 100k keys", "ns",
+	    "ext-keys-100000", "lookup_ns_per_call", -1),
 	VAL("ext.create.1000000.per_call", "extended ids: create per call, 1M keys", "ns",
 	    "ext-keys-1000000", "create_ns_per_call", -1),
-	VAL("ext.lookup.1000000.per_call", "extended ids: lookup per call, 1M keys", "ns",
-	    "ext-keys-1000000", "lookup_ns_per_call", -1),
+	VALT("ext.lookup.1000000.per_call", "extended ids: lookup per call, 1M keys", "ns",
+	     "ext-keys-1000000", "lookup_ns_per_call", -1, TGT_UIPC_MAX, 100),
 	QUOT("ext.lookup.scaling_1M_10", "extended ids: lookup 1M / 10 keys",
 	     "ext-keys-1000000", "lookup_ns_per_call", "ext-keys-10",
 	     "lookup_ns_per_call", TGT_NONE, 0),
 
 	GROUP("2. cyclic ids: no-op semop alternating between 2 ids (seed 002)"),
-	CYCLIC_ROW(1), CYCLIC_ROW(40), CYCLIC_ROW(3348), CYCLIC_ROW(27348),
+	CYCLIC_ROW(1), CYCLIC_ROW(40), CYCLIC_ROW(300), CYCLIC_ROW(3348), CYCLIC_ROW(27348),
 	QUOT("cyclic.slowdown_27348_1", "no-op semop, distance 27348 / 1",
 	     "cyclic-27348", "ns_per_op", "cyclic-1", "ns_per_op", TGT_NONE, 0),
 
 	GROUP("3. threads of one process, own semaphore of one array (seed 004)"),
-	THREADS_ROW(1), THREADS_ROW(2), THREADS_ROW(8),
+	THREADS_ROW(1), THREADS_ROW(2), THREADS_ROW(4), THREADS_ROW(8),
+	/* 2 threads on 2 CPUs should do nearly twice one thread's work: no
+	 * line written by one is read by the other (issue 18) */
+	{ .kind = ROW_QUOTIENT, .id = "threads.scaling_2_1", .label = "2 threads / 1 thread",
+	  .unit = "x", .run = "threads-2", .key = "ops_per_s", .run2 = "threads-1",
+	  .key2 = "ops_per_s", .better = 0, .target = TGT_UIPC_MIN, .target_val = 1.8 },
 
 	GROUP("4. single semop, no contention, no SEM_UNDO"),
 	VALT("single.ns_per_op", "semop +1 / -1, one thread", "ns/op",
@@ -160,8 +175,8 @@ const struct row bench_rows[] = {
 	     "msg-stream", "msgs_per_s", +1, TGT_RATIO_MIN, 5),
 	VAL("msg.stream.same.msgs_per_s", "stream 1,000,000 x 128 B, both on one CPU",
 	    "msg/s", "msg-stream-same", "msgs_per_s", +1),
-	VAL("msg.stream.split.msgs_per_s", "stream 1,000,000 x 128 B, on two CPUs",
-	    "msg/s", "msg-stream-split", "msgs_per_s", +1),
+	VALT("msg.stream.split.msgs_per_s", "stream 1,000,000 x 128 B, on two CPUs",
+	     "msg/s", "msg-stream-split", "msgs_per_s", +1, TGT_RATIO_MIN, 2),
 	VALT("msg.pingpong.rtt_per_s", "request/response 64 B round trips", "rtt/s",
 	     "msg-pingpong", "rtt_per_s", +1, TGT_RATIO_MIN, 1),
 
@@ -183,6 +198,13 @@ const struct row bench_rows[] = {
 	    "ns_per_op", -1),
 	VAL("doors.write", "write of 1 byte to /dev/null", "ns/op", "doors-write",
 	    "ns_per_op", -1),
+	GROUP("11b. trap mode: by system call instruction (uipc side: --trap's filter)"),
+	VAL("trap.semop", "semop +1/-1 by instruction (uipc: SIGSYS, served)", "ns/op",
+	    "trap-semop", "ns_per_op", -1),
+	VAL("trap.libc", "... through libc's semop (uipc: the preload)", "ns/op", "trap-libc",
+	    "ns_per_op", -1),
+	VAL("trap.getpid", "getpid by instruction (uipc: let through by the filter)", "ns/op",
+	    "trap-getpid", "ns_per_op", -1),
 	GROUP("12. IPC namespaces: unshare(CLONE_NEWIPC) (seed 003)"),
 	VAL("ns.unshare_1000_ms", "1000 x unshare in one process, total", "ms",
 	    "ns-unshare", "unshare_total_ms", -1),

@@ -72,10 +72,14 @@ fmt() { [ "$1" = ERROR ] && echo "ERROR (see $logs)" || printf "%.0f" "$1"; }
 ratio() { if [ "$1" = ERROR ] || [ "$2" = ERROR ]; then echo "-"; else awk -v k="$1" -v u="$2" 'BEGIN { printf "%.2fx", u / k }'; fi; }
 echo
 echo "stress-ng System V stressors, 2 workers, ${secs} s, median of $reps (bogo ops/s, real time; ratio > 1: uipc faster)"
-printf "%-34s %14s %14s %8s\n" "stressor" "kernel" "uipc" "ratio"
+printf "%-34s %14s %14s %8s  %s\n" "stressor" "kernel" "uipc" "ratio" "target"
+# target(K, U): uipc at least as fast as the kernel (issue 18)
+target() { if [ "$1" = ERROR ] || [ "$2" = ERROR ]; then echo "ratio>=1x ?"; else
+	awk -v k="$1" -v u="$2" 'BEGIN { print (u >= k) ? "ratio>=1x ok" : "ratio>=1x MISSED" }'; fi; }
 for s in $stressors; do
-	printf "%-34s %14s %14s %8s\n" "stress-ng --$s 2" "$(fmt "${res[$s.kernel]}")" \
-		"$(fmt "${res[$s.uipc]}")" "$(ratio "${res[$s.kernel]}" "${res[$s.uipc]}")"
+	printf "%-34s %14s %14s %8s  %s\n" "stress-ng --$s 2" "$(fmt "${res[$s.kernel]}")" \
+		"$(fmt "${res[$s.uipc]}")" "$(ratio "${res[$s.kernel]}" "${res[$s.uipc]}")" \
+		"$(target "${res[$s.kernel]}" "${res[$s.uipc]}")"
 done
 {
 	echo "{\"secs\": $secs, \"reps\": $reps, \"unit\": \"bogo ops/s\", \"rows\": ["

@@ -331,6 +331,18 @@ UIPC_HIDDEN void proc_leave_ns(struct ns *ns, bool *keep_map);
  * ROBUST_HEAD, ROBUST_LEN: the cloning thread's get_robust_list */
 UIPC_HIDDEN void proc_clone_child(struct ns *new, void *robust_head, size_t robust_len);
 
+/* ---- aionr.c: fs.aio-nr and fs.aio-max-nr of a namespace ---- */
+/* fs.aio-max-nr of NS */
+UIPC_HIDDEN uint64_t ns_aio_max_nr(struct ns *ns);
+/* fs.aio-nr of NS (the events of its live processes' contexts) in *OUT.
+ * 0 or -errno (its lock). */
+UIPC_HIDDEN int ns_aio_nr(struct ns *ns, uint64_t *out);
+/* N more events for a context of this process: 0, -EAGAIN past
+ * fs.aio-max-nr, -ENOMEM (no process slot), or the lock's -errno */
+UIPC_HIDDEN int ns_aio_reserve(struct ns *ns, uint64_t n);
+/* give back N events of this process's (io_destroy) */
+UIPC_HIDDEN void ns_aio_release(struct ns *ns, uint64_t n);
+
 /* ---- cred.c: the caller's credentials, cached ---- */
 struct ucred_cache {
 	uid_t euid;
@@ -341,7 +353,21 @@ struct ucred_cache {
 	int valid;
 	int rel;                   /* to the owner user namespace (cred.c) */
 };
-UIPC_HIDDEN const struct ucred_cache *cur_cred(void);
+UIPC_HIDDEN extern __thread struct ucred_cache uipc_tls_cred;
+UIPC_HIDDEN extern __thread unsigned uipc_tls_cred_gen;
+UIPC_HIDDEN extern _Atomic unsigned uipc_cred_gen;
+UIPC_HIDDEN const struct ucred_cache *cur_cred_slow(void);
+
+/* the caller's credentials: inline, since every permission check of the
+ * lock-free paths asks (the call cost as much as the two loads) */
+static inline const struct ucred_cache *cur_cred(void)
+{
+	unsigned gen = __atomic_load_n(&uipc_cred_gen, __ATOMIC_ACQUIRE);
+
+	if (likely(uipc_tls_cred.valid && uipc_tls_cred_gen == gen))
+		return &uipc_tls_cred;
+	return cur_cred_slow();
+}
 /* the credentials may have changed (entry/'s set*id and capset wrappers) */
 UIPC_HIDDEN void cred_invalidate(void);
 UIPC_HIDDEN bool has_cap(int cap);

@@ -38,13 +38,13 @@
 #define USERNS_INIT_INO 0xEFFFFFFDULL   /* the kernel's PROC_USER_INIT_INO */
 #define OVERFLOW_ID     65534u
 
-static __thread struct ucred_cache tls_cred;
-static _Atomic unsigned cred_gen = 1;
-static __thread unsigned tls_cred_gen;
+__thread struct ucred_cache uipc_tls_cred;
+__thread unsigned uipc_tls_cred_gen;
+_Atomic unsigned uipc_cred_gen = 1;	/* bumped by cred_invalidate */
 
 void cred_invalidate(void)
 {
-	atomic_fetch_add(&cred_gen, 1);
+	atomic_fetch_add(&uipc_cred_gen, 1);
 }
 
 /* ---- user namespaces ---- */
@@ -158,11 +158,12 @@ static const struct owner_userns *cur_owner(void)
 	return ns ? &ns->owner : NULL;
 }
 
-/* read the credentials again (out of line: cur_cred's usual answer is the
- * cached one, and stays a few instructions) */
-static __attribute__((noinline)) const struct ucred_cache *cred_refresh(unsigned gen)
+/* cur_cred's refill (core.h): the first call of a thread, after an
+ * invalidation, or while the euid has no mapping in the owner namespace */
+const struct ucred_cache *cur_cred_slow(void)
 {
-	struct ucred_cache *c = &tls_cred;
+	struct ucred_cache *c = &uipc_tls_cred;
+	unsigned gen = atomic_load_explicit(&uipc_cred_gen, memory_order_acquire);
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct d[2];
 	const struct owner_userns *o = cur_owner();
@@ -190,17 +191,8 @@ static __attribute__((noinline)) const struct ucred_cache *cred_refresh(unsigned
 	/* a euid with no mapping yet: its user namespace's maps may still be
 	 * written, read them again next time */
 	c->valid = c->rel == REL_SAME || c->euid != OVERFLOW_ID;
-	tls_cred_gen = gen;
+	uipc_tls_cred_gen = gen;
 	return c;
-}
-
-const struct ucred_cache *cur_cred(void)
-{
-	unsigned gen = atomic_load_explicit(&cred_gen, memory_order_acquire);
-
-	if (likely(tls_cred.valid && tls_cred_gen == gen))
-		return &tls_cred;
-	return cred_refresh(gen);
 }
 
 bool has_cap(int cap)

@@ -66,6 +66,7 @@ typedef uint64_t uoff_t;
 #define SHMMNI_DEF   4096
 #define SHMMAX_DEF   (~0UL - (1UL << 24))
 #define SHMALL_DEF   (~0UL - (1UL << 24))
+#define AIO_MAX_NR_DEF 65536  /* fs.aio-max-nr */
 
 /* ---- robust lock, journal ---- */
 
@@ -172,6 +173,8 @@ struct uproc {
 	uint32_t pad;
 	uint64_t starttime;        /* /proc/PID/stat field 22: pid reuse guard */
 	uoff_t undo;               /* struct sem_undo list (list_proc) */
+	uint64_t aio_nr;           /* events of its AIO contexts: its share of
+				    * fs.aio-nr (core/aionr.c, ns_lock) */
 };
 
 #define MAX_PROCS   32768
@@ -229,6 +232,7 @@ struct uipc_limits {
 	uint64_t shmmax, shmall, shmmni;
 	int32_t shm_rmid_forced;
 	int32_t pad;
+	uint64_t aio_max_nr;       /* fs.aio-max-nr (core/aionr.c) */
 };
 
 struct alloc_state {

@@ -802,13 +802,14 @@ void ns_open_for_fork(void)
 struct ns *ns_get(void)
 {
 	struct ns *ns = __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
-	int r, saved_errno = errno;
+	int r, saved_errno;
 
 	if (likely(ns)) {
 		if (unlikely(!g_ns_used))
 			g_ns_used = true;
 		return ns;
 	}
+	saved_errno = errno;	/* not before: errno's address is a call */
 	pthread_mutex_lock(&ns_mutex);
 	g_ns_used = true;
 	if (!g_ns && !g_ns_err) {

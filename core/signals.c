@@ -19,6 +19,14 @@
  *   runs; from the first time a thread sleeps in uipc a SIGCONT handler is
  *   installed (it also counts continues, see uipc_cont_gen).
  *
+ * - Signals uipc keeps for itself (sig_own: trap mode's SIGSYS, entry/trap.c)
+ *   keep uipc's handler; the program's sigaction is recorded and reported,
+ *   and its handler called from uipc's.  Those kept unblocked
+ *   (sig_keep_unblocked) stay out of every mask: the sa_mask of the
+ *   handlers installed here, and uipc_sigmask, the pthread_sigmask of every
+ *   layer (and of entry/trap.c's sigprocmask), which records per thread
+ *   that the program asked for them (its view).
+ *
  * The program's sigaction() and signal() (entry/watch.c) come here, and
  * report exactly what the program installed.
  */
@@ -46,6 +54,11 @@ static _Atomic bool cont_installed;
 static pthread_once_t install_once = PTHREAD_ONCE_INIT;
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 static _Atomic unsigned cont_gen;
+/* signals uipc keeps for itself (sig_own: SIGSYS, entry/trap.c): the
+ * program's sigaction is recorded, never installed; and those of them it
+ * keeps out of every signal mask it installs (sa_mask of the handlers) */
+static void (*owned[NSIGS])(int, siginfo_t *, void *);
+static uint64_t unblockable;
 
 /* per thread: depth of uipc critical sections, signals held meanwhile */
 static __thread int crit_depth;
@@ -133,6 +146,12 @@ unsigned uipc_cont_gen(void)
 	return atomic_load_explicit(&cont_gen, memory_order_acquire);
 }
 
+void sig_strip_unblockable(sigset_t *set)
+{
+	for (uint64_t m = unblockable; m; m &= m - 1)
+		sigdelset(set, __builtin_ctzll(m));
+}
+
 /* Run the program's handler for SIG as the kernel would have. */
 static void call_program(int sig, siginfo_t *si, void *ctx)
 {
@@ -210,9 +229,10 @@ void uipc_crit_exit(void)
 		mask = prog_act[sig].sa_mask;
 		if (!(prog_act[sig].sa_flags & SA_NODEFER))
 			sigaddset(&mask, sig);
-		pthread_sigmask(SIG_BLOCK, &mask, &old);
+		sig_strip_unblockable(&mask);
+		uipc_sigmask(SIG_BLOCK, &mask, &old);
 		call_program(sig, &si, NULL);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		uipc_sigmask(SIG_SETMASK, &old, NULL);
 	}
 }
 
@@ -239,7 +259,24 @@ __asm__(
 	".text\n"
 	".globl uipc_copy_asm\n.hidden uipc_copy_asm\n.type uipc_copy_asm,@function\n"
 	"uipc_copy_asm:\n"
-	"	cmp $8, %rdx\n"
+	/* 32 bytes a round while they last (a 64-byte message is two
+	 * rounds, not eight), then 8, then the tail */
+	"	cmp $32, %rdx\n"
+	"	jb 2f\n"
+	"0:	mov (%rsi), %rax\n"
+	"	mov 8(%rsi), %rcx\n"
+	"	mov 16(%rsi), %r8\n"
+	"	mov 24(%rsi), %r9\n"
+	"	mov %rax, (%rdi)\n"
+	"	mov %rcx, 8(%rdi)\n"
+	"	mov %r8, 16(%rdi)\n"
+	"	mov %r9, 24(%rdi)\n"
+	"	add $32, %rsi\n"
+	"	add $32, %rdi\n"
+	"	sub $32, %rdx\n"
+	"	cmp $32, %rdx\n"
+	"	jae 0b\n"
+	"2:	cmp $8, %rdx\n"
 	"	jb 3f\n"
 	"1:	mov (%rsi), %rax\n"
 	"	mov %rax, (%rdi)\n"
@@ -248,14 +285,24 @@ __asm__(
 	"	sub $8, %rdx\n"
 	"	cmp $8, %rdx\n"
 	"	jae 1b\n"
-	"3:	test %rdx, %rdx\n"
+	/* the tail (< 8 bytes) in at most three moves of 4, 2 and 1 bytes:
+	 * a sembuf's 6 bytes cost 2 moves, not 6 rounds of a byte loop */
+	"3:	test $4, %dl\n"
+	"	jz 6f\n"
+	"	mov (%rsi), %eax\n"
+	"	mov %eax, (%rdi)\n"
+	"	add $4, %rsi\n"
+	"	add $4, %rdi\n"
+	"6:	test $2, %dl\n"
+	"	jz 7f\n"
+	"	movw (%rsi), %ax\n"
+	"	movw %ax, (%rdi)\n"
+	"	add $2, %rsi\n"
+	"	add $2, %rdi\n"
+	"7:	test $1, %dl\n"
 	"	jz 5f\n"
-	"4:	movb (%rsi), %al\n"
+	"	movb (%rsi), %al\n"
 	"	movb %al, (%rdi)\n"
-	"	inc %rsi\n"
-	"	inc %rdi\n"
-	"	dec %rdx\n"
-	"	jnz 4b\n"
 	"5:	xor %eax, %eax\n"
 	"	ret\n"
 	".globl uipc_copy_fault_end\n.hidden uipc_copy_fault_end\n"
@@ -322,6 +369,7 @@ static void install_ours(int sig, const struct sigaction *prog, void (*h)(int, s
 	sa.sa_flags = SA_SIGINFO | extra_flags;
 	if (prog) {
 		sa.sa_mask = prog->sa_mask;
+		sig_strip_unblockable(&sa.sa_mask);
 		sa.sa_flags |= prog->sa_flags & (SA_RESTART | SA_NODEFER | SA_ONSTACK | SA_RESETHAND);
 	} else {
 		sigemptyset(&sa.sa_mask);
@@ -375,8 +423,8 @@ int sig_program_action(int sig, const struct sigaction *act, struct sigaction *o
 		bool fn = installed_function(act);
 
 		prog_act[sig] = *act;
-		if (is_fault_signal(sig)) {
-			/* our fault handler stays; it calls the program's */
+		if (is_fault_signal(sig) || owned[sig]) {
+			/* our handler stays; it calls the program's */
 		} else if (fn) {
 			install_ours(sig, act, trampoline, 0);
 			trampolined[sig] = true;
@@ -391,6 +439,133 @@ int sig_program_action(int sig, const struct sigaction *act, struct sigaction *o
 	}
 	pthread_mutex_unlock(&act_mutex);
 	return r;
+}
+
+/* ---- signal masks: the signals kept unblocked stay out of them ----
+ *
+ * Per thread, the program's view: which of the unblockable signals it asked
+ * to have blocked (what sigprocmask reports back).  The kernel's mask never
+ * has them.
+ */
+static __thread uint64_t t_view;
+static void (*unblock_hook)(void);
+
+#define SIGKILL_STOP ((1ULL << (SIGKILL - 1)) | (1ULL << (SIGSTOP - 1)))
+
+bool sig_view_blocked(int sig)
+{
+	return (t_view >> (sig - 1)) & 1;
+}
+
+void sig_view_set(int sig, bool blocked)
+{
+	if (blocked)
+		t_view |= 1ULL << (sig - 1);
+	else
+		t_view &= ~(1ULL << (sig - 1));
+}
+
+void sig_on_unblock(void (*fn)(void))
+{
+	unblock_hook = fn;
+}
+
+long sig_mask_apply(int how, const void *set, void *oset, size_t size, uint64_t *mask)
+{
+	uint64_t keep = __atomic_load_n(&unblockable, __ATOMIC_RELAXED), kbits = 0, view, old, nset;
+
+	for (uint64_t m = keep; m; m &= m - 1)
+		kbits |= 1ULL << (__builtin_ctzll(m) - 1);
+	view = *mask | (t_view & kbits);
+	old = view;
+	if (size != 8)
+		return -EINVAL;
+	if (set) {
+		if (uipc_copy_from_user(&nset, set, 8))
+			return -EFAULT;
+		nset &= ~SIGKILL_STOP;
+		switch (how) {
+		case SIG_BLOCK:   view |= nset; break;
+		case SIG_UNBLOCK: view &= ~nset; break;
+		case SIG_SETMASK: view = nset; break;
+		default:          return -EINVAL;
+		}
+		t_view = view & kbits;
+		*mask = view & ~kbits;
+	}
+	if (oset && uipc_copy_to_user(oset, &old, 8))
+		return -EFAULT;
+	return 0;
+}
+
+int uipc_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+	uint64_t m, nset = 0;
+	long r;
+
+	/* glibc's: its own SIGCANCEL and SIGSETXID (32, 33) are never blocked
+	 * (cleared by hand: libc's sigdelset refuses them, with errno) */
+	if (set) {
+		memcpy(&nset, set, 8);
+		nset &= ~((1ULL << (32 - 1)) | (1ULL << (33 - 1)));
+	}
+	if (old)
+		sigemptyset(old);
+	if (!__atomic_load_n(&unblockable, __ATOMIC_RELAXED))
+		return (int)-sys_pass5(SYS_rt_sigprocmask, how, set ? (long)&nset : 0, (long)old, 8, 0);
+	r = sys_pass5(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&m, 8, 0);
+	if (r == 0)
+		r = sig_mask_apply(how, set ? &nset : NULL, old, 8, &m);
+	if (r == 0 && set)
+		r = sys_pass5(SYS_rt_sigprocmask, SIG_SETMASK, (long)&m, 0, 8, 0);
+	if (r == 0 && unblock_hook)
+		unblock_hook();
+	return (int)-r;
+}
+
+/* ---- signals uipc keeps (entry/trap.c) ---- */
+
+void sig_keep_unblocked(int sig)
+{
+	if (catchable(sig))
+		__atomic_or_fetch(&unblockable, 1ULL << sig, __ATOMIC_RELAXED);
+}
+
+int sig_own(int sig, void (*h)(int, siginfo_t *, void *), int flags)
+{
+	struct sigaction sa;
+	int r;
+
+	if (!catchable(sig) || is_fault_signal(sig))
+		return -EINVAL;
+	/* what the program had before is recorded first (install) */
+	pthread_once(&install_once, install);
+	if (!real_sigaction)
+		return -ENOSYS;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = h;
+	sa.sa_flags = SA_SIGINFO | flags;
+	sigemptyset(&sa.sa_mask);
+	pthread_mutex_lock(&act_mutex);
+	owned[sig] = h;
+	trampolined[sig] = false;
+	r = real_sigaction(sig, &sa, NULL) ? -errno : 0;
+	pthread_mutex_unlock(&act_mutex);
+	return r;
+}
+
+bool sig_program_handler(int sig, struct sigaction *out)
+{
+	if (sig <= 0 || sig >= NSIGS)
+		return false;
+	*out = prog_act[sig];
+	return installed_function(out);
+}
+
+void sig_run_program(int sig, siginfo_t *si, void *ctx)
+{
+	if (sig > 0 && sig < NSIGS)
+		call_program(sig, si, ctx);
 }
 
 void uipc_sleep_begin(void)

@@ -6,6 +6,8 @@
 #ifndef UIPC_SIGNALS_H
 #define UIPC_SIGNALS_H
 
+#include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -53,9 +55,39 @@ UIPC_HIDDEN bool uipc_handler_due(unsigned hand0);
 UIPC_HIDDEN int uipc_waitv_state(void);
 /* the program's sigaction (entry/watch.c): what it installs is recorded and
  * chained; -1 and errno, as libc's */
-struct sigaction;
 UIPC_HIDDEN int sig_program_action(int sig, const struct sigaction *act,
 							    struct sigaction *old);
+/*
+ * Signals uipc keeps for itself (entry/trap.c's SIGSYS): H is installed
+ * (SA_SIGINFO | FLAGS, nothing masked) and stays; the program's sigaction
+ * of SIG is recorded and reported, not installed.  0 or -errno.
+ */
+UIPC_HIDDEN int sig_own(int sig, void (*h)(int, siginfo_t *, void *), int flags);
+/* from now on SIG is taken out of the sa_mask of every handler uipc
+ * installs for the program (trap mode's SIGSYS) */
+UIPC_HIDDEN void sig_keep_unblocked(int sig);
+/* what the program installed for SIG (into OUT); true if a function */
+UIPC_HIDDEN bool sig_program_handler(int sig, struct sigaction *out);
+/* run the program's handler of SIG (nothing if it has none) */
+UIPC_HIDDEN void sig_run_program(int sig, siginfo_t *si, void *ctx);
+/*
+ * Signal masks with the signals kept unblocked (sig_keep_unblocked) out of
+ * them, and the program's wish for those kept per thread (its view).
+ * sig_mask_apply: the raw rt_sigprocmask (the kernel's checks, order and
+ * -errno; SET and OSET the caller's, copied with fault checks) on the
+ * 64-bit mask *MASK.  uipc_sigmask: pthread_sigmask (glibc's: SIGCANCEL
+ * and SIGSETXID never blocked), for every layer (libc's pthread_sigmask
+ * is entry/'s); 0 or an errno value.  sig_on_unblock: FN runs after each
+ * uipc_sigmask (a held signal to send again).
+ */
+UIPC_HIDDEN long sig_mask_apply(int how, const void *set, void *oset, size_t size,
+				uint64_t *mask);
+UIPC_HIDDEN int uipc_sigmask(int how, const sigset_t *set, sigset_t *old);
+UIPC_HIDDEN bool sig_view_blocked(int sig);
+UIPC_HIDDEN void sig_view_set(int sig, bool blocked);
+UIPC_HIDDEN void sig_on_unblock(void (*fn)(void));
+/* take the signals kept unblocked (sig_own) out of SET */
+UIPC_HIDDEN void sig_strip_unblockable(sigset_t *set);
 /* counts the continues (SIGCONT) this process went through */
 UIPC_HIDDEN unsigned uipc_cont_gen(void);
 

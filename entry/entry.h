@@ -52,6 +52,25 @@ static inline int procfs_dup(int oldfd, int newfd)
 	return newfd;
 }
 
+/* ---- syscall.c and trap.c: system calls by number ---- */
+
+/* the arguments, as the kernel receives them: six registers */
+struct sys_args {
+	long a, b, c, d, e, f;
+};
+
+/* NR if uipc serves it: *RET is the raw result (a value or -errno), true;
+ * false for a number that goes to the kernel */
+UIPC_HIDDEN bool entry_sys_serve(long nr, const struct sys_args *x, unsigned hand0, long *ret);
+
+/* trap.c: around an exec (exec.c): what the program asked for SIGSYS and
+ * libuipc's handler stands in for is made real for the new image (whose
+ * constructor takes it back): its blocking of SIGSYS (trap mode keeps it
+ * only in its view), an ignored SIGSYS (SIG_IGN survives exec, a handler
+ * does not); undone if the exec failed */
+UIPC_HIDDEN int trap_exec_prepare(void);
+UIPC_HIDDEN void trap_exec_failed(int prepared);
+
 /* unshare.c: unshare(FLAGS), 0 or -errno (CLONE_NEWIPC served by uipc) */
 UIPC_HIDDEN long entry_unshare(int flags);
 

@@ -82,22 +82,31 @@ static char *const *fix_env(char *const envp[], char **out, char *fdv, size_t fd
 	char *const *fixed = fix_env((envp), arr_, fdv_, sizeof(fdv_), filev_, \
 				     sizeof(filev_))
 
+/* the exec itself, with trap mode's SIGSYS wish passed on (trap.c) */
+#define EXEC_CALL(call)                                  \
+	do {                                             \
+		int prep_ = trap_exec_prepare();         \
+		int r_ = (call);                         \
+		trap_exec_failed(prep_);                 \
+		return r_;                               \
+	} while (0)
+
 int execve(const char *path, char *const argv[], char *const envp[])
 {
 	FIX_ENV(env, envp);
-	return real_execve(path, argv, env);
+	EXEC_CALL(real_execve(path, argv, env));
 }
 
 int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	FIX_ENV(env, envp);
-	return real_execvpe(file, argv, env);
+	EXEC_CALL(real_execvpe(file, argv, env));
 }
 
 int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	FIX_ENV(env, envp);
-	return real_fexecve(fd, argv, env);
+	EXEC_CALL(real_fexecve(fd, argv, env));
 }
 
 int execv(const char *path, char *const argv[])

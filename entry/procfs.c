@@ -1,13 +1,17 @@
 /*
  * procfs.c - the /proc files of System V IPC, opened through libc:
- * /proc/sysvipc/{sem,msg,shm} and the IPC sysctls under /proc/sys/kernel
+ * /proc/sysvipc/{sem,msg,shm}, the IPC sysctls under /proc/sys/kernel
  * (sem, msgmax, msgmnb, msgmni, shmmax, shmall, shmmni, shm_rmid_forced,
- * sem_next_id, msg_next_id, shm_next_id) show the caller's uipc namespace.
+ * sem_next_id, msg_next_id, shm_next_id) and native AIO's under
+ * /proc/sys/fs (aio-max-nr, aio-nr) show the caller's uipc namespace.
  *
  * open() and its relatives (open64, openat, openat64, the fortified
  * __open_2 family, fopen, fopen64) look at the path first: anything that
- * does not begin "/proc/sys" goes on to libc at the cost of two byte
- * compares.  A file of ours is generated when it is opened (ipc/ writes the
+ * neither begins "/proc/sys" nor ends in the name of one of our files goes
+ * on to libc at the cost of a strrchr and a byte compare.  A path that
+ * does end so (relative to a directory fd or the working directory, with
+ * "..", "." or symlinks on the way) is resolved as the kernel would
+ * resolve its directory (realpath) before it is judged.  A file of ours is generated when it is opened (ipc/ writes the
  * kernel's text: ipc_proc_show, ipc_sysctl_get) into a memfd, reopened
  * with the access mode asked for, so that read, lseek, fstat and close
  * behave as on a file; O_CLOEXEC is honoured.
@@ -24,6 +28,7 @@
  * (fopencookie).
  */
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,10 +43,129 @@
 
 enum { PROC_SYSCTL = IPC_NR_IDS };  /* 0..2: /proc/sysvipc/{sem,msg,shm} */
 
-/* the cheap test every open pays */
+/* the last component of every file of ours: a path that ends otherwise
+ * is never ours, whatever directory it names */
+static bool ours_by_name(const char *name)
+{
+	static const char *const names[] = {
+		"sem", "msg", "shm", "msgmax", "msgmnb", "msgmni", "msg_next_id",
+		"sem_next_id", "shm_next_id", "shmmax", "shmall", "shmmni",
+		"shm_rmid_forced", "aio-max-nr", "aio-nr",
+	};
+
+	if (name[0] != 's' && name[0] != 'm' && name[0] != 'a')
+		return false;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return true;
+	return false;
+}
+
+/* the cheap test every open pays: the usual absolute spelling, or a last
+ * component that one of our files has (a relative path, "..", "//" or a
+ * symlink on the way are resolved later, by canonical_path) */
 static inline bool maybe_ours(const char *path)
 {
-	return path && path[0] == '/' && path[1] == 'p' && !strncmp(path, "/proc/sys", 9);
+	const char *slash;
+
+	if (!path)
+		return false;
+	if (path[0] == '/' && path[1] == 'p' && !strncmp(path, "/proc/sys", 9))
+		return true;
+	slash = strrchr(path, '/');
+	return ours_by_name(slash ? slash + 1 : path);
+}
+
+/* the directory DFD refers to (AT_FDCWD: the working directory) in BUF;
+ * false if it has no path */
+static bool dir_of_fd(int dfd, char *buf, size_t len)
+{
+	char self[64];
+	ssize_t n;
+
+	if (dfd == AT_FDCWD)
+		return getcwd(buf, len) != NULL;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", dfd);
+	n = readlink(self, buf, len - 1);
+	if (n <= 0 || buf[0] != '/')
+		return false;
+	buf[n] = 0;
+	return true;
+}
+
+/* "." and ".." and repeated slashes taken out of the absolute PATH, in
+ * place; for a directory the kernel would not resolve (no /proc/sysvipc
+ * on a kernel built without System V IPC), where realpath cannot help */
+static void squeeze_path(char *path)
+{
+	char *out = path, *p = path;
+
+	while (*p) {
+		char *end;
+		size_t n;
+
+		while (*p == '/')
+			p++;
+		end = strchrnul(p, '/');
+		n = (size_t)(end - p);
+		if (n == 1 && p[0] == '.') {
+			/* nothing */
+		} else if (n == 2 && p[0] == '.' && p[1] == '.') {
+			while (out > path && *--out != '/')
+				;
+		} else if (n) {
+			*out++ = '/';
+			memmove(out, p, n);
+			out += n;
+		}
+		p = end;
+	}
+	if (out == path)
+		*out++ = '/';
+	*out = 0;
+}
+
+/*
+ * PATH as opened relative to DFD, in the absolute form proc_kind knows:
+ * the directory part resolved as the kernel resolves it (realpath follows
+ * /proc/self and any symlink), the last component kept.  False when PATH
+ * has no such form (a trailing slash, no directory path for DFD, too long).
+ */
+static bool canonical_path(int dfd, const char *path, char *out, size_t len)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+	size_t dlen = slash ? (size_t)(slash - path) : 0;
+	int n;
+
+	if (!*name)
+		return false;
+	if (path[0] == '/') {
+		if (dlen >= sizeof(dir))
+			return false;
+		memcpy(dir, path, dlen);
+		dir[dlen] = 0;
+		if (!dlen)
+			strcpy(dir, "/");
+	} else {
+		size_t base;
+
+		if (!dir_of_fd(dfd, dir, sizeof(dir)))
+			return false;
+		base = strlen(dir);
+		if (base + 1 + dlen >= sizeof(dir))
+			return false;
+		dir[base] = '/';
+		memcpy(dir + base + 1, path, dlen);
+		dir[base + 1 + dlen] = 0;
+	}
+	if (realpath(dir, real)) {
+		n = snprintf(out, len, "%s/%s", strcmp(real, "/") ? real : "", name);
+	} else {
+		squeeze_path(dir);
+		n = snprintf(out, len, "%s/%s", strcmp(dir, "/") ? dir : "", name);
+	}
+	return n > 0 && (size_t)n < len;
 }
 
 /* the kind of file PATH names, or -1 */
@@ -56,7 +180,8 @@ static int proc_kind(const char *path)
 	for (int t = 0; t < IPC_NR_IDS; t++)
 		if (!strcmp(path, sysvipc[t]))
 			return t;
-	if (!strncmp(path, "/proc/sys/kernel/", 17) && ipc_sysctl_known(path))
+	if ((!strncmp(path, "/proc/sys/kernel/", 17) || !strncmp(path, "/proc/sys/fs/", 13)) &&
+	    ipc_sysctl_known(path))
 		return PROC_SYSCTL;
 	return -1;
 }
@@ -238,8 +363,10 @@ static int reopen(int fd, int flags)
 	return nfd;
 }
 
-static int check_open(int kind, int flags)
+static int check_open(int kind, const char *path, int flags)
 {
+	bool writing = (flags & O_ACCMODE) != O_RDONLY;
+
 	if (flags & O_DIRECTORY)
 		return -ENOTDIR;
 	if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
@@ -247,17 +374,18 @@ static int check_open(int kind, int flags)
 	/* sysctls are 0644 and /proc/sysvipc 0444, both root's: root as the
 	 * namespace's owner user namespace sees it (core/cred.c), so a
 	 * process that is root only in a user namespace of its own (unshare
-	 * -r) cannot write them, as with the kernel */
-	if ((flags & O_ACCMODE) != O_RDONLY && (!ns_get() || cur_cred()->euid != 0))
+	 * -r) cannot write them, as with the kernel; a 0444 sysctl
+	 * (fs.aio-nr) is refused to root too, as /proc/sys does */
+	if (writing && (!ns_get() || cur_cred()->euid != 0 ||
+			(kind == PROC_SYSCTL && ipc_sysctl_read_only(path))))
 		return -EACCES;
-	(void)kind;
 	return 0;
 }
 
 /* open one of our files; the fd or -errno */
 static int proc_open(int kind, const char *path, int flags)
 {
-	int r = check_open(kind, flags), fd;
+	int r = check_open(kind, path, flags), fd;
 
 	if (r)
 		return r;
@@ -342,23 +470,39 @@ typedef int (*openat2_fn)(int, const char *, int);
 		va_end(ap);                                                  \
 	}
 
-/* PATH is ours: the result of opening it, in libc's convention; -2 when
- * it is not ours after all */
-static int try_ours(const char *path, int flags)
+/* the kind of file PATH (relative to DFD) names, its absolute name in
+ * CANON; -1 if not ours */
+static int proc_kind_at(int dfd, const char *path, char *canon, size_t len)
 {
-	int kind = proc_kind(path);
+	int kind = path[0] == '/' ? proc_kind(path) : -1;
+
+	if (kind >= 0) {
+		snprintf(canon, len, "%s", path);
+		return kind;
+	}
+	if (!canonical_path(dfd, path, canon, len))
+		return -1;
+	return proc_kind(canon);
+}
+
+/* PATH (relative to DFD) may be ours: the result of opening it, in libc's
+ * convention; -2 when it is not ours after all */
+static int try_ours(int dfd, const char *path, int flags)
+{
+	char canon[PATH_MAX];
+	int kind = proc_kind_at(dfd, path, canon, sizeof(canon));
 
 	if (kind < 0)
 		return -2;
-	return (int)set_errno_ret(proc_open(kind, path, flags));
+	return (int)set_errno_ret(proc_open(kind, canon, flags));
 }
 
 /* the body of an open-family entry point SYM (libc's of type TYPE): our
  * file when PATH is one, else libc's call with the arguments given */
-#define OPEN_BODY(sym, type, ...)                                            \
+#define OPEN_BODY(sym, dfd, type, ...)                                       \
 	REAL(sym, type);                                                     \
 	if (unlikely(maybe_ours(path))) {                                    \
-		int fd_ = try_ours(path, flags);                             \
+		int fd_ = try_ours(dfd, path, flags);                        \
 		if (fd_ != -2)                                               \
 			return fd_;                                          \
 	}                                                                    \
@@ -367,45 +511,45 @@ static int try_ours(const char *path, int flags)
 int open(const char *path, int flags, ...)
 {
 	OPEN_MODE(flags, flags);
-	OPEN_BODY("open", open_fn, path, flags, mode);
+	OPEN_BODY("open", AT_FDCWD, open_fn, path, flags, mode);
 }
 
 int open64(const char *path, int flags, ...)
 {
 	OPEN_MODE(flags, flags);
-	OPEN_BODY("open64", open_fn, path, flags, mode);
+	OPEN_BODY("open64", AT_FDCWD, open_fn, path, flags, mode);
 }
 
 int openat(int dfd, const char *path, int flags, ...)
 {
 	OPEN_MODE(flags, flags);
-	OPEN_BODY("openat", openat_fn, dfd, path, flags, mode);
+	OPEN_BODY("openat", dfd, openat_fn, dfd, path, flags, mode);
 }
 
 int openat64(int dfd, const char *path, int flags, ...)
 {
 	OPEN_MODE(flags, flags);
-	OPEN_BODY("openat64", openat_fn, dfd, path, flags, mode);
+	OPEN_BODY("openat64", dfd, openat_fn, dfd, path, flags, mode);
 }
 
 int __open_2(const char *path, int flags)
 {
-	OPEN_BODY("__open_2", open2_fn, path, flags);
+	OPEN_BODY("__open_2", AT_FDCWD, open2_fn, path, flags);
 }
 
 int __open64_2(const char *path, int flags)
 {
-	OPEN_BODY("__open64_2", open2_fn, path, flags);
+	OPEN_BODY("__open64_2", AT_FDCWD, open2_fn, path, flags);
 }
 
 int __openat_2(int dfd, const char *path, int flags)
 {
-	OPEN_BODY("__openat_2", openat2_fn, dfd, path, flags);
+	OPEN_BODY("__openat_2", dfd, openat2_fn, dfd, path, flags);
 }
 
 int __openat64_2(int dfd, const char *path, int flags)
 {
-	OPEN_BODY("__openat64_2", openat2_fn, dfd, path, flags);
+	OPEN_BODY("__openat64_2", dfd, openat2_fn, dfd, path, flags);
 }
 
 /* ---- fopen ---- */
@@ -490,7 +634,8 @@ typedef FILE *(*fopen_fn)(const char *, const char *);
 
 static FILE *fopen_ours(const char *path, const char *mode, bool *ours)
 {
-	int kind = proc_kind(path), flags, fd;
+	char canon[PATH_MAX];
+	int kind = proc_kind_at(AT_FDCWD, path, canon, sizeof(canon)), flags, fd;
 
 	*ours = kind >= 0;
 	if (!*ours)
@@ -500,7 +645,7 @@ static FILE *fopen_ours(const char *path, const char *mode, bool *ours)
 		errno = EINVAL;
 		return NULL;
 	}
-	fd = (int)set_errno_ret(proc_open(kind, path, flags));
+	fd = (int)set_errno_ret(proc_open(kind, canon, flags));
 	return fd < 0 ? NULL : proc_stream(fd, flags, mode);
 }
 

@@ -19,24 +19,22 @@
  * Native AIO's numbers go to aio/ the same way.  The numbers that change
  * credentials (capset, setresuid, ...) go to the kernel and then make
  * core/cred.c read the credentials again.  More doors open here by
- * adding a case to uipc_syscall(): the namespace calls have their place
- * marked below.
+ * adding a case to entry_sys_serve(): the namespace calls have their place
+ * marked below.  trap.c's SIGSYS handler serves a trapped system call
+ * instruction with the same function: a number added here is served in
+ * trap mode too once trap.c's filter sends it (its list, trap_numbers).
  */
 #include <stdarg.h>
 
 #include "aio/aio.h"
 #include "entry/entry.h"
 
-/* the arguments, as the kernel receives them: six registers */
-struct sys_args {
-	long a, b, c, d, e, f;
-};
-
 /*
  * The numbers uipc serves: sets *RET to the raw result (a value or -errno)
- * and returns true; false for a number that goes to the kernel.
+ * and returns true; false for a number that goes to the kernel.  Also the
+ * SIGSYS handler's (trap.c), for a system call instruction trapped.
  */
-static bool uipc_syscall(long nr, const struct sys_args *x, unsigned hand0, long *ret)
+static inline __attribute__((always_inline)) bool sys_serve(long nr, const struct sys_args *x, unsigned hand0, long *ret)
 {
 	switch (nr) {
 	case SYS_semget:
@@ -100,6 +98,11 @@ static bool uipc_syscall(long nr, const struct sys_args *x, unsigned hand0, long
 					  (struct io_event *)x->d, (const struct timespec *)x->e,
 					  (const void *)x->f);
 		return true;
+	/* an mmap of the vma's file: an attachment's is uipc's (ipc/shm.c) */
+	case SYS_remap_file_pages:
+		*ret = shm_remap_file_pages((void *)x->a, (size_t)x->b, (int)x->c, (size_t)x->d,
+					    (int)x->e);
+		return true;
 	/* credentials changed by number: the kernel changes them, and the
 	 * checks that follow must see it (core/cred.c caches them) */
 	case SYS_capset:
@@ -112,7 +115,10 @@ static bool uipc_syscall(long nr, const struct sys_args *x, unsigned hand0, long
 	case SYS_setfsuid:
 	case SYS_setfsgid:
 	case SYS_setgroups:
-		*ret = sys_raw6(nr, x->a, x->b, x->c, x->d, x->e, x->f);
+		/* at most three arguments: the sixth register carries the
+		 * pass word of trap mode's filter (trap.c), which would
+		 * otherwise send the call back to the SIGSYS handler */
+		*ret = sys_pass5(nr, x->a, x->b, x->c, x->d, x->e);
 		cred_invalidate();
 		return true;
 	/* IPC namespaces: unshare(CLONE_NEWIPC) is uipc's (unshare.c);
@@ -122,6 +128,12 @@ static bool uipc_syscall(long nr, const struct sys_args *x, unsigned hand0, long
 		return true;
 	}
 	return false;
+}
+
+/* for trap.c (the same switch, inlined into syscall() below) */
+bool entry_sys_serve(long nr, const struct sys_args *x, unsigned hand0, long *ret)
+{
+	return sys_serve(nr, x, hand0, ret);
 }
 
 /* the kernel's raw result in libc's convention: -1 and errno in the top
@@ -150,7 +162,7 @@ long syscall(long nr, ...)
 	x.e = va_arg(ap, long);
 	x.f = va_arg(ap, long);
 	va_end(ap);
-	if (unlikely(uipc_syscall(nr, &x, hand0, &r)))
+	if (unlikely(sys_serve(nr, &x, hand0, &r)))
 		return raw_ret(r);
 	return raw_ret(sys_raw6(nr, x.a, x.b, x.c, x.d, x.e, x.f));
 }

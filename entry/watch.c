@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "aio/aio.h"
 #include "entry/entry.h"
 
 /* ---- fds: the segment files' fds shm.c keeps are not the application's ---- */
@@ -34,7 +35,7 @@ typedef int (*fd3_fn)(int, int, int);
 int close(int fd)
 {
 	REAL("close", fd1_fn);
-	if (unlikely(shm_fd_guarded(fd) || ns_fd_guarded(fd))) {
+	if (unlikely(shm_fd_guarded(fd) || ns_fd_guarded(fd) || aio_fd_guarded(fd))) {
 		errno = EBADF;
 		return -1;
 	}
@@ -92,8 +93,10 @@ int close_range(unsigned first, unsigned last, int flags)
 	if (flags & CLOSE_RANGE_CLOEXEC)
 		return (int)sys_syscall(SYS_close_range, first, last, flags);
 	for (;;) {
-		int g = shm_fd_next_guarded(first), r;
+		int g = shm_fd_next_guarded(first), a = aio_fd_next_guarded(first), r;
 
+		if (a < g)
+			g = a;
 		if (g == INT_MAX || (unsigned)g > last)
 			return (int)sys_syscall(SYS_close_range, first, last, flags);
 		if ((unsigned)g > first) {
@@ -186,6 +189,13 @@ int mlockall(int flags)
 int munlockall(void)
 {
 	return shm_hook_munlockall();
+}
+
+/* the kernel emulates it with an mmap of the vma's file: an attachment's
+ * is its segment's (ipc/shm.c) */
+int remap_file_pages(void *addr, size_t size, int prot, size_t pgoff, int flags)
+{
+	return (int)set_errno_ret(shm_remap_file_pages(addr, size, prot, pgoff, flags));
 }
 
 int madvise(void *addr, size_t len, int advice)

@@ -88,6 +88,25 @@ int uipc_ns_stats(struct uipc_ns_stats *st);
  * returns the number of problems found, described in REPORT; -1 on error. */
 int uipc_ns_check(char *report, size_t len);
 
+/* ---- seccomp filters (trap mode; docs/usage.md) ----
+ * UIPC_FILTER_TRAP: the System V IPC and native AIO system calls made by
+ * instruction, unshare(CLONE_NEWIPC), the credential calls and
+ * remap_file_pages raise SIGSYS, which libuipc's handler serves (what
+ * `uipc run --trap` and UIPC_TRAP=1 install).  UIPC_FILTER_NO_KERNEL_IPC:
+ * the kernel's System V IPC and native AIO calls fail with ENOSYS, as on a
+ * kernel without them (`uipc run --no-kernel-ipc`, a test mode).  A filter
+ * holds for the calling process, all its threads and every process it
+ * starts (seccomp filters are inherited over fork and exec, and cannot be
+ * removed).  Without CAP_SYS_ADMIN the call sets PR_SET_NO_NEW_PRIVS first:
+ * set-user-ID programs run later do not gain privileges.  0 (also when the
+ * filter is already there), or -1 and errno (ENOSYS: not on this
+ * architecture). */
+#define UIPC_FILTER_TRAP          1
+#define UIPC_FILTER_NO_KERNEL_IPC 2
+int uipc_filter_install(int which);
+/* The filters of uipc's in force for the calling process (a mask). */
+int uipc_filter_active(void);
+
 #ifdef __cplusplus
 }
 #endif

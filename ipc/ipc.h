@@ -19,6 +19,7 @@
 #ifndef UIPC_IPC_H
 #define UIPC_IPC_H
 
+#include <linux/capability.h>
 #include <sys/ipc.h>
 #include <sys/msg.h>
 #include <sys/sem.h>
@@ -97,6 +98,8 @@ UIPC_HIDDEN int ipc_sysctl_set(const char *name, const char *value);
 UIPC_HIDDEN ssize_t ipc_sysctl_write(const char *name, const char *buf, size_t len);
 /* is NAME ("kernel.msgmax" or "/proc/sys/kernel/msgmax") an IPC sysctl? */
 UIPC_HIDDEN bool ipc_sysctl_known(const char *name);
+/* a sysctl no one may write (fs.aio-nr: 0444 on the kernel) */
+UIPC_HIDDEN bool ipc_sysctl_read_only(const char *name);
 /*
  * /proc/sysvipc/{sem,msg,shm} (TYPE: IPC_SEM_IDS, ...): the kernel's text,
  * header and one line per object of the caller's namespace, handed to EMIT
@@ -114,12 +117,8 @@ UIPC_HIDDEN int ipcget(struct ns *ns, int type, key_t key, int flg, long arg,
 		       const struct ipc_ops *ops);
 UIPC_HIDDEN int ids_lock(struct ns *ns, int type);
 UIPC_HIDDEN void ids_unlock(struct ns *ns, int type);
-UIPC_HIDDEN bool ids_read_begin(struct ns *ns, int type, uint64_t *seq);
-UIPC_HIDDEN bool ids_read_end(struct ns *ns, int type, uint64_t seq);
 UIPC_HIDDEN int ipc_addid(struct ns *ns, int type, struct uperm *p, int limit);
 UIPC_HIDDEN void ipc_rmid(struct ns *ns, int type, struct uperm *p);
-UIPC_HIDDEN struct uperm *ipc_obtain(struct ns *ns, int type, int id);
-UIPC_HIDDEN struct uperm *ipc_obtain_check(struct ns *ns, int type, int id, int *err);
 /* P, found in its table under the ids lock, removed?  (a dead holder of
  * its lock is rolled back first: ipc_settle in util.c) */
 UIPC_HIDDEN bool ipc_removed(struct ns *ns, struct uperm *p);
@@ -127,7 +126,7 @@ UIPC_HIDDEN int ipc_get_maxidx(struct ns *ns, int type);
 UIPC_HIDDEN int ipc_ids_check(struct ns *ns, int type, char *report, size_t len, size_t *used);
 UIPC_HIDDEN struct uperm *ipc_obtain_for_stat(struct ns *ns, int type, int id, bool by_index,
 					      bool any, int *err);
-UIPC_HIDDEN int ipcperms(struct uperm *p, int flag);
+UIPC_HIDDEN bool cred_in_group(const struct ucred_cache *c, gid_t g);
 UIPC_HIDDEN bool ipc_owner_or_admin(struct uperm *p);
 UIPC_HIDDEN int ipc_update_perm(struct ns *ns, struct uperm *p, const struct ipc_perm *in);
 UIPC_HIDDEN void ipc_fill_perm(struct ns *ns, const struct uperm *p, struct ipc_perm *out);
@@ -174,6 +173,122 @@ UIPC_HIDDEN void ipc_seen_forget_all(void);
 #define MSG_OBJ_SIZE 264u          /* sizeof(struct msg_queue) */
 #define SHM_OBJ_SIZE 184u          /* sizeof(struct shmid_kernel) */
 
+/*
+ * The lookups and the permission check of every call, inline: the lock-free
+ * paths (semop, a ring message) are a few dozen instructions of real work,
+ * and the calls, frames and repeated loads of these helpers as functions
+ * of util.c cost as much again (callgrind, issue 18).
+ */
+
+/* a lock-free reader of TYPE's table: begin reads the table's write count
+ * (false while a writer holds the ids lock: an object may be half made);
+ * end says whether nothing changed in between */
+static inline bool ids_read_begin(struct ns *ns, int type, uint64_t *seq)
+{
+	struct ipc_ids *ids = &ns->hdr->ids[type];
+
+	*seq = atomic_load_explicit(&ids->wseq, memory_order_acquire);
+	return ulock_is_free(&ids->lock);
+}
+
+static inline bool ids_read_end(struct ns *ns, int type, uint64_t seq)
+{
+	struct ipc_ids *ids = &ns->hdr->ids[type];
+
+	atomic_thread_fence(memory_order_acquire);
+	return ulock_is_free(&ids->lock) &&
+	       atomic_load_explicit(&ids->wseq, memory_order_relaxed) == seq;
+}
+
+/* the table slot of index IDX (bounds checked), NULL if out of range */
+static inline _Atomic uoff_t *ipc_entry_slot(struct ns *ns, int type, int idx)
+{
+	if (idx < 0 || idx >= ns->ipcmni)
+		return NULL;
+	return ns_ptr(ns, ns->lay.entries[type] + (uoff_t)idx * sizeof(uoff_t), sizeof(uoff_t));
+}
+
+/* a corrupt id table entry (said once, util.c); NULL */
+UIPC_HIDDEN struct uperm *ipc_obj_bad(struct ns *ns, const char *what) __attribute__((cold));
+
+/* the object at offset OFF of a table of TYPE: its fixed part inside the
+ * heap, aligned, and of that type; NULL for none or a corrupt entry */
+static inline struct uperm *ipc_obj_at(struct ns *ns, uoff_t off, int type)
+{
+	static const uint32_t size[IPC_NR_IDS] = { SEM_OBJ_SIZE, MSG_OBJ_SIZE, SHM_OBJ_SIZE };
+	/* objects live in the heap: an entry into the header or the tables
+	 * (a corrupt arena) is no object */
+	struct uperm *p = off >= ns->lay.heap_start ? ns_ptr_aligned(ns, off, size[type]) : NULL;
+
+	if (unlikely(!p))
+		return off ? ipc_obj_bad(ns, "id table entry outside the heap") : NULL;
+	if (unlikely(p->type != (uint32_t)type))
+		return ipc_obj_bad(ns, "object of the wrong type in an id table");
+	return p;
+}
+
+/* The object at ID's index (no sequence check), as *_STAT commands look it up. */
+static inline struct uperm *ipc_obtain(struct ns *ns, int type, int id)
+{
+	_Atomic uoff_t *e = ipc_entry_slot(ns, type, id & (ns->ipcmni - 1));
+
+	return e ? ipc_obj_at(ns, atomic_load_explicit(e, memory_order_acquire), type) : NULL;
+}
+
+/* no object of ID: NULL with *err = -EINVAL, and what this process knew
+ * of it no longer holds (validate.c; util.c) */
+UIPC_HIDDEN struct uperm *ipc_obtain_gone(struct ns *ns, int type, int id, int *err)
+	__attribute__((cold));
+
+/* The object of ID, sequence checked: NULL with *err = -EINVAL if none. */
+static inline struct uperm *ipc_obtain_check(struct ns *ns, int type, int id, int *err)
+{
+	struct uperm *p = id < 0 ? NULL : ipc_obtain(ns, type, id);
+
+	if (unlikely(!p || p->id != id))
+		return ipc_obtain_gone(ns, type, id, err);
+	return p;
+}
+
+/* The kernel's ipcperms(): 0 if granted, -1 if not.  The group lists are
+ * searched only when the caller owns neither the object nor its creation. */
+static inline int ipcperms(struct uperm *p, int flag)
+{
+	const struct ucred_cache *c = cur_cred();
+	int req, granted = (int)p->mode;
+	short f = (short)flag;
+
+	req = (f >> 6) | (f >> 3) | f;
+	if (c->euid == p->cuid || c->euid == p->uid)
+		granted >>= 6;
+	else if (cred_in_group(c, p->cgid) || cred_in_group(c, p->gid))
+		granted >>= 3;
+	if ((req & ~granted & 0007) && !((c->caps >> CAP_IPC_OWNER) & 1))
+		return -1;
+	return 0;
+}
+
+/*
+ * An adaptive spin before a sleep (util.c), one per thread and kind of
+ * wait: a spin that ends in time doubles the budget (up to MAX), one that
+ * runs out halves it (to 0 below SPIN_MIN_NS), so that a peer on another
+ * CPU is waited for without a system call on either side while a peer that
+ * cannot run meanwhile (it shares our CPU, or a third process holds its
+ * CPU) soon finds us asleep.  At 0 every 32nd wait probes again with
+ * SPIN_PROBE_NS (the peer may have moved).
+ */
+#define SPIN_MIN_NS   500
+#define SPIN_PROBE_NS 4000
+struct spin_budget {
+	int64_t ns, max;
+	unsigned skipped;
+};
+/* the ns to spin now; 0: sleep at once */
+UIPC_HIDDEN int64_t spin_budget_take(struct spin_budget *b);
+/* the condition ended while spinning; WAITED: not at the first look */
+UIPC_HIDDEN void spin_budget_paid(struct spin_budget *b, bool waited);
+UIPC_HIDDEN void spin_budget_wasted(struct spin_budget *b);
+
 /* ---- sem.c ---- */
 UIPC_HIDDEN void sem_exit_proc(struct ns *ns, struct uproc *p);
 UIPC_HIDDEN int sem_array_bytes(int nsems);
@@ -218,5 +333,7 @@ UIPC_HIDDEN int shm_hook_munlock(void *addr, size_t len);
 UIPC_HIDDEN int shm_hook_madvise(void *addr, size_t len, int advice);
 UIPC_HIDDEN int shm_hook_mlockall(int flags);
 UIPC_HIDDEN int shm_hook_munlockall(void);
+/* remap_file_pages on an attachment as the kernel's; 0 or -errno */
+UIPC_HIDDEN long shm_remap_file_pages(void *addr, size_t size, int prot, size_t pgoff, int flags);
 
 #endif /* UIPC_IPC_H */

@@ -218,43 +218,26 @@ struct spin_on {
 };
 
 /*
- * Spin while STILL(on) holds, for at most the current budget (read with
- * the vDSO clock: no system call): 1 if it stopped holding, 0 if the budget
- * ran out, -EINTR if a handler of the program ran since the call began (the
- * kernel's caller would not sleep with a signal pending, or would be woken).
- * The budget adapts per thread: a spin that ends in time doubles it (up to
- * WAIT_SPIN_NS), one that runs out halves it (down to SPIN_MIN_NS), so that
- * a peer on another CPU is waited for without sleeping while a peer that
- * shares our CPU (it cannot run while we spin) soon finds us asleep.
+ * Spin while STILL(on) holds, for at most this thread's budget (ipc.h's
+ * struct spin_budget; read with the vDSO clock: no system call): 1 if it
+ * stopped holding, 0 if the budget ran out, -EINTR if a handler of the
+ * program ran since the call began (the kernel's caller would not sleep
+ * with a signal pending, or would be woken).
  */
-#define SPIN_MIN_NS   500
-#define SPIN_PROBE_NS 4000
-static __thread int64_t spin_budget = WAIT_SPIN_NS;
-static __thread unsigned spin_skipped;
+static __thread struct spin_budget msg_spin = { .ns = WAIT_SPIN_NS, .max = WAIT_SPIN_NS };
 
 static int spin_while(bool (*still)(const struct spin_on *), const struct spin_on *on)
 {
-	int64_t until = 0, budget = spin_budget;
+	int64_t until = 0, budget;
 
 	if (uipc_handler_gen() != on->hand0)
 		return -EINTR;
-	if (!budget) {
-		/* spinning has not paid lately: sleep at once, but probe again
-		 * now and then (the peer may have moved to another CPU) */
-		if (++spin_skipped % 32)
-			return !still(on);
-		budget = SPIN_PROBE_NS;
-	}
+	budget = spin_budget_take(&msg_spin);
+	if (!budget)
+		return !still(on);
 	for (unsigned i = 0;; i++) {
 		if (!still(on)) {
-			/* spinning paid: a probe that ends at once counts too
-			 * (the peer is back on another CPU), else a stream that
-			 * once shared a CPU would sleep for good */
-			if (spin_budget < SPIN_PROBE_NS)
-				spin_budget = SPIN_PROBE_NS;
-			else if (until)
-				spin_budget = spin_budget * 2 > WAIT_SPIN_NS ? WAIT_SPIN_NS
-									     : spin_budget * 2;
+			spin_budget_paid(&msg_spin, until != 0);
 			return 1;
 		}
 		cpu_relax();
@@ -266,7 +249,7 @@ static int spin_while(bool (*still)(const struct spin_on *), const struct spin_o
 			if (!until) {
 				until = now + budget;
 			} else if (now > until) {
-				spin_budget = spin_budget / 2 < SPIN_MIN_NS ? 0 : spin_budget / 2;
+				spin_budget_wasted(&msg_spin);
 				return 0;
 			}
 		}

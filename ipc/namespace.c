@@ -33,6 +33,7 @@ static void default_limits(struct uipc_limits *l)
 	l->shmall = SHMALL_DEF;
 	l->shmmni = SHMMNI_DEF;
 	l->shm_rmid_forced = 0;
+	l->aio_max_nr = AIO_MAX_NR_DEF;
 }
 
 static int ipc_ns_init(struct ns *ns)
@@ -248,7 +249,7 @@ int ipc_ns_check(char *report, size_t len)
 
 struct sysctl_ent {
 	const char *name;
-	int kind;          /* 0: int64 limit field, 1: next_id, 2: kernel.sem */
+	int kind;          /* 0: limit field, 1: next_id, 2: kernel.sem, 3: fs.aio-nr */
 	size_t off;        /* offset in uipc_limits, or ids index */
 	int64_t min, max;
 };
@@ -267,6 +268,10 @@ static const struct sysctl_ent sysctls[] = {
 	{ "kernel.sem_next_id", 1, IPC_SEM_IDS, 0, INT_MAX },
 	{ "kernel.msg_next_id", 1, IPC_MSG_IDS, 0, INT_MAX },
 	{ "kernel.shm_next_id", 1, IPC_SHM_IDS, 0, INT_MAX },
+	/* native AIO's (core/aionr.c): the limit is an unsigned long as
+	 * shmmax, the count is read-only (0444 on the kernel) */
+	{ "fs.aio-max-nr", 0, LIM(aio_max_nr), 0, -2 },
+	{ "fs.aio-nr", 3, 0, 0, 0 },
 };
 
 static const struct sysctl_ent *find_sysctl(const char *name)
@@ -296,7 +301,8 @@ static bool limit_is_int32(size_t off)
 
 static bool limit_is_u64(size_t off)
 {
-	return off == LIM(shmmax) || off == LIM(shmall) || off == LIM(shmmni);
+	return off == LIM(shmmax) || off == LIM(shmall) || off == LIM(shmmni) ||
+	       off == LIM(aio_max_nr);
 }
 
 int ipc_sysctl_get(const char *name, char *buf, size_t len)
@@ -312,7 +318,14 @@ int ipc_sysctl_get(const char *name, char *buf, size_t len)
 	if (!ns)
 		return -errno;
 	l = &ns->hdr->lim;
-	if (e->kind == 2)
+	if (e->kind == 3) {
+		uint64_t nr;
+		int r = ns_aio_nr(ns, &nr);
+
+		if (r)
+			return r;
+		n = snprintf(buf, len, "%llu", (unsigned long long)nr);
+	} else if (e->kind == 2)
 		n = snprintf(buf, len, "%d\t%d\t%d\t%d", l->semmsl, l->semmns, l->semopm,
 			     l->semmni);
 	else if (e->kind == 1)
@@ -330,6 +343,13 @@ int ipc_sysctl_get(const char *name, char *buf, size_t len)
 bool ipc_sysctl_known(const char *name)
 {
 	return find_sysctl(name) != NULL;
+}
+
+bool ipc_sysctl_read_only(const char *name)
+{
+	const struct sysctl_ent *e = find_sysctl(name);
+
+	return e && e->kind == 3;
 }
 
 /* ---- writing a sysctl: the kernel's proc_dointvec parsing ----
@@ -522,6 +542,8 @@ ssize_t ipc_sysctl_write(const char *name, const char *buf, size_t len)
 
 	if (!e || !buf)
 		return -ENOENT;
+	if (e->kind == 3)               /* 0444: not even root opens it to write */
+		return -EACCES;
 	if (!len)
 		return 0;
 	ns = ns_get();

@@ -1565,6 +1565,10 @@ static int wait_word_or_death(_Atomic uint32_t *word, uint32_t cur, const struct
  * finding us not asleep it makes no system call to wake us).
  */
 enum { WAIT_SLEEP, WAIT_SPIN, WAIT_YIELD };
+/* this thread's spin before a sleep, adapted to how often it paid: a
+ * waker on another CPU that is busy with a third process cannot post while
+ * we spin (issue 18: ping-pong under load) */
+static __thread struct spin_budget sem_spin = { .ns = SPIN_NS, .max = SPIN_NS };
 #define WAKER_YIELDS 2
 
 static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *deadline,
@@ -1581,16 +1585,22 @@ static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *de
 			return -EINTR;
 	}
 	if (how == WAIT_SPIN) {
-		for (int i = 0;; i++) {
-			if (atomic_load_explicit(&q->wake, memory_order_acquire) == seq)
+		int64_t budget = spin_budget_take(&sem_spin);
+
+		for (int i = 0; budget; i++) {
+			if (atomic_load_explicit(&q->wake, memory_order_acquire) == seq) {
+				spin_budget_paid(&sem_spin, i >= 64);
 				return 0;
+			}
 			if ((i & 63) == 63) {
 				/* where the kernel's caller sleeps, a handler
 				 * that runs interrupts it */
 				if (uipc_handler_gen() != hand0)
 					return -EINTR;
-				if (mono_ns() - start > SPIN_NS)
+				if (mono_ns() - start > budget) {
+					spin_budget_wasted(&sem_spin);
 					break;
+				}
 			}
 			cpu_relax();
 		}
@@ -2047,8 +2057,45 @@ static bool may_sleep(const struct semop_args *a)
  * against semopm, nsops < 1, the sops pointer, then the id and the timeout
  * value.  nsops is an unsigned int in the system call: wider values wrap.
  */
+static int semtimedop_general(unsigned hand0, int semid, struct sembuf *tsops, size_t nsops_arg,
+			      const struct timespec *timeout, bool has_timeout, bool fast_tried);
+
+/*
+ * The common call, one operation without SEM_UNDO or timeout, that
+ * completes at once: in a frame of its own, small, so that it does not
+ * pay for the general path's (a 600-byte frame, six saved registers, the
+ * arguments' structure).  Anything else goes to the general path, which
+ * decides everything again from the start (errors included, in the
+ * kernel's order): nothing has been changed here then.
+ */
+static int semop_one(unsigned hand0, int semid, struct sembuf *usop, bool has_timeout)
+{
+	struct ns *ns = ns_get();
+	struct sembuf sop;
+	int r;
+
+	if (ns && semid >= 0 && ns->hdr->lim.semopm >= 1 &&
+	    !uipc_copy_from_user(&sop, usop, sizeof(sop)) && !(sop.sem_flg & SEM_UNDO)) {
+		r = semop_fast(ns, semid, &sop);
+		if (r == 0 || r == -ERANGE)
+			return r;
+	}
+	return semtimedop_general(hand0, semid, usop, 1, NULL, has_timeout, true);
+}
+
 int ksys_semtimedop(unsigned hand0, int semid, struct sembuf *tsops, size_t nsops_arg,
 		    const struct timespec *timeout, bool has_timeout)
+{
+	if (nsops_arg == 1 && !timeout)
+		return semop_one(hand0, semid, tsops, has_timeout);
+	return semtimedop_general(hand0, semid, tsops, nsops_arg, timeout, has_timeout, false);
+}
+
+/* FAST_TRIED: semop_one found that the operation cannot complete at once
+ * (or could not tell): semop_fast is not tried again */
+static __attribute__((noinline)) int
+semtimedop_general(unsigned hand0, int semid, struct sembuf *tsops, size_t nsops_arg,
+		   const struct timespec *timeout, bool has_timeout, bool fast_tried)
 {
 	unsigned int nsops = (unsigned int)nsops_arg;
 	struct ns *ns;
@@ -2087,7 +2134,7 @@ int ksys_semtimedop(unsigned hand0, int semid, struct sembuf *tsops, size_t nsop
 		}
 	}
 	/* the fast path: one op, no SEM_UNDO, nobody waiting */
-	if (nsops == 1 && !(sops[0].sem_flg & SEM_UNDO)) {
+	if (nsops == 1 && !(sops[0].sem_flg & SEM_UNDO) && !fast_tried) {
 		r = semop_fast(ns, semid, sops);
 		if (r == 0 || r == -ERANGE)
 			goto out;

@@ -110,6 +110,8 @@ struct lattach {
 	int shmid;
 	uoff_t obj;
 	uint64_t gen;
+	uint32_t att;              /* which shmat made it (the kernel's vm_file):
+				      pieces of one keep it */
 };
 
 /*
@@ -1881,8 +1883,12 @@ static void seg_fd_done(int fd, bool own)
 		fd_unbusy();
 }
 
+static uint32_t l_att_serial;
+
 static void local_add(struct lattach f)
 {
+	if (!f.att)
+		f.att = ++l_att_serial;
 	if (l_n == l_cap) {
 		int cap = l_cap ? l_cap * 2 : 16;
 		struct lattach *n = realloc(l_att, (size_t)cap * sizeof(*n));
@@ -2209,7 +2215,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 			frag_unmap((uintptr_t)m, len, &ds);   /* what it replaced */
 		local_add((struct lattach){ (uintptr_t)m, len, 0, len, prot,
 					    l_vmf_future | (shmflg & SHM_RDONLY ? VMF_NOWRITE : 0),
-					    shmid, ns_off(ns, shp), gen });
+					    shmid, ns_off(ns, shp), gen, 0 });
 		if (keep >= 0 && !fd_keep(ns_off(ns, shp), gen, file, keep))
 			close_guarded(keep);
 		pthread_mutex_unlock(&l_mutex);
@@ -2661,6 +2667,194 @@ int shm_hook_munlockall(void)
 		l_vmf_future = 0;
 	}
 	pthread_mutex_unlock(&l_mutex);
+	return r;
+}
+
+/* ---- remap_file_pages ----
+ *
+ * The kernel emulates it with an mmap(MAP_FIXED) of the vma's file
+ * (mm/mmap.c): the range must start in a shared vma and lie in vmas of the
+ * same file and flags, without holes; the vma's protection is kept, and
+ * MAP_POPULATE (MAP_LOCKED for an mlocked vma) added.  A System V
+ * attachment's file is the one its shmat made, so: within the fragments of
+ * one attachment.  The old vmas are closed first (nattch--), then
+ * shm_mmap opens the new one (nattch++), but only while the segment is
+ * still there: if closing them destroyed it (IPC_RMID'd, and these were its
+ * last attachments), the call fails with EINVAL and the range stays
+ * unmapped (ipc/shm.c's __shm_open).  uipc maps the attachment's segment
+ * file the same way, at the page the segment's PGOFF is in that file (an
+ * anonymous namespace's segments are slots of one memfd: pages past the
+ * segment's end come from an empty file, SIGBUS as on the kernel, never
+ * from the next slot).  A range with no attachment in it goes to the
+ * kernel (with trap mode's pass word: the call is trapped by instruction
+ * too, entry/trap.c).  0 or -errno, as the system call.
+ */
+static int sigbus_fd = -1;
+
+/*
+ * The new vma NF (l_mutex held): the kernel's mmap first tries to merge it
+ * into the vma before it (same file, flags and protection, the file's
+ * pages following on), then into the one after (expanded down); shm_mmap,
+ * which counts an attach, runs only for a vma of its own.  A merge into
+ * both would remove the next vma, which its close hook forbids.
+ */
+static void remap_place(const struct lattach *nf, struct deltas *ds)
+{
+	size_t pages = nf->len / UIPC_PAGE;
+
+	for (int i = 0; i < l_n; i++) {
+		struct lattach *p = &l_att[i];
+
+		if (p->addr + p->len == nf->addr && p->att == nf->att && p->prot == nf->prot &&
+		    p->vmf == nf->vmf && p->pgoff + p->len / UIPC_PAGE == nf->pgoff) {
+			p->len += nf->len;
+			return;
+		}
+	}
+	for (int i = 0; i < l_n; i++) {
+		struct lattach *q = &l_att[i];
+
+		if (q->addr == nf->addr + nf->len && q->att == nf->att && q->prot == nf->prot &&
+		    q->vmf == nf->vmf && q->pgoff == nf->pgoff + pages) {
+			q->addr = nf->addr;
+			q->len += nf->len;
+			q->pgoff = nf->pgoff;
+			return;
+		}
+	}
+	local_add(*nf);
+	delta_add(ds->d, &ds->n, 16, nf, 1, 0);
+}
+
+long shm_remap_file_pages(void *addr, size_t size, int prot, size_t pgoff, int flags)
+{
+	uintptr_t start = (uintptr_t)addr & ~(uintptr_t)(UIPC_PAGE - 1), end, at;
+	struct deltas ds = { .n = 0 };
+	struct lattach f0, nf;
+	struct shmid_kernel *shp;
+	struct uproc *me;
+	struct ns *ns;
+	uint32_t n_in = 0;
+	bool inside = true, own = false, destroys = false;
+	uint64_t segpages, file;
+	int i, fd, mflags;
+	long r;
+
+	if (likely(!any_attached()))
+		return sys_pass5(SYS_remap_file_pages, (long)addr, (long)size, prot, (long)pgoff, flags);
+	size &= ~(size_t)(UIPC_PAGE - 1);
+	end = start + size;
+	if (prot || end <= start || pgoff + size / UIPC_PAGE < pgoff)
+		return -EINVAL;
+	hooks_enter();
+	pthread_mutex_lock(&l_mutex);
+	i = frag_at(start);
+	if (i < 0) {
+		bool ours = overlaps(start, size);
+
+		pthread_mutex_unlock(&l_mutex);
+		hooks_leave();
+		/* a vma of another file, or none, before the attachment */
+		if (ours)
+			return -EINVAL;
+		return sys_pass5(SYS_remap_file_pages, (long)addr, (long)size, prot, (long)pgoff,
+				 flags);
+	}
+	f0 = l_att[i];
+	/* the vmas that follow, up to END: contiguous, of the same attach
+	 * (file) and flags */
+	for (at = f0.addr + f0.len; at < end;) {
+		int j = frag_at(at);
+
+		if (j < 0 || l_att[j].addr != at || l_att[j].att != f0.att ||
+		    l_att[j].prot != f0.prot || l_att[j].vmf != f0.vmf) {
+			pthread_mutex_unlock(&l_mutex);
+			hooks_leave();
+			return -EINVAL;
+		}
+		at = l_att[j].addr + l_att[j].len;
+	}
+	for (int k = 0; k < l_n; k++) {
+		if (l_att[k].addr < end && start < l_att[k].addr + l_att[k].len) {
+			n_in++;
+			inside = inside && l_att[k].addr >= start && l_att[k].addr + l_att[k].len <= end;
+		}
+	}
+	pthread_mutex_unlock(&l_mutex);
+
+	ns = ns_get();
+	me = ns ? cur_proc(ns) : NULL;
+	shp = ns ? shm_obj(ns, f0.obj, f0.gen) : NULL;
+	if (!shp || !me) {
+		hooks_leave();
+		return -EINVAL;
+	}
+	file = __atomic_load_n(&shp->file, __ATOMIC_ACQUIRE);
+	/* closing the old vmas first: would that destroy the segment? */
+	if (inside && ulock_acquire(ns, &shp->lock) == 0) {
+		destroys = shp_valid(ns, shp, f0.shmid, f0.gen) &&
+			   detach_destroys(ns, shp, proc_index(ns, me), n_in);
+		ulock_release(ns, &shp->lock);
+	}
+	if (destroys) {
+		pthread_mutex_lock(&l_mutex);
+		if (sys_munmap((void *)start, size) == 0)
+			frag_unmap(start, size, &ds);
+		pthread_mutex_unlock(&l_mutex);
+		settle(&ds);
+		hooks_leave();
+		return -EINVAL;
+	}
+	fd = open_seg(ns, f0.obj, f0.gen, file, O_RDWR, &own);
+	if (fd < 0) {
+		hooks_leave();
+		return -EINVAL;
+	}
+	segpages = f0.seglen / UIPC_PAGE;
+	mflags = MAP_SHARED | MAP_FIXED | MAP_POPULATE | (flags & MAP_NONBLOCK) |
+		 (f0.vmf & VMF_LOCKED ? MAP_LOCKED : 0);
+	pthread_mutex_lock(&l_mutex);
+	if (anon(ns) && pgoff + size / UIPC_PAGE > segpages) {
+		/* past the segment's end: not the next slot */
+		size_t in_seg = pgoff < segpages ? (segpages - pgoff) * UIPC_PAGE : 0;
+
+		r = 0;
+		if (in_seg)
+			r = sys_syscall(SYS_mmap, start, in_seg, f0.prot, mflags, fd,
+					seg_map_off(ns, file) + (off_t)(pgoff * UIPC_PAGE));
+		if (r != -1 && sigbus_fd < 0)
+			sigbus_fd = fd_hide((int)sys_syscall(SYS_memfd_create, "uipc-sigbus",
+							     MFD_CLOEXEC));
+		if (r != -1)
+			r = sigbus_fd < 0 ? -1 :
+			    sys_syscall(SYS_mmap, start + in_seg, size - in_seg, f0.prot, mflags,
+					sigbus_fd, 0);
+	} else if (pgoff > (uint64_t)INT64_MAX / UIPC_PAGE - (uint64_t)seg_map_off(ns, file)) {
+		errno = EOVERFLOW;
+		r = -1;
+	} else {
+		r = sys_syscall(SYS_mmap, start, size, f0.prot, mflags, fd,
+				seg_map_off(ns, file) + (off_t)(pgoff * UIPC_PAGE));
+	}
+	r = r == -1 ? -errno : 0;
+	if (r == 0) {
+		frag_unmap(start, size, &ds);
+		nf = f0;
+		nf.addr = start;
+		nf.len = size;
+		nf.pgoff = pgoff;
+		/* the new vma's flags: the mmap's (MAP_LOCKED, mlockall's
+		 * MCL_FUTURE), not what madvise set on the old ones */
+		nf.vmf = (f0.vmf & VMF_NOWRITE) | (f0.vmf & VMF_LOCKED ? VMF_LOCKED : 0) |
+			 l_vmf_future;
+		remap_place(&nf, &ds);
+	}
+	pthread_mutex_unlock(&l_mutex);
+	seg_fd_done(fd, own);
+	settle(&ds);
+	if (r == 0 && (shp->perm.mode & SHM_MODE_LOCKED))
+		sys_syscall(SYS_mlock2, start, size, MLOCK_ONFAULT);
+	hooks_leave();
 	return r;
 }
 

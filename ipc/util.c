@@ -15,7 +15,7 @@
 #define KEY_EMPTY 0ULL
 #define KEY_TOMB  0xffffffffULL
 
-static bool in_group(const struct ucred_cache *c, gid_t g)
+bool cred_in_group(const struct ucred_cache *c, gid_t g)
 {
 	if (c->egid == g)
 		return true;
@@ -23,23 +23,6 @@ static bool in_group(const struct ucred_cache *c, gid_t g)
 		if (c->groups[i] == g)
 			return true;
 	return false;
-}
-
-/* The kernel's ipcperms(): 0 if granted, -1 if not. */
-int ipcperms(struct uperm *p, int flag)
-{
-	const struct ucred_cache *c = cur_cred();
-	int req, granted = (int)p->mode;
-	short f = (short)flag;
-
-	req = (f >> 6) | (f >> 3) | f;
-	if (c->euid == p->cuid || c->euid == p->uid)
-		granted >>= 6;
-	else if (in_group(c, p->cgid) || in_group(c, p->gid))
-		granted >>= 3;
-	if ((req & ~granted & 0007) && !((c->caps >> CAP_IPC_OWNER) & 1))
-		return -1;
-	return 0;
 }
 
 bool ipc_owner_or_admin(struct uperm *p)
@@ -90,14 +73,6 @@ static int type_of(struct ns *ns, struct ipc_ids *ids)
 	return (int)(ids - ns->hdr->ids);
 }
 
-static _Atomic uoff_t *entry_slot(struct ns *ns, struct ipc_ids *ids, int idx)
-{
-	if (idx < 0 || idx >= ns->ipcmni)
-		return NULL;
-	return ns_ptr(ns, ns->lay.entries[type_of(ns, ids)] + (uoff_t)idx * sizeof(uoff_t),
-		      sizeof(uoff_t));
-}
-
 static uint64_t *bitmap(struct ns *ns, struct ipc_ids *ids)
 {
 	return ns_ptr(ns, ns->lay.used[type_of(ns, ids)], (uint64_t)ns->ipcmni / 8);
@@ -118,51 +93,14 @@ int ipc_ids_init(struct ns *ns, int type, uoff_t entries, uoff_t used, uoff_t po
 	return 0;
 }
 
-/* The object of TYPE at OFF (from an id table): its fixed part inside the
- * mapping, and of that type; NULL if not. */
-/* (out of line: the lookups' usual path stays short) */
-static __attribute__((noinline, cold)) struct uperm *obj_bad(struct ns *ns, uoff_t off,
-							     const char *what)
+/* (ipc.h's lookups, out of line: their usual path stays short) */
+struct uperm *ipc_obj_bad(struct ns *ns, const char *what)
 {
-	(void)off;
 	ns_corrupt(ns, what);
 	return NULL;
 }
 
-static inline struct uperm *obj_at(struct ns *ns, uoff_t off, int type)
-{
-	static const uint32_t size[IPC_NR_IDS] = { SEM_OBJ_SIZE, MSG_OBJ_SIZE, SHM_OBJ_SIZE };
-	/* objects live in the heap: an entry into the header or the tables
-	 * (a corrupt arena) is no object */
-	struct uperm *p = off >= ns->lay.heap_start ? ns_ptr_aligned(ns, off, size[type]) : NULL;
-
-	if (unlikely(!p))
-		return off ? obj_bad(ns, off, "id table entry outside the heap") : NULL;
-	if (unlikely(p->type != (uint32_t)type))
-		return obj_bad(ns, off, "object of the wrong type in an id table");
-	return p;
-}
-
-static inline struct uperm *obtain_idx(struct ns *ns, int type, int id)
-{
-	struct ipc_ids *ids = ids_of(ns, type);
-	_Atomic uoff_t *e = entry_slot(ns, ids, id & (ns->ipcmni - 1));
-
-	return e ? obj_at(ns, atomic_load_explicit(e, memory_order_acquire), type) : NULL;
-}
-
-/* The object at INDEX (no sequence check), as *_STAT commands look it up. */
-struct uperm *ipc_obtain(struct ns *ns, int type, int id)
-{
-	return obtain_idx(ns, type, id);
-}
-
-static int ipc_settle(struct ns *ns, struct uperm *p);
-
-/* no object of ID: EINVAL, and what this process knew of it no longer
- * holds (validate.c) */
-static __attribute__((noinline, cold)) struct uperm *obtain_gone(struct ns *ns, int type, int id,
-								 int *err)
+struct uperm *ipc_obtain_gone(struct ns *ns, int type, int id, int *err)
 {
 	*err = -EINVAL;
 	if (id >= 0 && type != IPC_MSG_IDS)
@@ -170,15 +108,7 @@ static __attribute__((noinline, cold)) struct uperm *obtain_gone(struct ns *ns, 
 	return NULL;
 }
 
-/* The object of ID, sequence checked: NULL with *err = -EINVAL if none. */
-struct uperm *ipc_obtain_check(struct ns *ns, int type, int id, int *err)
-{
-	struct uperm *p = id < 0 ? NULL : obtain_idx(ns, type, id);
-
-	if (unlikely(!p || p->id != id))
-		return obtain_gone(ns, type, id, err);
-	return p;
-}
+static int ipc_settle(struct ns *ns, struct uperm *p);
 
 /*
  * The lookup of the *_STAT commands: by index without a sequence check for
@@ -276,6 +206,30 @@ static int populate_entry(struct ns *ns, struct ipc_ids *ids, int idx)
 	/* not journaled: a populated page stays populated */
 	__atomic_fetch_or(&pop[page / 64], 1ULL << (page % 64), __ATOMIC_RELAXED);
 	return 0;
+}
+
+/* ---- adaptive spinning (ipc.h) ---- */
+
+int64_t spin_budget_take(struct spin_budget *b)
+{
+	if (b->ns)
+		return b->ns;
+	return ++b->skipped % 32 ? 0 : SPIN_PROBE_NS;
+}
+
+void spin_budget_paid(struct spin_budget *b, bool waited)
+{
+	/* a probe that ends at once counts too (the peer is back on another
+	 * CPU), else a stream that once shared a CPU would sleep for good */
+	if (b->ns < SPIN_PROBE_NS)
+		b->ns = SPIN_PROBE_NS;
+	else if (waited)
+		b->ns = b->ns * 2 > b->max ? b->max : b->ns * 2;
+}
+
+void spin_budget_wasted(struct spin_budget *b)
+{
+	b->ns = b->ns / 2 < SPIN_MIN_NS ? 0 : b->ns / 2;
 }
 
 /* ---- key hash ---- */
@@ -447,23 +401,6 @@ void ids_unlock(struct ns *ns, int type)
 	ulock_release(ns, &ids->lock);
 }
 
-bool ids_read_begin(struct ns *ns, int type, uint64_t *seq)
-{
-	struct ipc_ids *ids = ids_of(ns, type);
-
-	*seq = atomic_load_explicit(&ids->wseq, memory_order_acquire);
-	return ulock_is_free(&ids->lock);
-}
-
-bool ids_read_end(struct ns *ns, int type, uint64_t seq)
-{
-	struct ipc_ids *ids = ids_of(ns, type);
-
-	atomic_thread_fence(memory_order_acquire);
-	return ulock_is_free(&ids->lock) &&
-	       atomic_load_explicit(&ids->wseq, memory_order_relaxed) == seq;
-}
-
 /* ---- adding and removing ids (ids lock held) ---- */
 
 static int seq_max(struct ns *ns)
@@ -538,7 +475,7 @@ int ipc_addid(struct ns *ns, int type, struct uperm *p, int limit)
 	r = populate_entry(ns, ids, idx);
 	if (r)
 		return r;
-	slot = entry_slot(ns, ids, idx);
+	slot = ipc_entry_slot(ns, type_of(ns, ids), idx);
 	if (!slot || !bm)
 		return -ENOMEM;
 	if (p->key != IPC_PRIVATE) {
@@ -565,7 +502,7 @@ void ipc_rmid(struct ns *ns, int type, struct uperm *p)
 {
 	struct ipc_ids *ids = ids_of(ns, type);
 	int idx = p->id & (ns->ipcmni - 1);
-	_Atomic uoff_t *slot = entry_slot(ns, ids, idx);
+	_Atomic uoff_t *slot = ipc_entry_slot(ns, type_of(ns, ids), idx);
 	uint64_t *bm = bitmap(ns, ids);
 
 	if (!slot || !bm || atomic_load(slot) != ns_off(ns, p))
@@ -718,7 +655,7 @@ int ipc_ids_check(struct ns *ns, int type, char *report, size_t len, size_t *use
 		return 1;
 	for (idx = 0; idx < ns->ipcmni; idx++) {
 		bool set = (bm[idx / 64] >> (idx % 64)) & 1;
-		_Atomic uoff_t *slot = set ? entry_slot(ns, ids, idx) : NULL;
+		_Atomic uoff_t *slot = set ? ipc_entry_slot(ns, type_of(ns, ids), idx) : NULL;
 		uoff_t off = slot ? atomic_load(slot) : 0;
 		struct uperm *p;
 
@@ -726,7 +663,7 @@ int ipc_ids_check(struct ns *ns, int type, char *report, size_t len, size_t *use
 			continue;
 		count++;
 		max = idx;
-		p = off ? obj_at(ns, off, type) : NULL;
+		p = off ? ipc_obj_at(ns, off, type) : NULL;
 		/* check committed state only (what a killed holder left half
 		 * done is rolled back) */
 		if (p && ns_ptr(ns, off, sizeof(*p) + sizeof(struct ulock)))

@@ -59,7 +59,7 @@ is "$out" "kernel.sem = 32000	1024000000	500	32000" "another namespace keeps its
 "$UIPC" sysctl --ns alpha no.such.name >/dev/null 2>&1
 is "$?" 1 "an unknown name: exit 1"
 n=$("$UIPC" sysctl --ns alpha -a | wc -l)
-is "$n" 11 "sysctl -a shows the 11 IPC sysctls"
+is "$n" 13 "sysctl -a shows the 11 IPC sysctls and the 2 AIO ones"
 
 err=$("$UIPC" ipcs --ns nosuchns 2>&1)
 like "$?:$err" "^1:.*namespace 'nosuchns' does not exist" "ipcs of a missing namespace: a clear error"

@@ -12,4 +12,4 @@
 dt_require_lib
 
 DT_UIPC_WRAP="unshare --ipc --"
-dt_run_programs "sem_get sem_op sem_ctl sem_ids sem_undo sem_perm msg_basic msg_ring shm_at shm_ctl shm_proc shm_perm shm_vma shm_reuse proc_spawn"
+dt_run_programs "sem_get sem_op sem_ctl sem_ids sem_undo sem_perm msg_basic msg_ring shm_at shm_ctl shm_proc shm_perm shm_vma shm_remap shm_reuse proc_spawn"

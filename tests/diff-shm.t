@@ -7,4 +7,4 @@
 . "$(dirname "$0")/diff/lib.sh"
 dt_require_lib
 
-dt_run_programs "shm_get shm_at shm_ctl shm_proc shm_perm shm_vma shm_reuse proc_spawn"
+dt_run_programs "shm_get shm_at shm_ctl shm_proc shm_perm shm_vma shm_remap shm_reuse proc_spawn"

@@ -7,11 +7,14 @@
 # error codes (ENOMSG, E2BIG, EAGAIN), msg_stat_queue/msg_set_queue, shm
 # variables across fork, a counting semaphore, removal.  Run on the kernel (a
 # fresh IPC namespace) and under `uipc run` (a fresh namespace of this run):
-# every check must pass on both and the two transcripts must be identical.
+# every check must pass on both and the two transcripts must be identical;
+# and again under `uipc run --no-kernel-ipc` (a seccomp filter makes the
+# kernel's System V IPC calls fail with ENOSYS: PHP's IPC is all uipc's),
+# and under `uipc run --trap` (trap mode).
 top=$(cd "$(dirname "$0")/.." && pwd)
 uipc=$top/build/uipc
 script=$top/tests/real/php-sysv.php
-echo "1..6"
+echo "1..8"
 n=0 failed=0
 ok() { echo "ok $((++n)) - $*"; }
 nok() { failed=$((failed+1)); echo "not ok $((++n)) - $*"; }
@@ -52,6 +55,24 @@ else
 	nok "the transcripts differ"
 	diff "$dir/kernel.out" "$dir/uipc.out" | head -20 | sed 's/^/# /'
 fi
+timeout 60 "$uipc" run --no-kernel-ipc --dir "$dir" --ns "$ns-nokipc" -- php "$script" "$key" \
+	>"$dir/nokipc.out" 2>&1
+nrc=$?
+if [ "$nrc" = 0 ] && cmp -s "$dir/kernel.out" "$dir/nokipc.out"; then
+	ok "with the kernel's IPC refused (--no-kernel-ipc): $(tail -1 "$dir/nokipc.out"), the same transcript"
+else
+	nok "with the kernel's IPC refused (--no-kernel-ipc): status $nrc"
+	diff "$dir/kernel.out" "$dir/nokipc.out" | head -20 | sed 's/^/# /'
+fi
+timeout 60 "$uipc" run --trap --dir "$dir" --ns "$ns-trap" -- php "$script" "$key" \
+	>"$dir/trap.out" 2>&1
+trc=$?
+if [ "$trc" = 0 ] && cmp -s "$dir/kernel.out" "$dir/trap.out"; then
+	ok "in trap mode (--trap): $(tail -1 "$dir/trap.out"), the same transcript"
+else
+	nok "in trap mode (--trap): status $trc"
+	diff "$dir/kernel.out" "$dir/trap.out" | head -20 | sed 's/^/# /'
+fi
 # the objects were uipc's, not the kernel's: a queue PHP leaves behind is
 # listed by uipc ipcs, not in the kernel's /proc/sysvipc/msg, and goes with
 # uipc ipcrm
@@ -65,7 +86,8 @@ if [ "$inu" = 1 ] && [ "$ink" = 0 ]; then
 else
 	nok "php's queue: in uipc $inu, in the kernel $ink"
 fi
-left=$("$uipc" ipcs --dir "$dir" --ns "$ns" -a | grep -c '^0x')
+left=$(for n in "$ns" "$ns-nokipc" "$ns-trap"; do "$uipc" ipcs --dir "$dir" --ns "$n" -a; done |
+	grep -c '^0x')
 # segment files: none with memory; removed segments' files may stay as
 # empty spares of the pool (ipc/shm.c), at most 16 (SHM_POOL_CAP)
 files=$(find "$dir" -maxdepth 1 -name '*.shm-*' ! -empty | wc -l)

@@ -10,12 +10,16 @@
 # refused while that one lives (PostgreSQL reads its old segment's nattch with
 # IPC_STAT to decide whether it may start), kill it too, start again and
 # verify the data: the row committed before the crash is there and pgbench's
-# balances agree.  The tps of both sides are printed.
+# balances agree.  The uipc side runs twice: the second time (nokipc) with
+# `uipc run --no-kernel-ipc --trap` (a seccomp filter makes the kernel's
+# System V IPC calls fail with ENOSYS, which proves PostgreSQL's IPC is all
+# uipc's, and trap mode's filter and SIGSYS handler are in every process).
+# The tps of every side are printed.
 top=$(cd "$(dirname "$0")/.." && pwd)
 uipc=$top/build/uipc
 bin=/usr/lib/postgresql/15/bin
 scenario=$top/tests/real/postgres.sh
-echo "1..13"
+echo "1..20"
 n=0 failed=0
 ok() { echo "ok $((++n)) - $*"; }
 nok() { failed=$((failed+1)); echo "not ok $((++n)) - $*"; }
@@ -54,8 +58,11 @@ run_side() {
 	if [ "$side" = kernel ]; then
 		timeout 150 unshare --ipc -- runuser -u postgres -- \
 			bash "$scenario" "$d" ipcs "$port" >"$base/$side.r"
-	else
+	elif [ "$side" = uipc ]; then
 		timeout 150 runuser -u postgres -- "$uipc" run --dir "$d/ns" \
+			--ns "pg-$$-$RANDOM" -- bash "$scenario" "$d" "$uipc ipcs" "$port" >"$base/$side.r"
+	else
+		timeout 150 runuser -u postgres -- "$uipc" run --no-kernel-ipc --trap --dir "$d/ns" \
 			--ns "pg-$$-$RANDOM" -- bash "$scenario" "$d" "$uipc ipcs" "$port" >"$base/$side.r"
 	fi
 	echo "R rc $?" >>"$base/$side.r"
@@ -67,8 +74,9 @@ diag_log() { tail -25 "$base/$1/scenario.log" | sed 's/^/# /'; }
 port0=$((20000 + $$ % 20000))
 run_side kernel "$port0"
 run_side uipc "$((port0 + 1))"
+run_side nokipc "$((port0 + 2))"
 
-for side in kernel uipc; do
+for side in kernel uipc nokipc; do
 	segs=$(r $side segments) kseg=$(r $side kernel_segments)
 	# on the kernel the segment is the kernel's; under uipc the kernel has none
 	if [ $side = kernel ]; then kseg_ok=$([ "${kseg:-0}" -ge 1 ] && echo y)
@@ -114,15 +122,17 @@ for side in kernel uipc; do
 		nok "$side: end: stop=$(r $side final_stop) left=$(r $side left_at_end) status=$(r $side rc)"
 	fi
 done
-# the namespace directory of the uipc side: no segment file may be left
+# the namespace directory of the uipc sides: no segment file may be left
 # with memory; removed segments' files may stay as empty spares of the
 # pool (ipc/shm.c), at most 16 (SHM_POOL_CAP)
-left=$(find "$base/uipc/ns" -maxdepth 1 -name '*.shm-*' ! -empty | wc -l)
-spares=$(find "$base/uipc/ns" -maxdepth 1 -name '*.shm-*' -empty | wc -l)
-if [ "$left" = 0 ] && [ "$spares" -le 16 ]; then
-	ok "no uipc segment file left beside the namespace ($spares empty spares)"
-else
-	nok "$left uipc segment files left beside the namespace ($spares empty spares)"
-fi
-echo "# pgbench tps: kernel $(r kernel pgbench_tps), uipc $(r uipc pgbench_tps)"
+for side in uipc nokipc; do
+	left=$(find "$base/$side/ns" -maxdepth 1 -name '*.shm-*' ! -empty | wc -l)
+	spares=$(find "$base/$side/ns" -maxdepth 1 -name '*.shm-*' -empty | wc -l)
+	if [ "$left" = 0 ] && [ "$spares" -le 16 ]; then
+		ok "$side: no uipc segment file left beside the namespace ($spares empty spares)"
+	else
+		nok "$side: $left uipc segment files left beside the namespace ($spares empty spares)"
+	fi
+done
+echo "# pgbench tps: kernel $(r kernel pgbench_tps), uipc $(r uipc pgbench_tps), uipc with no kernel IPC $(r nokipc pgbench_tps)"
 [ $failed -eq 0 ]

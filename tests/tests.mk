@@ -8,6 +8,7 @@ TESTCFLAGS = $(CFLAGS) $(BASECFLAGS)
 -include tests/cmd/cmd.mk
 -include tests/diff/msg.mk
 -include tests/diff/shm.mk
+-include tests/real/real.mk
 
 test-progs: $(TEST_PROGS)
 

@@ -1,17 +1,25 @@
 /*
- * tools/run.c - `uipc run [--ns NAME] [--dir DIR] -- CMD [ARGS...]`: find
- * libuipc.so ($UIPC_LIB, else next to the uipc binary as in the build tree,
- * else in the library directory of an installed uipc, else wherever the
- * loaded library came from), check that the namespace opens, put the library
- * first in LD_PRELOAD, set UIPC_NS / UIPC_DIR, and exec CMD.
+ * tools/run.c - `uipc run [--ns NAME] [--dir DIR] [--aio-backend=B] [--trap]
+ * [--no-kernel-ipc] [--allow-static] -- CMD [ARGS...]`: find libuipc.so
+ * ($UIPC_LIB, else next to the uipc binary as in the build tree, else in the
+ * library directory of an installed uipc, else wherever the loaded library
+ * came from), check that CMD is a program the preload reaches (not
+ * statically linked, the library's architecture), check that the namespace
+ * opens, put the library first in LD_PRELOAD, set UIPC_NS / UIPC_DIR /
+ * UIPC_AIO_BACKEND, install the seccomp filters asked for (trap mode, no
+ * kernel IPC: entry/trap.c), and exec CMD.
  */
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -238,14 +246,212 @@ static int check_namespace(const char *ns)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
+/* --aio-backend: UIPC_AIO_BACKEND for the command (aio/backend.c) */
+static int set_aio_backend(const char *b)
+{
+	if (strcmp(b, "uring") && strcmp(b, "threads")) {
+		warnmsg("--aio-backend: '%s' is not uring or threads", b);
+		return -1;
+	}
+	if (setenv("UIPC_AIO_BACKEND", b, 1) != 0) {
+		warnerr(errno, "cannot set UIPC_AIO_BACKEND");
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- is CMD a program the preload reaches? ---- */
+
+#if defined(__x86_64__)
+#define NATIVE_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define NATIVE_MACHINE EM_AARCH64
+#endif
+
+enum exe_kind {
+	EXE_DYNAMIC,     /* has a dynamic linker: LD_PRELOAD works */
+	EXE_STATIC,      /* statically linked (static-pie too) */
+	EXE_FOREIGN,     /* another ELF class or machine than the library's */
+	EXE_UNKNOWN,     /* not read: left to exec */
+};
+
+/* The file execvp would run for NAME, into OUT (PATH searched as execvp
+ * does, /bin:/usr/bin without PATH).  -1 if none. */
+static int resolve_command(const char *name, char *out, size_t len)
+{
+	const char *path = getenv("PATH"), *p, *end;
+
+	if (strchr(name, '/'))
+		return (size_t)snprintf(out, len, "%s", name) < len ? 0 : -1;
+	if (!path)
+		path = "/bin:/usr/bin";
+	for (p = path;; p = end + 1) {
+		struct stat st;
+		size_t dl;
+
+		end = strchr(p, ':');
+		if (!end)
+			end = p + strlen(p);
+		dl = (size_t)(end - p);
+		if ((size_t)snprintf(out, len, "%.*s%s%s", (int)dl, p, dl ? "/" : "", name) < len &&
+		    access(out, X_OK) == 0 && stat(out, &st) == 0 && S_ISREG(st.st_mode))
+			return 0;
+		if (!*end)
+			return -1;
+	}
+}
+
+/* the dynamic linker run as a program (ld-linux-x86-64.so.2 ./prog): it
+ * honours LD_PRELOAD for the program it loads */
+static bool is_dynamic_linker(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	b = b ? b + 1 : path;
+	return !strncmp(b, "ld-linux", 8) || !strncmp(b, "ld64.so", 7) || !strncmp(b, "ld.so", 5);
+}
+
+/* What PATH is: an ELF program read for PT_INTERP, or a script whose
+ * interpreter is looked at in turn (up to 4 levels). */
+static enum exe_kind classify(const char *path, char *detail, size_t dlen, int depth)
+{
+	unsigned char buf[256];
+	Elf64_Ehdr eh;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return EXE_UNKNOWN;
+	n = pread(fd, buf, sizeof(buf), 0);
+	if (n >= 2 && buf[0] == '#' && buf[1] == '!') {
+		char interp[PATH_MAX];
+		size_t i = 2, j = 0;
+
+		close(fd);
+		while (i < (size_t)n && (buf[i] == ' ' || buf[i] == '\t'))
+			i++;
+		while (i < (size_t)n && buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\n' &&
+		       j < sizeof(interp) - 1)
+			interp[j++] = (char)buf[i++];
+		interp[j] = '\0';
+		if (!j || depth >= 4)
+			return EXE_UNKNOWN;
+		{
+			enum exe_kind k = classify(interp, detail, dlen, depth + 1);
+
+			if (k == EXE_STATIC || k == EXE_FOREIGN)
+				snprintf(detail + strlen(detail), dlen - strlen(detail),
+					 " (the interpreter of %s)", path);
+			return k;
+		}
+	}
+	if (n < (ssize_t)EI_NIDENT || memcmp(buf, ELFMAG, SELFMAG) != 0) {
+		close(fd);
+		return EXE_UNKNOWN;
+	}
+	if (buf[EI_CLASS] != ELFCLASS64) {
+		close(fd);
+		snprintf(detail, dlen, "%s is a 32-bit program; libuipc.so is 64-bit", path);
+		return EXE_FOREIGN;
+	}
+	if (n < (ssize_t)sizeof(eh)) {
+		close(fd);
+		return EXE_UNKNOWN;
+	}
+	memcpy(&eh, buf, sizeof(eh));
+#ifdef NATIVE_MACHINE
+	if (eh.e_machine != NATIVE_MACHINE) {
+		close(fd);
+		snprintf(detail, dlen, "%s is a program for another machine (ELF e_machine %u)",
+			 path, (unsigned)eh.e_machine);
+		return EXE_FOREIGN;
+	}
+#endif
+	if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) {
+		close(fd);
+		return EXE_UNKNOWN;
+	}
+	{
+		bool interp = false, dynamic = false;
+
+		for (unsigned i = 0; i < eh.e_phnum && eh.e_phentsize >= sizeof(Elf64_Phdr); i++) {
+			Elf64_Phdr ph;
+
+			if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize)) !=
+			    (ssize_t)sizeof(ph)) {
+				close(fd);
+				return EXE_UNKNOWN;
+			}
+			interp |= ph.p_type == PT_INTERP;
+			dynamic |= ph.p_type == PT_DYNAMIC;
+		}
+		close(fd);
+		if (interp || (dynamic && eh.e_type == ET_DYN && is_dynamic_linker(path)))
+			return EXE_DYNAMIC;
+		snprintf(detail, dlen, "%s is statically linked%s", path,
+			 dynamic ? " (static-pie)" : "");
+		return EXE_STATIC;
+	}
+}
+
+/* 0 if CMD can be run under uipc; else a message and the exit status */
+static int check_program(const char *cmd, bool trap, bool nokipc, bool allow)
+{
+	char path[PATH_MAX], detail[2 * PATH_MAX + 64] = "";
+	enum exe_kind k;
+
+	if (resolve_command(cmd, path, sizeof(path)) != 0)
+		return 0;          /* not found: exec says so */
+	k = classify(path, detail, sizeof(detail), 0);
+	if (k != EXE_STATIC && k != EXE_FOREIGN)
+		return 0;
+	if (allow) {
+		warnmsg("warning: %s: %s", detail,
+			trap ? "with --trap its first System V IPC call kills it (SIGSYS)" :
+			nokipc ? "with --no-kernel-ipc its System V IPC calls fail (ENOSYS)" :
+				 "its System V IPC calls go to the kernel");
+		return 0;
+	}
+	warnmsg("%s: no preloaded library reaches it, so its System V IPC calls would "
+		"go to the kernel's IPC, not to uipc", detail);
+	if (trap)
+		warnmsg("--trap cannot serve it either: libuipc's SIGSYS handler is not "
+			"loaded into it, so its first trapped call would kill it");
+	warnmsg("run a dynamically linked %s, or use --allow-static to run it anyway",
+		k == EXE_STATIC ? "build" : "64-bit build for this machine");
+	return 126;
+}
+
+/* a filter of entry/trap.c's, with its environment variable for the
+ * images CMD execs; 0 or a message and -1 */
+static int install_filter(int which, const char *env, const char *option)
+{
+	if (setenv(env, "1", 1) != 0) {
+		warnerr(errno, "cannot set %s", env);
+		return -1;
+	}
+	if (uipc_filter_install(which) != 0) {
+		warnerr(errno, "%s: cannot install the seccomp filter", option);
+		return -1;
+	}
+	return 0;
+}
+
+enum { OPT_AIO_BACKEND = OPT_FIRST_FREE, OPT_TRAP, OPT_NO_KERNEL_IPC, OPT_ALLOW_STATIC };
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "ns", required_argument, NULL, OPT_NS },
 		{ "dir", required_argument, NULL, OPT_DIR },
+		{ "aio-backend", required_argument, NULL, OPT_AIO_BACKEND },
+		{ "trap", no_argument, NULL, OPT_TRAP },
+		{ "no-kernel-ipc", no_argument, NULL, OPT_NO_KERNEL_IPC },
+		{ "allow-static", no_argument, NULL, OPT_ALLOW_STATIC },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	bool trap = false, no_kernel_ipc = false, allow_static = false;
 	char lib[PATH_MAX];
 	int c, err;
 
@@ -257,6 +463,19 @@ int cmd_run(int argc, char **argv)
 		case OPT_DIR:
 			set_dir_option(optarg);
 			break;
+		case OPT_AIO_BACKEND:
+			if (set_aio_backend(optarg) != 0)
+				return EXIT_USAGE;
+			break;
+		case OPT_TRAP:
+			trap = true;
+			break;
+		case OPT_NO_KERNEL_IPC:
+			no_kernel_ipc = true;
+			break;
+		case OPT_ALLOW_STATIC:
+			allow_static = true;
+			break;
 		case 'h':
 			fputs(help_for("run"), stdout);
 			return 0;
@@ -266,6 +485,9 @@ int cmd_run(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return usage_error("no command given");
+	err = check_program(argv[optind], trap, no_kernel_ipc, allow_static);
+	if (err)
+		return err;
 	if (find_library(lib) != 0)
 		return 1;
 	if (set_ns_env(global_ns, global_dir) != 0)
@@ -273,6 +495,12 @@ int cmd_run(int argc, char **argv)
 	if (check_namespace(global_ns) != 0)
 		return 1;
 	if (set_preload(lib) != 0)
+		return 1;
+	/* last: from here on this process runs under the filters too */
+	if (no_kernel_ipc &&
+	    install_filter(UIPC_FILTER_NO_KERNEL_IPC, "UIPC_NO_KERNEL_IPC", "--no-kernel-ipc") != 0)
+		return 1;
+	if (trap && install_filter(UIPC_FILTER_TRAP, "UIPC_TRAP", "--trap") != 0)
 		return 1;
 	execvp(argv[optind], argv + optind);
 	err = errno;

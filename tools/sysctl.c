@@ -1,6 +1,7 @@
 /*
  * tools/sysctl.c - `uipc sysctl`: show or set a namespace's IPC sysctls
- * (kernel.sem, kernel.msgmax, ...) through uipc_sysctl_get/set, printed as
+ * (kernel.sem, kernel.msgmax, ...) and native AIO's (fs.aio-max-nr, the
+ * read-only fs.aio-nr) through uipc_sysctl_get/set, printed as
  * sysctl(8) prints them ("name = value", or the value alone with -n).
  */
 #include <errno.h>
@@ -16,6 +17,7 @@ static const char *const known[] = {
 	"kernel.sem", "kernel.sem_next_id",
 	"kernel.shmall", "kernel.shmmax", "kernel.shmmni", "kernel.shm_next_id",
 	"kernel.shm_rmid_forced",
+	"fs.aio-max-nr", "fs.aio-nr",
 };
 
 /* "kernel/sem" -> "kernel.sem", as sysctl(8) accepts both. */

@@ -19,7 +19,7 @@ static const char usage_text[] =
 	"System V IPC (semaphores, message queues, shared memory) in user space.\n"
 	"\n"
 	"Commands:\n"
-	" run [--ns NAME] [--dir DIR] -- CMD [ARGS...]\n"
+	" run [--ns NAME] [--dir DIR] [--trap] -- CMD [ARGS...]\n"
 	"                   run CMD with libuipc.so preloaded\n"
 	" ipcs [-s|-q|-m|-a] [-i ID] [-l|-u|-c|-p|-t]\n"
 	"                   show the IPC objects of a namespace (like ipcs)\n"
@@ -47,7 +47,8 @@ static const char usage_text[] =
 	"                  (not for root), else /dev/shm)\n"
 	" -h, --help       display this help\n"
 	"\n"
-	"Environment: UIPC_NS, UIPC_DIR, UIPC_NS_EXTENDED, UIPC_NS_SIZE, UIPC_LIB.\n";
+	"Environment: UIPC_NS, UIPC_DIR, UIPC_NS_EXTENDED, UIPC_NS_SIZE, UIPC_LIB,\n"
+	"UIPC_TRAP, UIPC_NO_KERNEL_IPC.\n";
 
 static const struct {
 	const char *name;
@@ -56,7 +57,8 @@ static const struct {
 } commands[] = {
 	{ "run", cmd_run,
 	  "Usage:\n"
-	  " uipc run [--ns NAME] [--dir DIR] [--] CMD [ARGS...]\n"
+	  " uipc run [--ns NAME] [--dir DIR] [--aio-backend=uring|threads] [--trap]\n"
+	  "          [--no-kernel-ipc] [--allow-static] [--] CMD [ARGS...]\n"
 	  "\n"
 	  "Run CMD with libuipc.so preloaded (LD_PRELOAD), so that its System V IPC\n"
 	  "calls use the uipc namespace NAME instead of the kernel.\n"
@@ -67,10 +69,26 @@ static const struct {
 	  "`make install`).\n"
 	  "The namespace is opened (and created if missing) before CMD starts.\n"
 	  "CMD's exit status is passed through; 127 if CMD is not found.\n"
+	  "A statically linked CMD (or one of another architecture), which no\n"
+	  "preloaded library reaches, is refused with a message (status 126).\n"
 	  "\n"
 	  "Options:\n"
-	  " --ns NAME    namespace (sets UIPC_NS); shared:NAME for a shared one\n"
-	  " --dir DIR    directory of namespace files (sets UIPC_DIR)\n" },
+	  " --ns NAME        namespace (sets UIPC_NS); shared:NAME for a shared one\n"
+	  " --dir DIR        directory of namespace files (sets UIPC_DIR)\n"
+	  " --aio-backend=uring|threads\n"
+	  "                  who performs native AIO that cannot complete at once\n"
+	  "                  (sets UIPC_AIO_BACKEND); default: uring where the kernel\n"
+	  "                  allows it\n"
+	  " --trap           trap mode (sets UIPC_TRAP=1): a seccomp filter turns the\n"
+	  "                  System V IPC and AIO system calls CMD and its children\n"
+	  "                  make by instruction into SIGSYS, which libuipc serves;\n"
+	  "                  sets no_new_privs without CAP_SYS_ADMIN (set-user-ID\n"
+	  "                  programs then run without their privileges)\n"
+	  " --no-kernel-ipc  a seccomp filter makes the kernel's System V IPC and AIO\n"
+	  "                  calls fail with ENOSYS for CMD and its children (a test\n"
+	  "                  mode: proves that uipc serves everything)\n"
+	  " --allow-static   run a statically linked CMD anyway (its IPC calls reach\n"
+	  "                  the kernel; with --trap they kill it with SIGSYS)\n" },
 	{ "ipcs", cmd_ipcs,
 	  "Usage:\n"
 	  " uipc ipcs [--ns NAME] [resource-option...] [output-option]\n"

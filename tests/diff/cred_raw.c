@@ -5,7 +5,11 @@
  * syscall(SYS_capset) and then meets an array of mode 0 (its own) and one
  * of mode 0600 owned by another uid; root becomes uid 65534 with
  * syscall(SYS_setresuid); a second thread drops the capability for itself
- * only (capabilities are per thread).  Each case runs in its own process.
+ * only (capabilities are per thread), or becomes uid 65534 for itself only
+ * (the system call changes the calling thread; libc's setresuid changes
+ * every thread, which the last case checks).  Each case runs in its own
+ * process.  tests/diff-trap.t builds the same cases on system call
+ * instructions (trap_cred.c).
  */
 #include "dt.h"
 
@@ -117,9 +121,67 @@ static void thread_drop(int argc, char **argv)
 	dt_out("IPC_RMID = %s", res(semctl(g_id, 0, IPC_RMID)));
 }
 
+static void *thread_setresuid(void *arg)
+{
+	(void)arg;
+	dt_out("thread: setresuid(65534) by number = %s",
+	       res(syscall(SYS_setresuid, 65534, 65534, 0)));
+	probe("thread, uid 65534", g_id);
+	return NULL;
+}
+
+/* the system call changes the calling thread only */
+static void thread_uid_raw(int argc, char **argv)
+{
+	pthread_t t;
+
+	(void)argc, (void)argv;
+	g_id = array_of(0600, 0);
+	probe("main before", g_id);
+	pthread_create(&t, NULL, thread_setresuid, NULL);
+	pthread_join(t, NULL);
+	probe("main after", g_id);
+	dt_out("IPC_RMID = %s", res(semctl(g_id, 0, IPC_RMID)));
+}
+
+static volatile int step;
+
+static void *thread_libc_setresuid(void *arg)
+{
+	(void)arg;
+	dt_out("thread: libc setresuid(65534) = %s", res(setresuid(65534, 65534, 0)));
+	probe("thread", g_id);
+	__atomic_store_n(&step, 1, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&step, __ATOMIC_ACQUIRE) != 2)
+		dt_msleep(1);
+	probe("thread, after main's setresuid(0)", g_id);
+	return NULL;
+}
+
+/* libc's setresuid changes every thread of the process (SIGSETXID) */
+static void thread_uid_libc(int argc, char **argv)
+{
+	pthread_t t;
+
+	(void)argc, (void)argv;
+	g_id = array_of(0600, 0);
+	probe("main before", g_id);
+	pthread_create(&t, NULL, thread_libc_setresuid, NULL);
+	while (__atomic_load_n(&step, __ATOMIC_ACQUIRE) != 1)
+		dt_msleep(1);
+	probe("main, after the thread's setresuid", g_id);
+	dt_out("main: libc setresuid(0) = %s", res(setresuid(0, 0, 0)));
+	probe("main, after its setresuid(0)", g_id);
+	__atomic_store_n(&step, 2, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	dt_out("IPC_RMID = %s", res(semctl(g_id, 0, IPC_RMID)));
+}
+
 const struct dt_case dt_cases[] = {
 	{ "capset-drop", capset_drop, 0 },
 	{ "setresuid-raw", setresuid_raw, 0 },
 	{ "thread-capset", thread_drop, 0 },
+	{ "thread-uid-raw", thread_uid_raw, 0 },
+	{ "thread-uid-libc", thread_uid_libc, 0 },
 	{ NULL, NULL, 0 },
 };

@@ -479,6 +479,114 @@ static void sysctl_shell(int argc, char **argv)
 	dt_out("cat: status %d", r);
 }
 
+/* ---- other spellings of the same paths ---- */
+
+/* the text read through FD (closed), compared with REF; whether it shows
+ * the array with key 24087 */
+static void same_file(const char *how, int fd, const char *ref)
+{
+	static char t[8192];
+
+	if (fd < 0) {
+		dt_out("%s: open = %s", how, dt_res(-1, errno));
+		return;
+	}
+	slurp(fd, t, sizeof(t));
+	dt_out("%s: same text %d, shows the array %d", how, !strcmp(t, ref),
+	       strstr(t, " 24087 ") != NULL);
+}
+
+static void paths_sysvipc(const char *tmp)
+{
+	static char ref[8192], link[512], other[512];
+	char cwd[4096];
+	int dfd;
+	FILE *f;
+
+	slurp(open("/proc/sysvipc/sem", O_RDONLY), ref, sizeof(ref));
+	dt_out("absolute shows the array %d", strstr(ref, " 24087 ") != NULL);
+	if (!getcwd(cwd, sizeof(cwd)))
+		cwd[0] = 0;
+	if (!chdir("/proc/sysvipc"))
+		same_file("cwd /proc/sysvipc, \"sem\"", open("sem", O_RDONLY), ref);
+	if (!chdir("/proc")) {
+		same_file("cwd /proc, \"sysvipc/sem\"", open("sysvipc/sem", O_RDONLY), ref);
+		same_file("cwd /proc, \"./sysvipc//sem\"", open("./sysvipc//sem", O_RDONLY), ref);
+		f = fopen("sysvipc/sem", "r");
+		same_file("cwd /proc, fopen \"sysvipc/sem\"", f ? dup(fileno(f)) : -1, ref);
+		if (f)
+			fclose(f);
+	}
+	if (cwd[0] && chdir(cwd))
+		dt_fail("chdir back");
+	dfd = open("/proc", O_RDONLY | O_DIRECTORY);
+	same_file("openat(/proc fd, \"sysvipc/sem\")", openat(dfd, "sysvipc/sem", O_RDONLY), ref);
+	close(dfd);
+	dfd = open("/proc/sysvipc", O_RDONLY | O_DIRECTORY);
+	same_file("openat(/proc/sysvipc fd, \"sem\")", openat(dfd, "sem", O_RDONLY), ref);
+	same_file("openat(/proc/sysvipc fd, \"../sysvipc/sem\")",
+		  openat(dfd, "../sysvipc/sem", O_RDONLY), ref);
+	close(dfd);
+	same_file("\"/proc/self/../sysvipc/sem\"", open("/proc/self/../sysvipc/sem", O_RDONLY), ref);
+	same_file("\"//proc/sysvipc/sem\"", open("//proc/sysvipc/sem", O_RDONLY), ref);
+	same_file("\"/proc/./sysvipc/sem\"", open("/proc/./sysvipc/sem", O_RDONLY), ref);
+	same_file("\"/proc/sys/../sysvipc/sem\"", open("/proc/sys/../sysvipc/sem", O_RDONLY), ref);
+	snprintf(link, sizeof(link), "%s/link", tmp);
+	if (symlink("/proc/sysvipc", link))
+		dt_fail("symlink: %d", errno);
+	snprintf(other, sizeof(other), "%s/link/sem", tmp);
+	same_file("through a symlink to /proc/sysvipc", open(other, O_RDONLY), ref);
+	unlink(link);
+}
+
+static void paths_sysctl(void)
+{
+	char text[64];
+	int dfd = open("/proc/sys/kernel", O_RDONLY | O_DIRECTORY), fd;
+
+	fd = openat(dfd, "msgmni", O_WRONLY);
+	say_write("openat(/proc/sys/kernel fd, \"msgmni\") write \"123\"", fd, "123\n", 4);
+	close(fd);
+	close(dfd);
+	read_sysctl("msgmni");
+	slurp(open("/proc/sys/kernel/../kernel/msgmni", O_RDONLY), text, sizeof(text));
+	dt_out("\"/proc/sys/kernel/../kernel/msgmni\" = \"%s\"", esc(text));
+	slurp(open("/proc/sys/fs/../kernel/msgmnb", O_RDONLY), text, sizeof(text));
+	dt_out("\"/proc/sys/fs/../kernel/msgmnb\" = \"%s\"", esc(text));
+}
+
+/* a file of the program's own that is named like one of ours */
+static void paths_not_ours(const char *tmp)
+{
+	char path[512], text[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/sem", tmp);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	say_write("a file of its own named sem", fd, "mine\n", 5);
+	close(fd);
+	slurp(open(path, O_RDONLY), text, sizeof(text));
+	dt_out("read back \"%s\"", esc(text));
+	unlink(path);
+}
+
+static void proc_paths(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	char tmp[] = "/tmp/dt-procpath-XXXXXX";
+	int s = semget(24087, 3, IPC_CREAT | 0600);
+
+	if (!mkdtemp(tmp)) {
+		dt_fail("mkdtemp");
+		return;
+	}
+	paths_sysvipc(tmp);
+	paths_sysctl();
+	paths_not_ours(tmp);
+	rmdir(tmp);
+	semctl(s, 0, IPC_RMID);
+}
+
 const struct dt_case dt_cases[] = {
 	{ "sysctl-shell", sysctl_shell, 0 },
 	{ "sysvipc", sysvipc, 0 },
@@ -487,5 +595,6 @@ const struct dt_case dt_cases[] = {
 	{ "sysctl-write", sysctl_write, 0 },
 	{ "sysctl-write-more", sysctl_write_more, 0 },
 	{ "sysctl-nobody", sysctl_nobody, 0 },
+	{ "proc-paths", proc_paths, 0 },
 	{ NULL, NULL, 0 },
 };

@@ -15,7 +15,7 @@ UNIT_PROGS := \
 	$(UNIT_DIR)/mlock_arena \
 	$(UNIT_DIR)/rmid_crash \
 	$(UNIT_DIR)/chaos_mixed \
-	$(UNIT_DIR)/trust_shm $(UNIT_DIR)/crash_aio \
+	$(UNIT_DIR)/trust_shm $(UNIT_DIR)/crash_aio $(UNIT_DIR)/aio_backend $(UNIT_DIR)/aio_many \
 	$(UNIT_DIR)/ns_life \
 	$(UNIT_DIR)/hostile $(UNIT_DIR)/proc_reclaim
 TEST_PROGS += $(UNIT_PROGS)
@@ -27,7 +27,7 @@ $(UNIT_DIR):
 	mkdir -p $@
 
 # native AIO through libaio (the library's names under LD_PRELOAD)
-$(UNIT_DIR)/crash_aio: tests/unit/crash_aio.c | $(UNIT_DIR)
+$(UNIT_DIR)/crash_aio $(UNIT_DIR)/aio_backend $(UNIT_DIR)/aio_many: $(UNIT_DIR)/%: tests/unit/%.c | $(UNIT_DIR)
 	$(CC) $(TESTCFLAGS) $< -o $@ -ldl -laio
 
 # prints an offset in the namespace layout: rebuilt when the layout changes

@@ -2,7 +2,7 @@
  * core/core.h - what core/ gives the layers above it.
  *
  * Owns: the namespace file and its mapping (nsfile.c), the allocator inside
- * it (arena.c), robust locks and the undo journal (lock.c), the process and
+ * it (arena.c), locks and the undo journal (lock.c), the process and
  * thread registry with fork/exec/exit following and liveness (proc.c), the
  * caller's credentials (cred.c), the signal layer with futex waits and
  * fault-tolerant user copies (signals.c, signals.h), and the real system
@@ -154,19 +154,15 @@ UIPC_HIDDEN bool ns_fault_repair(void *addr);
 UIPC_HIDDEN void ns_mark_broken(struct ns *ns);
 
 /* ---- lockwait.c: how long a wait for a held lock may last ----
- * core/lock.c waits in slices, with a zeroed struct lockwait: lockwait_
- * deadline for each slice's end and lockwait_expired after it (0: wait
- * again, -errno: give up: EINTR, EAGAIN (the call's deadline), EDEADLK
- * (held too long)).  The bound is the calling thread's: a blocking call
- * sets its own deadline and handler count, fsck and the exit work a
- * maximum; lockwait_suspend makes the waits that follow unbounded (a
- * sleeper that must take its lock back to leave its queue), lockwait_
- * resume ends that.  Setting a bound is a few stores (inline): every
- * semop that may sleep does it. */
-struct lockwait {
-	int64_t start;
-	int slices;
-};
+ * A plain ulock_acquire that finds its lock taken asks lockwait_plan for
+ * a bound (the hook in core/lock.c's take_contended): the calling thread's.
+ * A blocking call sets its own deadline and handler count (its wait then
+ * ends with EINTR or, at the deadline, EAGAIN), fsck and the exit work a
+ * maximum, anything else waits UIPC_LOCK_WAIT_MS (EDEADLK).
+ * lockwait_suspend makes the waits that follow unbounded (a sleeper that
+ * must take its lock back to leave its queue), lockwait_resume ends that.
+ * Setting a bound is a few stores (inline): every semop that may sleep
+ * does it. */
 enum { BOUND_DEFAULT, BOUND_BLOCKING, BOUND_MAX };
 struct lockwait_bound {
 	int kind;
@@ -177,9 +173,11 @@ struct lockwait_bound {
 	int suspended;             /* waits that must not fail (lockwait_suspend) */
 };
 UIPC_HIDDEN extern __thread struct lockwait_bound lockwait_tls;
-UIPC_HIDDEN void lockwait_deadline(struct lockwait *w, struct timespec *ts);
-UIPC_HIDDEN int lockwait_expired(struct lockwait *w);
-UIPC_HIDDEN bool lockwait_owner_is_me(pid_t tid);
+/* the deadline and ulock flags of a wait that starts now: 1, or 0 for no
+ * bound (suspended), or -EINTR: the blocking call is interrupted already */
+UIPC_HIDDEN int lockwait_plan(int64_t *deadline, unsigned *flags);
+/* a planned wait's -ETIMEDOUT as the call reports it (EAGAIN, EDEADLK) */
+UIPC_HIDDEN int lockwait_result(int r);
 
 /* DEADLINE: CLOCK_MONOTONIC, NULL for none; HAND0: the call's handler count */
 static inline void lockwait_bound_blocking(const struct timespec *deadline, unsigned hand0)
@@ -225,6 +223,27 @@ static inline void lockwait_resume(void)
 /* ---- lock.c ---- */
 UIPC_HIDDEN int ulock_init(struct ulock *l);
 UIPC_HIDDEN int ulock_acquire(struct ns *ns, struct ulock *l);
+/*
+ * ulock_acquire with a bound on the wait for a live holder (a holder that
+ * died is taken over at once): -ETIMEDOUT once DEADLINE (CLOCK_MONOTONIC
+ * ns, as mono_ns(); ULOCK_FOREVER: none) has passed, and with ULOCK_INTR
+ * -EINTR when a signal for one of the program's handlers arrived during the
+ * call (held until the call's sections end, see signals.c).  For calls
+ * with a timeout or IPC_NOWAIT, and for interruptible ones: a holder that
+ * is stopped, or a forged lock word naming a live thread, then cannot keep
+ * them waiting past their bound.
+ */
+#define ULOCK_FOREVER INT64_MAX
+#define ULOCK_INTR    1u
+UIPC_HIDDEN int ulock_acquire_until(struct ns *ns, struct ulock *l, int64_t deadline, unsigned flags);
+/* the thread slot a held lock names (a tool names a stopped holder this
+ * way), -1 if L is free; a number read from the arena: check it */
+static inline int32_t ulock_holder(struct ulock *l)
+{
+	uint32_t w = (uint32_t)atomic_load_explicit(&l->word, memory_order_acquire) & ULOCK_SLOT_MASK;
+
+	return (int32_t)w - 1;
+}
 UIPC_HIDDEN void ulock_release(struct ns *ns, struct ulock *l);
 UIPC_HIDDEN void ulock_commit(struct ns *ns, struct ulock *l);
 /* ulock_commit of a guarded section's partner (see j_guard); tests:
@@ -303,6 +322,9 @@ UIPC_HIDDEN void arena_init(struct uipc_hdr *h, uoff_t heap_start);
 UIPC_HIDDEN struct uthread *cur_thread_slow(struct ns *ns);
 UIPC_HIDDEN extern __thread struct uthread *uipc_tls_thread;
 UIPC_HIDDEN extern __thread struct ns *uipc_tls_ns;  /* the namespace of that slot */
+/* what this thread writes into the locks it takes: that slot's generation
+ * << 32 | its index + 1 (kept here, not read back from the arena) */
+UIPC_HIDDEN extern __thread uint64_t uipc_tls_lockval;
 
 /* this thread's slot, registered on first use: inline, since every lock
  * acquire asks (a call into proc.c cost more than the answer).  A slot of
@@ -316,12 +338,26 @@ static inline struct uthread *cur_thread(struct ns *ns)
 UIPC_HIDDEN struct uproc *cur_proc(struct ns *ns);   /* NULL: no slot (ENOMEM) */
 UIPC_HIDDEN int cur_pid(void);
 UIPC_HIDDEN bool thread_alive(struct ns *ns, struct uthread *t);
+/* is the holder a lock word names (thread slot SLOT in its incarnation GEN)
+ * alive?  *WORD (NULL for a slot that does not exist) and *VAL: its alive
+ * word and value, to sleep on until it dies */
+UIPC_HIDDEN bool lock_holder_alive(struct ns *ns, uint32_t slot, uint32_t gen, uint32_t **word,
+				   uint32_t *val);
+UIPC_HIDDEN struct uthread *thread_at(struct ns *ns, uint32_t idx);  /* NULL: none */
 UIPC_HIDDEN struct uproc *proc_at(struct ns *ns, uint32_t idx);
 /* the exit work of this process (exit, _exit): every layer's proc_exit */
 UIPC_HIDDEN void proc_exit_work(void);
 UIPC_HIDDEN bool proc_is_dead(struct ns *ns, struct uproc *p);
+/* the futex word the kernel marks (FUTEX_OWNER_DIED, waking one sleeper
+ * if FUTEX_WAITERS is set) when the process of slot P dies: the alive word
+ * of one of its live threads; NULL when none is known (then only
+ * proc_is_dead tells) */
+UIPC_HIDDEN uint32_t *proc_alive_word(struct ns *ns, struct uproc *p);
+/* a death seen on alive word W (value V: FUTEX_OWNER_DIED, with sleepers):
+ * wake them all, once (the kernel woke one, which may be gone or busy
+ * with something else) */
+UIPC_HIDDEN void alive_word_wake_all(uint32_t *w, uint32_t v);
 UIPC_HIDDEN void proc_note_continue(void);
-UIPC_HIDDEN bool tid_is_registered(struct ns *ns, pid_t tid);
 UIPC_HIDDEN void proc_reap(struct ns *ns, struct uproc *p);
 /* unshare: this process leaves NS (the kernel's exit_sem and exit_shm run
  * for it there).  *KEEP_MAP: other threads may still hold slots in it, so

@@ -35,7 +35,7 @@ typedef uint64_t uoff_t;
 
 /* ---- layout constants ---- */
 #define UIPC_MAGIC          0x31534e4350495555ULL /* "UUIPCNS1" */
-#define UIPC_LAYOUT_VERSION 7u
+#define UIPC_LAYOUT_VERSION 9u
 #define UIPC_PAGE           4096u
 
 #define IPC_SEM_IDS 0
@@ -68,33 +68,38 @@ typedef uint64_t uoff_t;
 #define SHMALL_DEF   (~0UL - (1UL << 24))
 #define AIO_MAX_NR_DEF 65536  /* fs.aio-max-nr */
 
-/* ---- robust lock, journal ---- */
+/* ---- locks, journal ---- */
 
 /*
- * A lock in the arena: a robust, process-shared pthread mutex (the kernel
- * marks it owner-dead when its holder dies) plus the offset of the holder's
+ * A lock in the arena: one 64-bit word and the offset of the holder's
  * journal frame, so that the next locker can roll a dead holder's half-done
- * change back.
+ * change back.  The word is 0 when the lock is free; held, it names the
+ * holder: its thread slot's generation in the high half and, in the low
+ * half (the futex word waiters sleep on), the slot's index + 1 and
+ * ULOCK_WAITERS when someone sleeps on it.  Only numbers: nothing in a lock
+ * is ever followed as a pointer, by uipc, libc or the kernel.  A holder's
+ * death is learnt from its thread slot's alive word (struct uthread), which
+ * the kernel marks; see lock.c.
  */
 struct ulock {
-	pthread_mutex_t m;
+	_Atomic uint64_t word;
 	_Atomic uoff_t frame;
 };
 
-/* Is L free now (no holder, live or dead)?  A hint: it may change at once
- * (one load of the futex word; a committed state if so, see lock.c). */
-static inline bool ulock_is_free(struct ulock *l)
+#define ULOCK_WAITERS   0x80000000u
+#define ULOCK_SLOT_MASK 0x7fffffffu
+
+/* the futex word of L: the low half of its word */
+static inline uint32_t *ulock_futex(struct ulock *l)
 {
-	return __atomic_load_n((unsigned *)&l->m.__data.__lock, __ATOMIC_ACQUIRE) == 0;
+	return (uint32_t *)&l->word + (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
 }
 
-/* The thread that holds L, as its word says (0: none or unknown).  For
- * diagnostics only (fsck names a stopped holder, issue 14): the word is in
- * the arena, any member may have written it. */
-static inline pid_t ulock_holder(struct ulock *l)
+/* Is L free now (no holder, live or dead)?  A hint: it may change at once
+ * (one load of the word; a committed state if so, see lock.c). */
+static inline bool ulock_is_free(struct ulock *l)
 {
-	return (pid_t)(__atomic_load_n((unsigned *)&l->m.__data.__lock, __ATOMIC_ACQUIRE) &
-		       0x3fffffffu);
+	return (atomic_load_explicit(&l->word, memory_order_acquire) & ULOCK_SLOT_MASK) == 0;
 }
 
 /* One undo record: where (offset | size << 56 | kind << 60) and the old bytes. */
@@ -143,30 +148,70 @@ struct jframe {
 /* ---- registry: processes and threads ----
  * Fixed tables of slots claimed with one compare-and-swap, so that a process
  * can register before it has any journal (which lives in its thread slot).
- * A slot's state word is (id << 8 | state), id being the pid or tid.
+ * A slot's state word is (id << 8 | state), id being the pid or tid; a
+ * thread slot's also carries its generation (bits 40-63), counted up at
+ * every claim, so that a lock word names one incarnation of a slot.
  */
 
 enum { SLOT_FREE = 0, SLOT_CLAIMING = 1, SLOT_LIVE = 2, SLOT_DEAD = 3 };
 #define SLOT_STATE(w) ((unsigned)((w) & 0xff))
 #define SLOT_ID(w)    ((int32_t)((w) >> 8))
 #define SLOT_WORD(id, st) (((uint64_t)(uint32_t)(id) << 8) | (st))
+#define SLOT_GEN_SHIFT 40
+#define SLOT_GEN_MASK  0xffffffu
+#define SLOT_GEN(w)    ((uint32_t)((w) >> SLOT_GEN_SHIFT) & SLOT_GEN_MASK)
+#define SLOT_WORD_GEN(gen, id, st) \
+	(((uint64_t)((gen) & SLOT_GEN_MASK) << SLOT_GEN_SHIFT) | SLOT_WORD(id, st))
+
+/*
+ * A thread slot.  Two share a page, and the page's last 24 bytes (the tail
+ * of the second slot) hold their two alive words: a robust futex word per
+ * thread, its tid while it lives, which the kernel marks owner-dead
+ * (FUTEX_OWNER_DIED) when the thread dies.  The kernel finds a thread's
+ * words through a list in that thread's memory, at a fixed distance past
+ * each word (glibc's robust mutex list, 32 bytes on 64-bit): each process
+ * maps the page of each of its threads' slots a second time, followed by a
+ * private page, so that for a word at the end of a page that distance
+ * lands in private memory (proc.c).  Other processes sleep on the same word
+ * through their ordinary mapping.
+ */
+#define UTHREAD_SIZE 2048u
 
 struct uthread {
-	_Atomic uint64_t state;
-	pthread_mutex_t alive;     /* held by the thread for its whole life */
+	_Atomic uint64_t state;    /* SLOT_WORD_GEN(gen, tid, SLOT_*) */
 	int32_t tid, pid;
 	uint32_t proc;             /* index of the process slot */
-	uint32_t depth;            /* unused (lock.c tracks its sections locally) */
+	uint32_t depth;            /* a scratch word: proc.c proves a second
+				      mapping of the slot with it */
 	struct jframe frames[JDEPTH];
 	uoff_t waitq;              /* this thread's semaphore wait entries */
 	uint32_t waitq_seq;        /* waits so far: tells a late wakeup apart */
 	uint32_t pad_wq;
+	char pad[UTHREAD_SIZE - 24 - 24 - JDEPTH * sizeof(struct jframe) - 16];
+	/* in the second slot of a page: the alive words of the first ([0],
+	 * page offset 4072) and of the second ([4], 4088); see uthread_alive */
+	_Atomic uint32_t page_alive[6];
 };
+
+_Static_assert(sizeof(struct uthread) == UTHREAD_SIZE, "two thread slots a page");
+_Static_assert(offsetof(struct uthread, page_alive) == UTHREAD_SIZE - 24, "alive words end the page");
+
+/* the alive word of thread slot T: in the page's last 24 bytes (the table
+ * is page-aligned, a slot UTHREAD_SIZE-aligned) */
+static inline _Atomic uint32_t *uthread_alive(struct uthread *t)
+{
+	uintptr_t a = (uintptr_t)t;
+	uintptr_t page_end = (a | (UIPC_PAGE - 1)) + 1;
+
+	return (_Atomic uint32_t *)(page_end - ((a & UTHREAD_SIZE) ? 8 : 24));
+}
 
 struct uproc {
 	_Atomic uint64_t state;
-	pthread_mutex_t alive;     /* held by one live thread of the process */
-	_Atomic int32_t alive_tid; /* that thread, 0 if none holds it now */
+	/* thread slot + 1 of a live thread of the process whose alive word
+	 * stands for the process's (the kernel marks it when the process
+	 * dies); 0 if none */
+	_Atomic uint32_t holder;
 	_Atomic uint32_t cont_gen; /* SIGCONTs it went through (signals.c) */
 	struct ulock lock;         /* protects the undo list */
 	int32_t pid;
@@ -178,7 +223,7 @@ struct uproc {
 };
 
 #define MAX_PROCS   32768
-#define MAX_THREADS 65536
+#define MAX_THREADS 32768
 
 /* ---- ids ---- */
 
@@ -204,7 +249,10 @@ struct ipc_ids {
 	uint32_t pad2;
 	uoff_t populated;          /* bitmap of populated pages of entries[] */
 	_Atomic uint64_t wseq;     /* bumped at every release of the lock */
+	uint64_t spare[4];         /* to 128 bytes: ids[t] is a shift away */
 };
+
+_Static_assert(sizeof(struct ipc_ids) == 128, "the lock-free paths index ids[] by a shift");
 
 /* kern_ipc_perm, at the start of every object; every object's own lock (the
  * kernel's kern_ipc_perm.lock: sem's array lock, msg's and shm's object

@@ -1,15 +1,22 @@
 /*
- * lock.c - robust locks in the arena and the undo journal behind them.
+ * lock.c - locks in the arena and the undo journal behind them.
  *
  * Every critical section on shared state is bracketed by ulock_acquire() and
  * ulock_release().  Inside it, every store to the arena goes through
  * j_store() (or J_SET), which first records the old bytes in the holder's
- * journal frame.  If the holder dies (SIGKILL at any instruction), the kernel
- * marks the robust mutex owner-dead and the next locker rolls the frame back
- * before it goes on, so a half-done change is never seen.  Blocks allocated
- * inside a section are freed by the rollback; blocks freed by a section are
- * freed only after it commits, and that deferred work is redone by the next
+ * journal frame.  If the holder dies (SIGKILL at any instruction), the next
+ * locker finds it dead, takes the lock over and rolls the frame back before
+ * it goes on, so a half-done change is never seen.  Blocks allocated inside
+ * a section are freed by the rollback; blocks freed by a section are freed
+ * only after it commits, and that deferred work is redone by the next
  * locker if the holder died between commit and release.
+ *
+ * A lock is one word that names its holder by number: the holder's thread
+ * slot and that slot's generation (layout.h).  A locker that finds it taken
+ * looks at the holder's alive word, which the kernel marks when the holder
+ * dies (proc.c keeps it on the kernel's robust list through private
+ * memory), and sleeps on both words at once: the release or the death
+ * wakes it.  Nothing read from the arena is ever used as an address.
  */
 #include <execinfo.h>
 #include <signal.h>
@@ -21,22 +28,13 @@
 
 #include "core/core.h"
 
-#define FUTEX_TID_MASK_    0x3fffffffu
-#define FUTEX_OWNER_DIED_  0x40000000u
 #define FUTEX_WAITERS_     0x80000000u
 
 int ulock_init(struct ulock *l)
 {
-	pthread_mutexattr_t a;
-	int r;
-
-	pthread_mutexattr_init(&a);
-	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-	r = pthread_mutex_init(&l->m, &a);
-	pthread_mutexattr_destroy(&a);
+	atomic_store(&l->word, 0);
 	atomic_store(&l->frame, 0);
-	return -r;
+	return 0;
 }
 
 struct jentry *j_slot(struct ns *ns, struct jframe *f, uint32_t i, bool grow)
@@ -100,8 +98,8 @@ static inline void store_bytes(void *p, const void *val, unsigned size)
  * thread uses it).  A section gets a journal frame (one of the JDEPTH
  * frames of its thread slot) only at its first journaled change: a store,
  * an allocation or a deferred free.  A section that only reads, or only
- * makes plain stores into memory nobody can reach, costs its mutex and no
- * shared store.  Until a frame is attached the lock's frame is 0, so a
+ * makes plain stores into memory nobody can reach, costs its lock word
+ * and no shared store.  Until a frame is attached the lock's frame is 0, so a
  * locker that finds the holder dead undoes nothing, which is right: the
  * holder journaled nothing, so it changed nothing that needs undoing.
  * Stores go to the frame of the innermost section unless j_target()
@@ -190,8 +188,8 @@ static inline __attribute__((always_inline)) struct jframe *attach_frame(struct 
  * section has a frame, so every J_SET is a plain store, arena_alloc records
  * nothing, arena_free frees at once and j_abort undoes nothing (error paths
  * that rely on it are wrong there: only for benchmarks that make no errors).
- * The robust mutexes and the signal hold-off stay.  SIGKILL inside a section
- * is not recovered.
+ * The lock words (a dead holder's lock is still taken over) and the signal
+ * hold-off stay.  SIGKILL inside a section is not recovered.
  */
 static inline struct jframe *frame_now(struct ns *ns)
 {
@@ -634,12 +632,37 @@ void lock_recover_frame(struct ns *ns, struct jframe *f)
 	atomic_store(&f->committed, 0);
 }
 
+/*
+ * The frame a dead holder left in L's frame field, if it is one: a frame
+ * of a thread slot (not of ours: we are alive, and our frames name only
+ * locks we hold) that says it journals L.  Anything else is a corrupt
+ * word and names nothing to undo.
+ */
+static struct jframe *dead_holder_frame(struct ns *ns, struct ulock *l)
+{
+	uoff_t fo = atomic_load(&l->frame), rel, in;
+	const uoff_t first = offsetof(struct uthread, frames);
+	struct jframe *f;
+
+	if (fo < ns->lay.threads)
+		return NULL;
+	rel = fo - ns->lay.threads;
+	in = rel % sizeof(struct uthread);
+	if (rel >= (uoff_t)MAX_THREADS * sizeof(struct uthread) || in < first ||
+	    (in - first) % sizeof(struct jframe) || (in - first) / sizeof(struct jframe) >= JDEPTH)
+		return NULL;
+	if (uipc_tls_thread && ns_off(ns, uipc_tls_thread) == fo - in)
+		return NULL;
+	f = ns_ptr(ns, fo, sizeof(*f));
+	return f && atomic_load(&f->lock) == ns_off(ns, l) ? f : NULL;
+}
+
+/* L was taken over from a dead holder: undo (or finish) what it left */
 static void recover_lock(struct ns *ns, struct ulock *l)
 {
-	uoff_t fo = atomic_load(&l->frame);
-	struct jframe *f = fo ? ns_ptr(ns, fo, sizeof(*f)) : NULL;
+	struct jframe *f = dead_holder_frame(ns, l);
 
-	if (f && atomic_load(&f->lock) == ns_off(ns, l)) {
+	if (f) {
 		lock_recover_frame(ns, f);
 		atomic_store(&f->lock, 0);
 	}
@@ -647,119 +670,206 @@ static void recover_lock(struct ns *ns, struct ulock *l)
 }
 
 /*
- * A lock word whose owner is no thread of this namespace (a corrupt arena, or
- * a holder in another pid namespace that vanished), or that names no owner
- * but is not free (a corrupt arena), would block forever: mark
- * it owner-dead the way the kernel does, so that the next attempt recovers it.
+ * Taking a lock.  The fast path is one compare-and-swap of the free word
+ * (0) to ours.  When the lock is taken, lock_slow looks at the holder:
+ * alive, it spins a little (critical sections are short: two processes on
+ * two CPUs trading a lock should not pay a futex sleep and wakeup each
+ * time), then marks both words as having sleepers and sleeps on the lock
+ * word and on the holder's alive word at once (futex_waitv).  The release
+ * wakes one sleeper; the holder's death wakes one through its alive word
+ * (the kernel), and the first locker to see the death wakes the rest.
+ * Sleeps end after LOCK_SLICE_NS in any case, so that a wakeup lost with a
+ * sleeper killed between its wakeup and its taking the lock costs a
+ * slice, never a hang.
  */
-static void break_if_orphaned(struct ns *ns, struct ulock *l)
-{
-	unsigned *word = (unsigned *)&l->m.__data.__lock;
-	unsigned v = __atomic_load_n(word, __ATOMIC_ACQUIRE);
-	pid_t tid = (pid_t)(v & FUTEX_TID_MASK_);
+#define LOCK_SPINS     200
+#define LOCK_SLICE_NS  100000000LL
 
-	if (v == 0 || (v & FUTEX_OWNER_DIED_))
-		return;
-	/* no owner but other bits (only a corrupt word: an unlock leaves 0)
-	 * makes every locker wait for ever: orphaned too.  So does our own
-	 * tid (issue 14: we never wait for a lock we hold) */
-	if (tid != 0 && !lockwait_owner_is_me(tid) && (kill(tid, 0) == 0 || errno != ESRCH) &&
-	    tid_is_registered(ns, tid))
-		return;
-	__atomic_compare_exchange_n(word, &v, (v & FUTEX_WAITERS_) | FUTEX_OWNER_DIED_,
-				    false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+/* the word names our own slot and generation (we are alive) */
+static inline bool word_is_ours(uint64_t w, uint64_t me)
+{
+	return (w & ~(uint64_t)ULOCK_WAITERS) == me;
+}
+
+/* Set BIT in *W (which held *V): false if *W changed meanwhile. */
+static bool mark_sleeper32(uint32_t *w, uint32_t *v, uint32_t bit)
+{
+	if (*v & bit)
+		return true;
+	if (!__atomic_compare_exchange_n(w, v, *v | bit, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return false;
+	*v |= bit;
+	return true;
+}
+
+/* Sleep until L's futex word differs from FV or the holder's alive word AW
+ * from AV, a slice or DEADLINE passes, or (INTR) a signal is held for the
+ * program. */
+static void lock_sleep(struct ulock *l, uint32_t fv, uint32_t *aw, uint32_t av, int64_t deadline,
+		       unsigned flags)
+{
+	uint32_t *w[3] = { ulock_futex(l), aw, &uipc_held_signals };
+	uint32_t val[3] = { fv, av, uipc_held_signals };
+	int64_t now = mono_ns(), until = now + LOCK_SLICE_NS;
+	struct timespec rel;
+
+	if (deadline < until)
+		until = deadline;
+	rel.tv_sec = (until - now) / 1000000000LL;
+	rel.tv_nsec = (until - now) % 1000000000LL;
+	if (!(flags & ULOCK_INTR))
+		w[2] = NULL;
+	uipc_wait_words(w, val, w[2] ? 3 : 2, &rel, uipc_handler_gen());
 }
 
 /*
- * Critical sections are short: when the lock is taken, spin a little (only
- * reading the word) before sleeping in the kernel, so that two processes
- * on two CPUs trading a lock do not pay a futex sleep and wakeup each time.
+ * Take L, which was not free when we tried (word W).  0: taken; 1: taken
+ * over from a dead holder (the caller recovers it); -ETIMEDOUT: DEADLINE
+ * passed with a live holder; -EINTR: (ULOCK_INTR) a signal is held for the
+ * program; -EDEADLK: we hold it already (a bug).
  */
-#define LOCK_SPINS 200
-
-static int lock_mutex(struct ns *ns, struct ulock *l)
+static __attribute__((noinline)) int lock_slow(struct ns *ns, struct ulock *l, uint64_t me,
+					       int64_t deadline, unsigned flags)
 {
-	unsigned *word = (unsigned *)&l->m.__data.__lock;
-	struct lockwait lw = { 0, 0 };   /* HOOK (core/lockwait.c): the wait's bound */
+	bool slept = false, spun = false;
 
 	for (;;) {
-		struct timespec ts;
-		int r = pthread_mutex_trylock(&l->m);
+		uint64_t w = atomic_load_explicit(&l->word, memory_order_relaxed);
+		uint32_t fv = (uint32_t)w, *aw = NULL, av = 0;
+		bool dead;
 
-		if (r != EBUSY)
-			return r;
-		for (int i = 0; i < LOCK_SPINS; i++) {
-			cpu_relax();
-			if (__atomic_load_n(word, __ATOMIC_RELAXED) == 0) {
-				r = pthread_mutex_trylock(&l->m);
-				if (r != EBUSY)
-					return r;
-			}
+		if (!(fv & ULOCK_SLOT_MASK)) {
+			/* free (a stray waiters bit is kept): after a sleep,
+			 * others may sleep too, so the release must wake */
+			uint64_t want = me | (slept || (fv & ULOCK_WAITERS) ? ULOCK_WAITERS : 0);
+
+			if (atomic_compare_exchange_weak_explicit(&l->word, &w, want,
+								  memory_order_acquire,
+								  memory_order_relaxed))
+				return 0;
+			continue;
 		}
-		/* HOOK (core/lockwait.c): a short first slice (a lock word
-		 * nobody holds is broken soon), then the caller's bound:
-		 * its deadline, EINTR, or the longest wait (EDEADLK) */
-		lockwait_deadline(&lw, &ts);
-		r = pthread_mutex_clocklock(&l->m, CLOCK_MONOTONIC, &ts);
-		if (r != ETIMEDOUT)
-			return r;
-		break_if_orphaned(ns, l);
-		r = pthread_mutex_trylock(&l->m);   /* just broken: ours now */
-		if (r != EBUSY)
-			return r;
-		r = lockwait_expired(&lw);
-		if (r)
-			return -r;
+		if (word_is_ours(w, me)) {
+			/* our own slot and generation, but not a lock we hold:
+			 * only a corrupt word; held, it is a bug */
+			if (find_section(l))
+				return -EDEADLK;
+			dead = true;
+		} else {
+			dead = !lock_holder_alive(ns, (fv & ULOCK_SLOT_MASK) - 1,
+						  (uint32_t)(w >> 32), &aw, &av);
+		}
+		if (dead) {
+			alive_word_wake_all(aw, av);
+			if (!atomic_compare_exchange_strong_explicit(&l->word, &w,
+								    me | (fv & ULOCK_WAITERS),
+								    memory_order_acquire,
+								    memory_order_relaxed))
+				continue;
+			return 1;
+		}
+		if (!spun) {
+			spun = true;
+			for (int i = 0; i < LOCK_SPINS; i++) {
+				cpu_relax();
+				if (atomic_load_explicit(&l->word, memory_order_relaxed) != w)
+					break;
+			}
+			continue;
+		}
+		if ((flags & ULOCK_INTR) && uipc_signal_held())
+			return -EINTR;
+		if (deadline != ULOCK_FOREVER && mono_ns() >= deadline)
+			return -ETIMEDOUT;
+		/* mark both words (the release and the death then wake), sleep */
+		if (!(fv & ULOCK_WAITERS)) {
+			if (!atomic_compare_exchange_strong(&l->word, &w, w | ULOCK_WAITERS))
+				continue;
+			fv |= ULOCK_WAITERS;
+		}
+		if (!mark_sleeper32(aw, &av, FUTEX_WAITERS_))
+			continue;
+		lock_sleep(l, fv, aw, av, deadline, flags);
+		slept = true;
+		spun = false;
 	}
 }
 
-
-static int ulock_acquire_crit(struct ns *ns, struct ulock *l);
-
-/* Signal handlers are held off while the lock is held (see signals.c). */
-int ulock_acquire(struct ns *ns, struct ulock *l)
+/* give_word's case with sleepers (W: the word, naming us): wake one.  A
+ * word that no longer names us was taken over by someone who found us dead
+ * (a corrupt arena): it is not ours to free. */
+static __attribute__((noinline)) void give_word_contended(struct ulock *l, uint64_t w)
 {
-	int r;
-
-	uipc_crit_enter();
-	r = ulock_acquire_crit(ns, l);
-	if (r)
-		uipc_crit_exit();
-	return r;
+	if (word_is_ours(w, uipc_tls_lockval) &&
+	    atomic_compare_exchange_strong_explicit(&l->word, &w, 0, memory_order_release,
+						    memory_order_relaxed))
+		sys_futex_wake(ulock_futex(l), 1);
 }
 
-static int ulock_acquire_crit(struct ns *ns, struct ulock *l)
+/* Give L's word back (it names us, maybe with the waiters bit). */
+static inline void give_word(struct ulock *l)
+{
+	uint64_t w = uipc_tls_lockval;
+
+	if (unlikely(!atomic_compare_exchange_strong_explicit(&l->word, &w, 0, memory_order_release,
+							      memory_order_relaxed)))
+		give_word_contended(l, w);
+}
+
+/*
+ * L was not free: wait for it (lock_slow), and recover what a dead holder
+ * left.  Out of line, so that the usual case keeps few registers.
+ */
+static __attribute__((noinline)) int take_contended(struct ns *ns, struct ulock *l, int64_t deadline,
+						    unsigned flags)
+{
+	/* HOOK (core/lockwait.c, issue 14): a plain ulock_acquire waits as
+	 * long as the call that asks may (its timeout, EINTR, or at most
+	 * UIPC_LOCK_WAIT_MS), never without bound for a live holder */
+	int plan = deadline == ULOCK_FOREVER && !flags ? lockwait_plan(&deadline, &flags) : 0;
+	int r = plan < 0 ? plan : lock_slow(ns, l, uipc_tls_lockval, deadline, flags);
+
+	if (plan > 0)
+		r = lockwait_result(r);
+	if (r == -EDEADLK && plan <= 0)
+		ns_corrupt(ns, "a lock taken twice");
+	if (r <= 0)
+		return r;
+	if (!JOURNAL_OFF)
+		recover_lock(ns, l);
+	return 0;
+}
+
+/* Take L for a new section of this thread (signals already held off). */
+static inline __attribute__((always_inline)) int acquire_crit(struct ns *ns, struct ulock *l,
+							      int64_t deadline, unsigned flags)
 {
 	struct section *s;
+	uint64_t free_word = 0;
 	int r;
 
 	/* the thread slot (its frames) must exist before any change is made */
 	if (!cur_thread(ns))
 		return -ENOMEM;
 #ifdef UIPC_BENCH_NO_JOURNAL
-	/* no section, no frame: lock (robust), make an owner-dead lock consistent, go */
-	r = lock_mutex(ns, l);
-	if (r == EOWNERDEAD)
-		r = pthread_mutex_consistent(&l->m);
-	return -r;
+	/* no section, no frame: take the word (from a dead holder too), go */
+	(void)s;
+	if (!atomic_compare_exchange_strong_explicit(&l->word, &free_word, uipc_tls_lockval,
+						     memory_order_acquire, memory_order_relaxed))
+		return take_contended(ns, l, deadline, flags);
+	return 0;
 #endif
 	s = js.top ? js.top + 1 : js.sec;
 	if (unlikely(s == &js.sec[JDEPTH])) {
 		ns_corrupt(ns, "lock nesting too deep");
 		return -EDEADLK;
 	}
-	r = lock_mutex(ns, l);
-	if (unlikely(r)) {
-		if (r == EOWNERDEAD) {
-			recover_lock(ns, l);
-			pthread_mutex_consistent(&l->m);
-		} else if (r == ENOTRECOVERABLE) {
-			/* only reachable through a corrupt arena */
-			ns_corrupt(ns, "lock not recoverable");
-			return -EIDRM;
-		} else {
-			return -r;
-		}
+	if (unlikely(!atomic_compare_exchange_strong_explicit(&l->word, &free_word, uipc_tls_lockval,
+							      memory_order_acquire,
+							      memory_order_relaxed))) {
+		r = take_contended(ns, l, deadline, flags);
+		if (r)
+			return r;
 	}
 	/* no frame yet (attach_frame, at the first change); a new section
 	 * journals into its own frame until told otherwise */
@@ -771,6 +881,29 @@ static int ulock_acquire_crit(struct ns *ns, struct ulock *l)
 	js.target = NULL;
 	js.cur_frame = NULL;
 	return 0;
+}
+
+/* Signal handlers are held off while the lock is held (see signals.c). */
+int ulock_acquire(struct ns *ns, struct ulock *l)
+{
+	int r;
+
+	uipc_crit_enter();
+	r = acquire_crit(ns, l, ULOCK_FOREVER, 0);
+	if (r)
+		uipc_crit_exit();
+	return r;
+}
+
+int ulock_acquire_until(struct ns *ns, struct ulock *l, int64_t deadline, unsigned flags)
+{
+	int r;
+
+	uipc_crit_enter();
+	r = acquire_crit(ns, l, deadline, flags);
+	if (r)
+		uipc_crit_exit();
+	return r;
 }
 
 /* Commit section S's changes (if it made any): the frame counts nothing. */
@@ -884,7 +1017,7 @@ static __attribute__((noinline)) void release_any(struct ns *ns, struct ulock *l
 		ns_corrupt(ns, "release of a lock whose frame is not ours");
 	if (s)
 		end_section(ns, s);
-	pthread_mutex_unlock(&l->m);
+	give_word(l);
 	uipc_crit_exit();
 }
 
@@ -895,7 +1028,7 @@ void ulock_release(struct ns *ns, struct ulock *l)
 	struct jframe *f, *t;
 
 #ifdef UIPC_BENCH_NO_JOURNAL
-	pthread_mutex_unlock(&l->m);
+	give_word(l);
 	uipc_crit_exit();
 	return;
 #endif
@@ -925,7 +1058,7 @@ void ulock_release(struct ns *ns, struct ulock *l)
 	s = s == J->sec ? NULL : s - 1;
 	J->top = s;
 	J->cur_frame = t ? t : s ? s->f : NULL;
-	pthread_mutex_unlock(&l->m);
+	give_word(l);
 	uipc_crit_exit();
 }
 

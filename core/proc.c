@@ -2,20 +2,26 @@
  * proc.c - the process and thread registry of a namespace, and the process
  * lifecycle hooks (fork, exit, _exit).
  *
- * A process registers lazily on its first call that needs it; a thread gets a
- * slot on its first lock.  The thread slot holds the thread's journal frames
- * and an "alive" robust mutex that the thread holds for its whole life: when
- * the thread dies (exit, SIGKILL, exec), the kernel marks it owner-dead, which
- * lets any survivor tell, without a system call, whether a waiter is still
- * there.  A process slot carries the pid and the process start time (so a
- * recycled pid is never mistaken for the old process) and its SEM_UNDO list;
- * it survives exec, as SEM_UNDO state does in the kernel.
+ * A process registers lazily on its first call that needs it, and the
+ * thread that registers it with it; another thread gets a slot on its first
+ * lock.  The thread slot holds the thread's journal frames and an "alive"
+ * word: the thread's tid while it lives, which the kernel marks owner-dead
+ * when the thread dies (exit, SIGKILL, exec), because the word is on the
+ * thread's robust futex list.  That lets any survivor tell, without a
+ * system call, whether a lock holder or a sleeper is still there, and sleep
+ * until it dies.  The list itself lives in the thread's private memory (see
+ * "alive words" below): nothing the kernel or libc follows is in the arena.
+ * A process slot carries the pid and the process start time (so a recycled
+ * pid is never mistaken for the old process), the thread whose alive word
+ * stands for the process, and its SEM_UNDO list; it survives exec, as
+ * SEM_UNDO state does in the kernel.
  */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -30,7 +36,12 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 /* this thread's slot; read inline by cur_thread() (core.h) */
 __thread struct uthread *uipc_tls_thread;
 __thread struct ns *uipc_tls_ns;
+__thread uint64_t uipc_tls_lockval;
 static struct ns *g_ns_for_hooks;
+
+#define FUTEX_TID_MASK_    0x3fffffffu
+#define FUTEX_OWNER_DIED_  0x40000000u
+#define FUTEX_WAITERS_     0x80000000u
 
 /* ---- the layers' hooks (CORE_HOOKS in core.h), in link order ---- */
 
@@ -68,7 +79,10 @@ int cur_pid(void)
 	return g_pid;
 }
 
-static bool frames_idle(struct uthread *t);
+static pid_t cur_tid(void)
+{
+	return (pid_t)sys_syscall(SYS_gettid);
+}
 
 static uint64_t read_stat(pid_t pid, char *state);
 
@@ -114,12 +128,17 @@ struct uproc *proc_at(struct ns *ns, uint32_t idx)
 		      sizeof(struct uproc));
 }
 
-static struct uthread *thread_at(struct ns *ns, uint32_t idx)
+struct uthread *thread_at(struct ns *ns, uint32_t idx)
 {
 	if (idx >= MAX_THREADS)
 		return NULL;
 	return ns_ptr(ns, ns->lay.threads + (uoff_t)idx * sizeof(struct uthread),
 		      sizeof(struct uthread));
+}
+
+static uint32_t proc_index(struct ns *ns, struct uproc *p)
+{
+	return (uint32_t)((ns_off(ns, p) - ns->lay.procs) / sizeof(struct uproc));
 }
 
 static bool frames_idle(struct uthread *t)
@@ -130,6 +149,372 @@ static bool frames_idle(struct uthread *t)
 	return true;
 }
 
+/* Does the alive word of slot T (state word W) say its thread lives: its
+ * tid, not marked dead by the kernel, not cleared by a normal end? */
+static bool alive_word_says_alive(struct uthread *t, uint64_t w)
+{
+	uint32_t v = atomic_load_explicit(uthread_alive(t), memory_order_acquire);
+
+	return (v & FUTEX_TID_MASK_) == ((uint32_t)SLOT_ID(w) & FUTEX_TID_MASK_) &&
+	       !(v & FUTEX_OWNER_DIED_);
+}
+
+/* ---- alive words on the kernel's robust list ----
+ *
+ * When a thread dies or execs, the kernel walks the list whose head the
+ * thread registered (set_robust_list): from the head each entry points to
+ * the next, and for each the kernel marks the futex word at the entry plus
+ * the head's futex_offset owner-dead if it holds the thread's tid (waking
+ * one sleeper if its FUTEX_WAITERS bit is set).  glibc registers one head
+ * per thread (in its struct pthread) and links its robust mutexes there,
+ * with an offset of -32 on 64-bit (an entry is a mutex's list links, 32
+ * bytes after its lock word).  A thread has one head only, so our alive
+ * words go on glibc's list, with glibc's offset, in entries shaped as
+ * glibc's ("prev" just before "next", the head's "prev" in front of the
+ * head), so that glibc's own adds and removes next to ours keep working.
+ *
+ * An entry must be in private memory: the kernel (at the death) and glibc
+ * (when it removes a neighbour) write through its links, so another member
+ * could aim them anywhere if they were in the arena.  Each process
+ * therefore maps the arena page of each of its threads' slots a second
+ * time, with a private page right after it ("alias"): the alive words end
+ * the page (layout.h), so the entry, 32 bytes on, falls in the private
+ * page.  The kernel marks the word through the alias, which is the same
+ * memory (a shared futex is keyed by file and offset): every member sees
+ * it, and sleeps on it through its own mapping.
+ *
+ * Our entry goes at the tail (glibc adds at the head), so that a fault on
+ * our word (a truncated arena) stops the kernel's walk only after every
+ * mutex of the program's.  Only the thread itself changes its list, with
+ * signal handlers held off (a uipc call from a handler that interrupted
+ * glibc inside a robust mutex operation on the same thread, which glibc
+ * does not allow either, could lose an entry).
+ */
+
+struct rlist_head {                  /* the kernel's struct robust_list_head */
+	void *list;
+	long futex_offset;
+	void *pending;
+};
+
+static inline void **entry_next(void *e)
+{
+	return (void **)e;
+}
+
+static inline void **entry_prev(void *e)
+{
+	return (void **)e - 1;
+}
+
+/* the offsets our pages allow: the entry and its "prev" within the first
+ * ALIAS_RECORD_AT bytes of the private page, for either word of a page */
+#define OFFSET_MIN (-64)
+#define OFFSET_MAX (-32)
+#define ALIAS_RECORD_AT 64
+
+/* one alias: a thread's slot page mapped again, then a private page that
+ * holds the robust-list entry and this record */
+struct alias {
+	struct alias *next, *prev;   /* the process's aliases (alias_mutex) */
+	struct alias *tnext;         /* the same thread's (my_aliases) */
+	char *map;
+	struct uthread *t;           /* the slot, through MAP */
+	struct ns *ns;
+	uint64_t state;              /* the slot's state word while ours */
+	uint32_t slot;
+	pid_t tid;
+	void *entry;                 /* on the thread's robust list */
+};
+
+static struct alias g_aliases = { .next = &g_aliases, .prev = &g_aliases };
+static pthread_mutex_t alias_mutex = PTHREAD_MUTEX_INITIALIZER;
+static __thread struct alias *my_aliases;
+
+/* the list head of a thread that libc gave none (not one of glibc's) */
+static __thread struct {
+	void *prev;
+	struct rlist_head h;
+} own_head;
+
+/* this thread's robust list head: glibc's, or one of ours */
+static struct rlist_head *robust_head(void)
+{
+	void *head = NULL;
+	size_t len = 0;
+
+	if (sys_syscall(SYS_get_robust_list, 0, &head, &len) < 0)
+		return NULL;
+	if (head)
+		return head;
+	own_head.h.list = &own_head.h;
+	own_head.h.futex_offset = OFFSET_MAX;
+	own_head.h.pending = NULL;
+	own_head.prev = &own_head.h;
+	if (sys_syscall(SYS_set_robust_list, &own_head.h, sizeof(own_head.h)) < 0)
+		return NULL;
+	return &own_head.h;
+}
+
+/* Append entry E at the tail of the list at HEAD: E complete first, then
+ * the last entry's link makes the kernel's walk reach it. */
+static bool robust_append(struct rlist_head *head, void *e)
+{
+	void *last = *entry_prev(head);
+
+	/* the head's "prev" is the last entry, whose "next" is the head */
+	if (!last || ((uintptr_t)*entry_next(last) & ~(uintptr_t)1) != (uintptr_t)head)
+		return false;
+	*entry_next(e) = head;
+	*entry_prev(e) = last;
+	/* the kernel reads the list only when this thread dies or execs: the
+	 * order of this thread's stores is all that matters */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	*entry_next(last) = e;
+	*entry_prev(head) = e;
+	return true;
+}
+
+/* Take entry E off this thread's list: one store takes it out of the
+ * kernel's walk (which follows "next" only), the second mends "prev".
+ * (The low bit of a "next" marks a PI mutex, for the entry it points to.) */
+static void robust_remove(void *e)
+{
+	void *prev = *entry_prev(e), *next = *entry_next(e);
+
+	*entry_next(prev) = next;
+	*entry_prev((void *)((uintptr_t)next & ~(uintptr_t)1)) = prev;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+/*
+ * Map the arena page at offset PAGE again at MAP: a second mapping of our
+ * own (mremap of size 0 makes one of a shared mapping, no file needed);
+ * where that is not done (valgrind), a mapping of the namespace's file, the
+ * memfd or the file opened again by its path, which must then prove to be
+ * the same memory: a word of slot T changed through it is changed in the
+ * arena (T_ALIAS: T through MAP).
+ */
+static bool map_page_again(struct ns *ns, uoff_t page, char *map, struct uthread *t,
+			   struct uthread *t_alias)
+{
+	uint32_t probe;
+	int fd;
+	char *r;
+
+	if ((char *)sys_syscall(SYS_mremap, ns->base + page, 0, UIPC_PAGE,
+				MREMAP_MAYMOVE | MREMAP_FIXED, map) == map)
+		return true;
+	fd = ns->anon_fd >= 0 ? ns->anon_fd : sys_open(ns->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	r = sys_mmap(map, UIPC_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, (off_t)page);
+	if (fd != ns->anon_fd)
+		sys_close(fd);
+	if (r != map)
+		return false;
+	probe = __atomic_load_n(&t->depth, __ATOMIC_ACQUIRE) + 1;
+	__atomic_store_n(&t_alias->depth, probe, __ATOMIC_RELEASE);
+	return __atomic_load_n(&t->depth, __ATOMIC_ACQUIRE) == probe;
+}
+
+/* Map slot T's page again, with a private page after it, and put T's alive
+ * word on this thread's (TID's) robust list.  NULL if that cannot be done. */
+static struct alias *alias_attach(struct ns *ns, struct uthread *t, uint32_t slot, pid_t tid)
+{
+	struct rlist_head *head = robust_head();
+	uoff_t off = ns_off(ns, t), page = off & ~(uoff_t)(UIPC_PAGE - 1);
+	struct alias *a;
+	char *map;
+
+	if (!head || head->futex_offset < OFFSET_MIN || head->futex_offset > OFFSET_MAX)
+		return NULL;
+	map = sys_mmap(NULL, 2 * UIPC_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	if (map == MAP_FAILED)
+		return NULL;
+	if (!map_page_again(ns, page, map, t, (struct uthread *)(map + (off - page)))) {
+		sys_munmap(map, 2 * UIPC_PAGE);
+		return NULL;
+	}
+	a = (struct alias *)(map + UIPC_PAGE + ALIAS_RECORD_AT);
+	a->map = map;
+	a->t = (struct uthread *)(map + (off - page));
+	a->ns = ns;
+	a->slot = slot;
+	a->tid = tid;
+	a->entry = (char *)uthread_alive(a->t) - head->futex_offset;
+	if (!robust_append(head, a->entry)) {
+		sys_munmap(map, 2 * UIPC_PAGE);
+		return NULL;
+	}
+	return a;
+}
+
+static void alias_unlink(struct alias *a)
+{
+	a->prev->next = a->next;
+	a->next->prev = a->prev;
+}
+
+/* Is P's holder (the thread whose alive word stands for the process's)
+ * alive?  *WORD: that word, when the slot is one of P's threads'. */
+static bool proc_holder_alive(struct ns *ns, struct uproc *p, uint32_t **word)
+{
+	uint32_t h = atomic_load(&p->holder);
+	struct uthread *t = h ? thread_at(ns, h - 1) : NULL;
+	uint64_t w;
+
+	if (!t)
+		return false;
+	w = atomic_load(&t->state);
+	if (SLOT_STATE(w) != SLOT_LIVE || t->pid != p->pid || t->proc != proc_index(ns, p))
+		return false;
+	if (word)
+		*word = (uint32_t *)uthread_alive(t);
+	return alive_word_says_alive(t, w);
+}
+
+/* The process slot of A's namespace, if it is ours (the current one). */
+static struct uproc *own_proc_of(struct alias *a)
+{
+	if (a->ns != __atomic_load_n(&g_ns_for_hooks, __ATOMIC_ACQUIRE) || g_proc_idx == UINT32_MAX)
+		return NULL;
+	return proc_at(a->ns, g_proc_idx);
+}
+
+/* Record A (alias_mutex held): the process's and the thread's; its thread
+ * stands for the process unless a live one does already. */
+static void alias_add(struct alias *a)
+{
+	struct uproc *p = own_proc_of(a);
+
+	a->next = &g_aliases;
+	a->prev = g_aliases.prev;
+	g_aliases.prev->next = a;
+	g_aliases.prev = a;
+	a->tnext = my_aliases;
+	my_aliases = a;
+	if (p && !proc_holder_alive(a->ns, p, NULL))
+		atomic_store(&p->holder, a->slot + 1);
+}
+
+/* A's thread no longer stands for the process (alias_mutex held, A off the
+ * list): another registered thread of ours in that namespace does, if any. */
+static void hand_holder_over(struct alias *a)
+{
+	struct uproc *p = own_proc_of(a);
+	uint32_t next = 0;
+
+	if (!p || atomic_load(&p->holder) != a->slot + 1)
+		return;
+	for (struct alias *b = g_aliases.next; b != &g_aliases; b = b->next) {
+		if (b->ns == a->ns && atomic_load(&b->t->state) == b->state) {
+			next = b->slot + 1;
+			break;
+		}
+	}
+	atomic_store(&p->holder, next);
+}
+
+/* This thread is done with A's slot (A off the lists): clear its alive
+ * word (its sleepers wake: the thread is gone) and free the slot if both
+ * are still ours, take the word off the robust list, unmap. */
+static void alias_release(struct alias *a)
+{
+	struct uthread *t = a->t;
+	_Atomic uint32_t *aw = uthread_alive(t);
+	uint64_t w = a->state;
+
+	if (atomic_load(&t->state) == w && (atomic_load(aw) & FUTEX_TID_MASK_) == (uint32_t)a->tid) {
+		if (atomic_exchange(aw, 0) & FUTEX_WAITERS_)
+			sys_futex_wake(aw, INT_MAX);
+		atomic_compare_exchange_strong(&t->state, &w,
+					       SLOT_WORD_GEN(SLOT_GEN(w), 0, SLOT_FREE));
+	}
+	robust_remove(a->entry);
+	sys_munmap(a->map, 2 * UIPC_PAGE);
+}
+
+/* Give back this thread's slots: in ONLY, or everywhere (NULL).  No
+ * handler may use them meanwhile (held off; this thread's slot is gone
+ * first). */
+static void release_thread_slots(struct ns *only)
+{
+	struct alias *done = NULL, **link = &my_aliases, *a;
+
+	uipc_crit_enter();
+	if (!only || uipc_tls_ns == only)
+		uipc_tls_thread = NULL;
+	pthread_mutex_lock(&alias_mutex);
+	while ((a = *link)) {
+		if (only && a->ns != only) {
+			link = &a->tnext;
+			continue;
+		}
+		*link = a->tnext;
+		alias_unlink(a);
+		hand_holder_over(a);
+		a->tnext = done;
+		done = a;
+	}
+	pthread_mutex_unlock(&alias_mutex);
+	while ((a = done)) {
+		done = a->tnext;
+		alias_release(a);
+	}
+	uipc_crit_exit();
+}
+
+/*
+ * Aliases of threads of ours that ended without the thread-exit hook (a
+ * raw exit system call): their entries died with their lists; unmap them.
+ * Only those whose slot no longer says they live cost a system call; the
+ * walk is made at every 64th registration (a process with many threads
+ * registers many), so at most 64 such aliases wait for it.
+ */
+static void sweep_dead_aliases(pid_t me)
+{
+	static unsigned registrations;
+	pid_t pid = cur_pid();
+
+	pthread_mutex_lock(&alias_mutex);
+	if (registrations++ % 64) {
+		pthread_mutex_unlock(&alias_mutex);
+		return;
+	}
+	for (struct alias *a = g_aliases.next, *next; a != &g_aliases; a = next) {
+		uint64_t w = atomic_load(&a->t->state);
+
+		next = a->next;
+		if (a->tid == me || (w == a->state && alive_word_says_alive(a->t, w)))
+			continue;
+		if (sys_syscall(SYS_tgkill, pid, a->tid, 0) == 0 || errno != ESRCH)
+			continue;
+		alias_unlink(a);
+		sys_munmap(a->map, 2 * UIPC_PAGE);
+	}
+	pthread_mutex_unlock(&alias_mutex);
+}
+
+/* In a new process (fork, clone): the aliases are the parent's threads'
+ * (our robust list was emptied for us); unmap our copies.  (A clone child
+ * may have copied the list while another thread changed it: bounded.) */
+static void drop_inherited_aliases(void)
+{
+	struct alias *a = g_aliases.next, *next;
+
+	for (int n = 0; a != &g_aliases && n < MAX_THREADS; n++, a = next) {
+		next = a->next;
+		sys_munmap(a->map, 2 * UIPC_PAGE);
+	}
+	g_aliases.next = g_aliases.prev = &g_aliases;
+	my_aliases = NULL;
+	pthread_mutex_init(&alias_mutex, NULL);
+}
+
+/* ---- slots ---- */
+
 /* A slot claimed by an id that no longer exists can be taken over. */
 static bool claimer_gone(uint64_t w)
 {
@@ -138,11 +523,38 @@ static bool claimer_gone(uint64_t w)
 	return id <= 0 || (kill(id, 0) < 0 && errno == ESRCH);
 }
 
+/* Can thread slot T, in state W, be claimed?  Free, or claimed by a thread
+ * that is gone, or its thread is dead and its frames hold nothing left to
+ * recover (a lock that still names the dead incarnation is taken over by
+ * its next locker: the generation tells them apart). */
+static bool thread_slot_claimable(struct uthread *t, uint64_t w)
+{
+	switch (SLOT_STATE(w)) {
+	case SLOT_FREE:
+		return true;
+	case SLOT_CLAIMING:
+		return claimer_gone(w);
+	case SLOT_LIVE:
+	case SLOT_DEAD:
+		return !alive_word_says_alive(t, w) && frames_idle(t);
+	}
+	return false;
+}
+
+/* a process slot: free, or claimed by a process that is gone (a DEAD one
+ * is being reaped: not free until FREE) */
+static bool proc_slot_claimable(uint64_t w)
+{
+	return SLOT_STATE(w) == SLOT_FREE || (SLOT_STATE(w) == SLOT_CLAIMING && claimer_gone(w));
+}
+
 /*
- * Claim a slot of a table: first one whose state is FREE (or whose claimer
- * died mid-claim), else the next above the high-water mark.
+ * Claim a slot of a table: the first one free (or whose claimer died
+ * mid-claim, or, for threads, whose thread died), else the next above the
+ * high-water mark.  *CLAIMED: the state word it now has (a thread slot's
+ * generation counted up).
  */
-static int claim_slot(struct ns *ns, bool threads, int32_t id)
+static int claim_slot(struct ns *ns, bool threads, int32_t id, uint64_t *claimed)
 {
 	_Atomic uint32_t *hwm = threads ? &ns->hdr->threads_hwm : &ns->hdr->procs_hwm;
 	uint32_t max = threads ? MAX_THREADS : MAX_PROCS;
@@ -154,7 +566,7 @@ static int claim_slot(struct ns *ns, bool threads, int32_t id)
 		top = max;
 	for (i = 0; i <= top && i < max; i++) {
 		_Atomic uint64_t *st = ns_ptr(ns, base + (uoff_t)i * sz, sz);
-		uint64_t w;
+		uint64_t w, want;
 
 		if (!st)
 			return -1;
@@ -166,65 +578,68 @@ static int claim_slot(struct ns *ns, bool threads, int32_t id)
 			top = atomic_load(hwm);
 		}
 		w = atomic_load(st);
-		if (threads && (SLOT_STATE(w) == SLOT_LIVE || SLOT_STATE(w) == SLOT_DEAD)) {
-			struct uthread *t = (struct uthread *)st;
-
-			/* a dead thread's slot is reusable once its frames are idle */
-			if (SLOT_STATE(w) == SLOT_LIVE && thread_alive(ns, t))
-				continue;
-			w = atomic_load(st);
-			if (SLOT_STATE(w) != SLOT_DEAD || !frames_idle(t))
-				continue;
-		} else if (SLOT_STATE(w) == SLOT_CLAIMING && !claimer_gone(w))
+		if (threads ? !thread_slot_claimable((struct uthread *)st, w) : !proc_slot_claimable(w))
 			continue;
-		/* a DEAD process slot is being reaped: not free until FREE */
-		if (SLOT_STATE(w) != SLOT_FREE && SLOT_STATE(w) != SLOT_CLAIMING &&
-		    !(threads && SLOT_STATE(w) == SLOT_DEAD))
-			continue;
-		if (atomic_compare_exchange_strong(st, &w, SLOT_WORD(id, SLOT_CLAIMING)))
+		want = threads ? SLOT_WORD_GEN(SLOT_GEN(w) + 1, id, SLOT_CLAIMING)
+			       : SLOT_WORD(id, SLOT_CLAIMING);
+		if (atomic_compare_exchange_strong(st, &w, want)) {
+			if (claimed)
+				*claimed = want;
 			return (int)i;
+		}
 	}
 	return -1;
 }
+
+/* ---- processes ---- */
+
+/* slots of processes that look gone, checked after we registered: a few
+ * per registration, so that dead processes' slots come back whatever
+ * pid_max is (a slot is also reaped when its pid is ours) */
+#define REAP_CHECKS 2
+static uint32_t g_reap[REAP_CHECKS];
+static int g_nreap;
 
 static uint32_t register_proc(struct ns *ns)
 {
 	pid_t pid = cur_pid();
 	uint64_t start = read_starttime(pid);
-	uint32_t i, top = atomic_load(&ns->hdr->procs_hwm);
+	uint32_t i, k, top = atomic_load(&ns->hdr->procs_hwm);
 	struct uproc *p;
 	int idx;
 
-	/* after exec: the slot of this very process is still there */
-	for (i = 0; i < top && i < MAX_PROCS; i++) {
+	if (top > MAX_PROCS)
+		top = MAX_PROCS;
+	/* after exec: the slot of this very process is still there.  The
+	 * scan starts at a place of our own, so that the slots of live
+	 * processes without a live holder are not always the ones checked. */
+	for (k = 0; k < top; k++) {
+		uint64_t w;
+
+		i = (k + (uint32_t)pid) % top;
 		p = proc_at(ns, i);
-		if (p && atomic_load(&p->state) == SLOT_WORD(pid, SLOT_LIVE)) {
+		w = p ? atomic_load(&p->state) : 0;
+		if (w == SLOT_WORD(pid, SLOT_LIVE)) {
 			if (p->starttime == start) {
 				/* the old image's attachments are gone */
 				run_exec_hooks(i);
 				return i;
 			}
 			/* a dead process whose pid we got: its exit work is done
-			 * once we are registered (see cur_proc_idx) */
+			 * once we are registered (see reap_noted) */
 			g_stale_idx = i;
+		} else if (SLOT_STATE(w) == SLOT_LIVE && g_nreap < REAP_CHECKS &&
+			   !proc_holder_alive(ns, p, NULL)) {
+			g_reap[g_nreap++] = i;
 		}
 	}
-	idx = claim_slot(ns, false, pid);
+	idx = claim_slot(ns, false, pid, NULL);
 	if (idx < 0)
 		return UINT32_MAX;
 	p = proc_at(ns, (uint32_t)idx);
 	if (!p)
 		return UINT32_MAX;
-	{
-		pthread_mutexattr_t a;
-
-		pthread_mutexattr_init(&a);
-		pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-		pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-		pthread_mutex_init(&p->alive, &a);
-		pthread_mutexattr_destroy(&a);
-		atomic_store(&p->alive_tid, 0);
-	}
+	atomic_store(&p->holder, 0);
 	ulock_init(&p->lock);
 	p->pid = pid;
 	p->starttime = start;
@@ -233,117 +648,64 @@ static uint32_t register_proc(struct ns *ns)
 	return (uint32_t)idx;
 }
 
-/*
- * The process's alive lock is held by one of its live threads, so that the
- * kernel marks it owner-dead when the process dies.  A thread that ends
- * while the process lives on lets it go (thread_exit_hook) and the next
- * thread that registers takes it again.
- */
-static void hold_proc_alive(struct uproc *p)
-{
-	pid_t tid = (pid_t)sys_syscall(SYS_gettid);
-	int r;
-
-	if (!p || atomic_load(&p->alive_tid) != 0)
-		return;
-	r = pthread_mutex_trylock(&p->alive);
-	if (r == EOWNERDEAD) {
-		/* our own previous image (before exec) held it */
-		pthread_mutex_consistent(&p->alive);
-		r = 0;
-	}
-	if (r == 0)
-		atomic_store(&p->alive_tid, tid);
-}
-
-/*
- * The slots of dead processes (issue 14, item 7).  A process killed
- * without its exit work leaves its slot LIVE; register_proc reclaims it
- * only when a new process gets the same pid, which with a large pid_max
- * may never happen: the table filled and new processes got ENOMEM.  So
- * whenever a registration makes the table reach a power of two (64, 128,
- * ...), the new process reaps the dead processes among the slots below: a
- * scan of N slots every N registrations, and the table never holds more
- * than about twice the processes that live.
- */
-static bool reclaim_due(uint32_t idx)
-{
-	uint32_t n = idx + 1;
-
-	return n >= 64 && (n & (n - 1)) == 0;
-}
-
-static void reclaim_dead_slots(struct ns *ns, uint32_t me)
-{
-	uint32_t top = atomic_load(&ns->hdr->procs_hwm);
-
-	if (top > MAX_PROCS)
-		top = MAX_PROCS;
-	for (uint32_t i = 0; i < top; i++) {
-		struct uproc *p = proc_at(ns, i);
-
-		if (p && i != me && SLOT_STATE(atomic_load(&p->state)) == SLOT_LIVE &&
-		    proc_is_dead(ns, p))
-			proc_reap(ns, p);
-	}
-}
-
 static uint32_t cur_proc_idx(struct ns *ns)
 {
 	uint32_t idx = __atomic_load_n(&g_proc_idx, __ATOMIC_ACQUIRE);
 
 	if (likely(idx != UINT32_MAX))
 		return idx;
-	uint32_t stale;
-	bool registered = false;
-
 	pthread_mutex_lock(&reg_mutex);
-	if (g_proc_idx == UINT32_MAX) {
-		idx = register_proc(ns);
-		if (idx != UINT32_MAX)
-			hold_proc_alive(proc_at(ns, idx));
-		__atomic_store_n(&g_proc_idx, idx, __ATOMIC_RELEASE);
-		registered = idx != UINT32_MAX;
-	}
+	if (g_proc_idx == UINT32_MAX)
+		__atomic_store_n(&g_proc_idx, register_proc(ns), __ATOMIC_RELEASE);
 	idx = g_proc_idx;
-	stale = g_stale_idx;
-	g_stale_idx = UINT32_MAX;
 	pthread_mutex_unlock(&reg_mutex);
-	/* a dead process had our pid and nobody did its exit work yet */
-	if (stale != UINT32_MAX && idx != UINT32_MAX)
-		proc_reap(ns, proc_at(ns, stale));
-	/* the table grew to a power of two: the dead among it go */
-	if (registered && reclaim_due(idx))
-		reclaim_dead_slots(ns, idx);
 	return idx;
+}
+
+/* The exit work that registering found to do (a dead process with our pid,
+ * slots whose processes look gone): once this thread has a slot, since it
+ * takes locks. */
+static void reap_noted(struct ns *ns)
+{
+	uint32_t todo[REAP_CHECKS + 1];
+	int n = 0;
+
+	if (likely(!g_nreap && g_stale_idx == UINT32_MAX))
+		return;
+	pthread_mutex_lock(&reg_mutex);
+	if (g_stale_idx != UINT32_MAX)
+		todo[n++] = g_stale_idx;
+	for (int i = 0; i < g_nreap; i++)
+		todo[n++] = g_reap[i];
+	g_stale_idx = UINT32_MAX;
+	g_nreap = 0;
+	pthread_mutex_unlock(&reg_mutex);
+	if (g_proc_idx == UINT32_MAX)
+		return;
+	for (int i = 0; i < n; i++) {
+		struct uproc *p = proc_at(ns, todo[i]);
+
+		if (p)
+			proc_reap(ns, p);
+	}
 }
 
 struct uproc *cur_proc(struct ns *ns)
 {
 	uint32_t idx = cur_proc_idx(ns);
 
-	return idx == UINT32_MAX ? NULL : proc_at(ns, idx);
+	if (idx == UINT32_MAX)
+		return NULL;
+	/* the registering thread's alive word stands for the process */
+	cur_thread(ns);
+	return proc_at(ns, idx);
 }
 
 static void thread_exit_hook(void *arg)
 {
-	struct uthread *t = arg;
-	struct ns *ns = __atomic_load_n(&g_ns_for_hooks, __ATOMIC_ACQUIRE);
-	struct uproc *p;
-
-	if (!t || t != uipc_tls_thread)
-		return;
-	/* hand the process's alive lock back if this thread holds it */
-	p = ns && g_proc_idx != UINT32_MAX ? proc_at(ns, g_proc_idx) : NULL;
-	if (p && atomic_load(&p->alive_tid) == t->tid) {
-		atomic_store(&p->alive_tid, 0);
-		pthread_mutex_unlock(&p->alive);
-	}
-	/* a thread that ends normally holds no uipc lock: give the slot back */
-	uipc_tls_thread = NULL;
-	atomic_store(&t->state, SLOT_WORD(t->tid, SLOT_DEAD));
-	pthread_mutex_unlock(&t->alive);
-	atomic_store(&t->state, SLOT_WORD(0, SLOT_FREE));
+	(void)arg;
+	/* a thread that ends normally holds no uipc lock: give its slots back */
+	release_thread_slots(NULL);
 }
 
 static void make_key(void)
@@ -353,32 +715,43 @@ static void make_key(void)
 
 static struct uthread *register_thread(struct ns *ns)
 {
-	pid_t tid = (pid_t)sys_syscall(SYS_gettid);
+	pid_t tid = cur_tid();
 	uint32_t pidx = cur_proc_idx(ns);
-	pthread_mutexattr_t a;
+	uint64_t claimed, live;
 	struct uthread *t;
+	struct alias *a;
 	int idx;
 
 	if (pidx == UINT32_MAX)
 		return NULL;
-	idx = claim_slot(ns, true, tid);
+	sweep_dead_aliases(tid);
+	idx = claim_slot(ns, true, tid, &claimed);
 	if (idx < 0)
 		return NULL;
 	t = thread_at(ns, (uint32_t)idx);
-	pthread_mutexattr_init(&a);
-	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-	pthread_mutex_init(&t->alive, &a);
-	pthread_mutexattr_destroy(&a);
-	pthread_mutex_lock(&t->alive);
+	if (!t)
+		return NULL;
+	atomic_store(uthread_alive(t), 0);
 	t->tid = tid;
 	t->pid = cur_pid();
 	t->proc = pidx;
 	t->depth = 0;
 	memset(t->frames, 0, sizeof(t->frames));
-	atomic_store(&t->state, SLOT_WORD(tid, SLOT_LIVE));
+	a = alias_attach(ns, t, (uint32_t)idx, tid);
+	if (!a) {
+		atomic_store(&t->state, SLOT_WORD_GEN(SLOT_GEN(claimed), 0, SLOT_FREE));
+		return NULL;
+	}
+	/* on the list first, then the word names us: from here a death marks it */
+	live = SLOT_WORD_GEN(SLOT_GEN(claimed), tid, SLOT_LIVE);
+	a->state = live;
+	atomic_store_explicit(uthread_alive(t), (uint32_t)tid, memory_order_release);
+	atomic_store(&t->state, live);
+	uipc_tls_lockval = (uint64_t)SLOT_GEN(claimed) << 32 | (uint32_t)(idx + 1);
 	__atomic_store_n(&g_ns_for_hooks, ns, __ATOMIC_RELEASE);
-	hold_proc_alive(proc_at(ns, pidx));
+	pthread_mutex_lock(&alias_mutex);
+	alias_add(a);
+	pthread_mutex_unlock(&alias_mutex);
 	pthread_once(&key_once, make_key);
 	pthread_setspecific(thread_key, t);
 	return t;
@@ -393,64 +766,74 @@ struct uthread *cur_thread_slow(struct ns *ns)
 		uipc_tls_ns = ns;
 	}
 	uipc_crit_exit();
+	if (uipc_tls_thread)
+		reap_noted(ns);
 	return uipc_tls_thread;
 }
 
-/*
- * Is the thread of slot T alive?  No system call: a live thread holds its
- * alive mutex, and the kernel marks it owner-dead when the thread dies.
- */
+/* Is the thread of slot T alive?  No system call: its alive word says. */
 bool thread_alive(struct ns *ns, struct uthread *t)
 {
 	uint64_t w = atomic_load(&t->state);
-	int r;
 
 	(void)ns;
-	if (SLOT_STATE(w) != SLOT_LIVE)
-		return false;
-	{
-		/* the usual answer without a write to another process's line:
-		 * the lock word still holds the thread's tid, not marked dead */
-		unsigned v = __atomic_load_n((unsigned *)&t->alive.__data.__lock, __ATOMIC_ACQUIRE);
+	return SLOT_STATE(w) == SLOT_LIVE && alive_word_says_alive(t, w);
+}
 
-		if ((v & 0x3fffffffu) == (unsigned)t->tid && !(v & 0x40000000u))
-			return true;
-	}
-	r = pthread_mutex_trylock(&t->alive);
-	if (r == EBUSY)
-		return true;
-	if (r == EOWNERDEAD) {
-		pthread_mutex_consistent(&t->alive);
-		/* keep the slot until its journal frames are recovered */
-		if (frames_idle(t))
-			atomic_compare_exchange_strong(&t->state, &w,
-						       SLOT_WORD(SLOT_ID(w), SLOT_DEAD));
-	}
-	if (r == 0 || r == EOWNERDEAD)
-		pthread_mutex_unlock(&t->alive);
-	return false;
+bool lock_holder_alive(struct ns *ns, uint32_t slot, uint32_t gen, uint32_t **word, uint32_t *val)
+{
+	struct uthread *t = thread_at(ns, slot);
+	uint64_t w;
+
+	*word = NULL;
+	if (!t)
+		return false;
+	w = atomic_load(&t->state);
+	*word = (uint32_t *)uthread_alive(t);
+	*val = __atomic_load_n(*word, __ATOMIC_ACQUIRE);
+	if (SLOT_STATE(w) != SLOT_LIVE || SLOT_GEN(w) != (gen & SLOT_GEN_MASK))
+		return false;
+	return (*val & FUTEX_TID_MASK_) == ((uint32_t)SLOT_ID(w) & FUTEX_TID_MASK_) &&
+	       !(*val & FUTEX_OWNER_DIED_);
+}
+
+void alive_word_wake_all(uint32_t *w, uint32_t v)
+{
+	if (w && (v & FUTEX_OWNER_DIED_) && (v & FUTEX_WAITERS_) &&
+	    __atomic_compare_exchange_n(w, &v, v & ~FUTEX_WAITERS_, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_RELAXED))
+		sys_futex_wake(w, INT_MAX);
+}
+
+/* the alive word of P's holder, whatever it says (NULL: none) */
+static uint32_t *proc_holder_word(struct ns *ns, struct uproc *p)
+{
+	uint32_t h = atomic_load(&p->holder);
+	struct uthread *t = h ? thread_at(ns, h - 1) : NULL;
+
+	return t ? (uint32_t *)uthread_alive(t) : NULL;
+}
+
+uint32_t *proc_alive_word(struct ns *ns, struct uproc *p)
+{
+	uint32_t *w = NULL;
+
+	return proc_holder_alive(ns, p, &w) ? w : NULL;
 }
 
 /*
- * Is the process of slot P gone?  Without a system call while one of its
- * threads holds the alive lock; otherwise (the process died, exec'd, or the
- * holding thread ended) the pid and its start time decide.
+ * Is the process of slot P gone?  Without a system call while the thread
+ * that stands for it lives; otherwise (the process died, exec'd, or that
+ * thread ended) the pid and its start time decide.
  */
 bool proc_is_dead(struct ns *ns, struct uproc *p)
 {
 	uint64_t w = atomic_load(&p->state);
-	int r;
 
-	(void)ns;
 	if (SLOT_STATE(w) != SLOT_LIVE)
 		return SLOT_STATE(w) == SLOT_DEAD;
-	r = pthread_mutex_trylock(&p->alive);
-	if (r == EBUSY)
+	if (proc_holder_alive(ns, p, NULL))
 		return false;
-	if (r == EOWNERDEAD)
-		pthread_mutex_consistent(&p->alive);
-	if (r == 0 || r == EOWNERDEAD)
-		pthread_mutex_unlock(&p->alive);
 	if (kill(p->pid, 0) < 0 && errno == ESRCH)
 		return true;
 	{
@@ -491,6 +874,13 @@ void proc_reap(struct ns *ns, struct uproc *p)
 	}
 	if (!atomic_compare_exchange_strong(&p->state, &w, SLOT_WORD(me, SLOT_DEAD)))
 		return;
+	{
+		/* the kernel woke one sleeper of the death (maybe us): the others */
+		uint32_t *aw = proc_holder_word(ns, p);
+
+		if (aw)
+			alive_word_wake_all(aw, __atomic_load_n(aw, __ATOMIC_ACQUIRE));
+	}
 	run_exit_hooks(ns, p);
 	atomic_store(&p->state, SLOT_WORD(0, SLOT_FREE));
 }
@@ -515,16 +905,34 @@ static void atfork_prepare(void)
 	/* a child that changes its uid before its first IPC call must still be
 	 * in this namespace, as with kernel IPC: open it now */
 	ns_open_for_fork();
+	/* the child gets the list of aliases whole */
+	pthread_mutex_lock(&alias_mutex);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&alias_mutex);
+}
+
+/* this process is a new one: none of the registry's state is its own */
+static void forget_registration(void)
+{
+	g_pid = 0;
+	g_proc_idx = UINT32_MAX;
+	g_stale_idx = UINT32_MAX;
+	g_nreap = 0;
+	uipc_tls_thread = NULL;
+	uipc_tls_ns = NULL;
+	uipc_tls_lockval = 0;
+	j_forget_held();
+	drop_inherited_aliases();
+	pthread_mutex_init(&reg_mutex, NULL);
 }
 
 static void atfork_child(void)
 {
 	/* the child is a new process: new pid, no undo list, no thread slot */
-	g_pid = 0;
-	g_proc_idx = UINT32_MAX;
-	uipc_tls_thread = NULL;
-	j_forget_held();
-	pthread_mutex_init(&reg_mutex, NULL);
+	forget_registration();
 	run_fork_child_hooks(); /* e.g. shm: the child inherits the attachments */
 }
 
@@ -540,29 +948,22 @@ void proc_clone_child(struct ns *new, void *robust_head, size_t robust_len)
 
 	/*
 	 * The parent's list of robust mutexes held (glibc's, at the same
-	 * address in our copy of its memory) names locks the parent holds,
-	 * in an arena we are about to unmap; the kernel gave this new task no
-	 * list at all.  Start an empty one, as glibc's fork does: else the
-	 * next lock would link itself to the parent's, and our death would
-	 * not mark our locks owner-dead.  (The head's first word is the list,
-	 * the third the pending lock: struct robust_list_head.)
+	 * address in our copy of its memory) names locks and alive words of
+	 * the parent's; the kernel gave this new task no list at all.  Start
+	 * an empty one, as glibc's fork does: else our death would mark the
+	 * parent's words.  (struct robust_list_head: the list first, the
+	 * pending entry third; glibc's "prev" of the head just before it.)
 	 */
 	if (robust_head) {
 		void **h = robust_head;
 
 		h[0] = h;
+		h[-1] = h;
 		h[2] = NULL;
 		sys_syscall(SYS_set_robust_list, robust_head, robust_len);
 	}
-
-	g_pid = 0;
-	g_proc_idx = UINT32_MAX;
-	g_stale_idx = UINT32_MAX;
-	uipc_tls_thread = NULL;
-	uipc_tls_ns = NULL;
 	g_ns_for_hooks = NULL;
-	j_forget_held();
-	pthread_mutex_init(&reg_mutex, NULL);
+	forget_registration();
 	if (old)
 		run_leave_hooks(old);
 	ns_switch(new, false);
@@ -593,27 +994,18 @@ void proc_exit_work(void)
 	lockwait_bound_end();
 }
 
-/* Give back this process's slot in NS (its exit work done); only the
- * thread that holds the alive lock may let it go. */
+/* Give back this process's slot in NS (its exit work done), and this
+ * thread's.  Leaving NS (not EXITING) while another of our threads stands
+ * for the process there: the slot stays, reaped after our death. */
 static void free_own_slot(struct ns *ns, bool exiting)
 {
 	struct uproc *p = proc_at(ns, g_proc_idx);
-	pid_t tid = (pid_t)sys_syscall(SYS_gettid);
 
-	if (uipc_tls_ns == ns)
-		thread_exit_hook(uipc_tls_thread);
-	if (p) {
-		if (atomic_load(&p->alive_tid) == tid) {
-			atomic_store(&p->alive_tid, 0);
-			pthread_mutex_unlock(&p->alive);
-		} else if (atomic_load(&p->alive_tid) != 0) {
-			if (!exiting)
-				return;  /* another thread holds it: reaped after our death */
-			atomic_store(&p->alive_tid, 0);
-			pthread_mutex_unlock(&p->alive);
-		}
-		atomic_store(&p->state, SLOT_WORD(0, SLOT_FREE));
-	}
+	release_thread_slots(ns);
+	if (!p || (!exiting && proc_holder_alive(ns, p, NULL)))
+		return;
+	atomic_store(&p->holder, 0);
+	atomic_store(&p->state, SLOT_WORD(0, SLOT_FREE));
 }
 
 static void exit_hook(void)
@@ -672,6 +1064,7 @@ void proc_leave_ns(struct ns *ns, bool *keep_map)
 	pthread_mutex_lock(&reg_mutex);
 	__atomic_store_n(&g_proc_idx, UINT32_MAX, __ATOMIC_RELEASE);
 	g_stale_idx = UINT32_MAX;
+	g_nreap = 0;
 	pthread_mutex_unlock(&reg_mutex);
 	uipc_tls_thread = NULL;
 	uipc_tls_ns = NULL;
@@ -680,24 +1073,6 @@ void proc_leave_ns(struct ns *ns, bool *keep_map)
 
 __attribute__((constructor)) static void proc_init(void)
 {
-	pthread_atfork(atfork_prepare, NULL, atfork_child);
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	atexit(exit_hook);
-}
-
-/* Is TID a live thread registered in this namespace?  (A lock held by
- * anything else can only come from a corrupted arena.) */
-bool tid_is_registered(struct ns *ns, pid_t tid)
-{
-	uint32_t i, top = atomic_load(&ns->hdr->threads_hwm);
-
-	if (top > MAX_THREADS)
-		top = MAX_THREADS;
-	for (i = 0; i < top; i++) {
-		struct uthread *t = thread_at(ns, i);
-		uint64_t w = t ? atomic_load(&t->state) : 0;
-
-		if (SLOT_STATE(w) == SLOT_LIVE && SLOT_ID(w) == tid)
-			return true;
-	}
-	return false;
 }

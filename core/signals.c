@@ -64,6 +64,7 @@ static uint64_t unblockable;
 static __thread int crit_depth;
 static __thread uint64_t held_mask;
 static __thread siginfo_t held_info[NSIGS];
+__thread uint32_t uipc_held_signals;
 /* per thread: how many of the program's handlers ran on this thread (signals.h) */
 __thread unsigned uipc_handler_count;
 
@@ -190,6 +191,7 @@ static void trampoline(int sig, siginfo_t *si, void *ctx)
 		held_mask |= 1ULL << sig;
 		if (si)
 			held_info[sig] = *si;
+		uipc_held_signals++;   /* ends an interruptible lock wait */
 		return;
 	}
 	call_program(sig, si, ctx);
@@ -234,6 +236,11 @@ void uipc_crit_exit(void)
 		call_program(sig, &si, NULL);
 		uipc_sigmask(SIG_SETMASK, &old, NULL);
 	}
+}
+
+bool uipc_signal_held(void)
+{
+	return held_mask != 0;
 }
 
 /* In a fork child, leave a critical section entered before the fork: a

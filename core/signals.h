@@ -26,6 +26,12 @@ UIPC_HIDDEN void uipc_crit_enter(void);
 UIPC_HIDDEN void uipc_crit_exit(void);
 /* in a fork child, for a section entered before the fork (atfork) */
 UIPC_HIDDEN void uipc_crit_exit_child(void);
+/* a signal for one of the program's handlers arrived inside a critical
+ * section and waits for its end (an interruptible wait ends then) */
+UIPC_HIDDEN bool uipc_signal_held(void);
+/* counts those signals on this thread: a futex word that a held signal
+ * changes, so that a sleeper inside a section wakes for it */
+UIPC_HIDDEN extern __thread uint32_t uipc_held_signals;
 /* counts the program's handlers run on this thread: a caller that spins
  * where the kernel would sleep returns EINTR when it changes.  Read inline
  * (one load): a blocking call takes it as its first instruction, so that

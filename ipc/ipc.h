@@ -169,9 +169,9 @@ UIPC_HIDDEN void ipc_seen_forget_all(void);
  * for util.c's lookups: an object found in an id table is inside the
  * mapping as a whole before anyone reads a field of it.  Constants, so
  * that a lookup costs no load; sem.c, msg.c and shm.c assert them. */
-#define SEM_OBJ_SIZE 168u          /* sizeof(struct sem_array) */
-#define MSG_OBJ_SIZE 264u          /* sizeof(struct msg_queue) */
-#define SHM_OBJ_SIZE 184u          /* sizeof(struct shmid_kernel) */
+#define SEM_OBJ_SIZE 136u          /* sizeof(struct sem_array) */
+#define MSG_OBJ_SIZE 232u          /* sizeof(struct msg_queue) */
+#define SHM_OBJ_SIZE 152u          /* sizeof(struct shmid_kernel) */
 
 /*
  * The lookups and the permission check of every call, inline: the lock-free
@@ -305,7 +305,7 @@ UIPC_HIDDEN int shm_proc_show(int idx, char *buf, size_t len);
 UIPC_HIDDEN int shm_check_tot(struct ns *ns, char *report, size_t len, size_t *used);
 /* fsck: REPORT_ONE for each lock of array P besides its own (the
  * semaphores'): the number it reported */
-typedef int (*lock_report_fn)(struct ulock *l, const char *what, int id, char *report,
+typedef int (*lock_report_fn)(struct ns *ns, struct ulock *l, const char *what, int id, char *report,
 			      size_t len, size_t *used);
 UIPC_HIDDEN int sem_report_stopped(struct ns *ns, struct uperm *p, lock_report_fn report_one,
 				   char *report, size_t len, size_t *used);

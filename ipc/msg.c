@@ -258,10 +258,8 @@ static int spin_while(bool (*still)(const struct spin_on *), const struct spin_o
 
 static int msq_lock(struct ns *ns, struct msg_queue *q)
 {
-	unsigned *word = (unsigned *)&q->lock.m.__data.__lock;
-
 	/* a short wait for a holder on another CPU beats a futex sleep */
-	for (int i = 0; i < LOCK_SPIN && __atomic_load_n(word, __ATOMIC_RELAXED); i++)
+	for (int i = 0; i < LOCK_SPIN && !ulock_is_free(&q->lock); i++)
 		cpu_relax();
 	return ulock_acquire(ns, &q->lock);
 }

@@ -126,10 +126,22 @@ static bool tid_stopped(pid_t tid, pid_t *pid)
 }
 
 /* one lock: a problem if a stopped thread holds it */
-static int report_stopped_holder(struct ulock *l, const char *what, int id, char *report,
-				 size_t len, size_t *used)
+/* the thread the lock word of L names (its thread slot's tid), 0 if none:
+ * numbers from the arena, so the slot is looked up within its table and
+ * the tid is only shown, after /proc says that thread is stopped */
+static pid_t lock_holder_tid(struct ns *ns, struct ulock *l)
 {
-	pid_t tid = ulock_holder(l), pid;
+	int32_t slot = ulock_holder(l);
+	struct uthread *t = slot >= 0 ? thread_at(ns, (uint32_t)slot) : NULL;
+	int32_t tid = t ? __atomic_load_n(&t->tid, __ATOMIC_RELAXED) : 0;
+
+	return tid > 0 ? tid : 0;
+}
+
+static int report_stopped_holder(struct ns *ns, struct ulock *l, const char *what, int id,
+				 char *report, size_t len, size_t *used)
+{
+	pid_t tid = lock_holder_tid(ns, l), pid;
 	char name[48];
 
 	if (!tid || !tid_stopped(tid, &pid))
@@ -159,24 +171,24 @@ static int report_stopped_holders(struct ns *ns, char *report, size_t len, size_
 
 	uint32_t procs = atomic_load(&h->procs_hwm);
 
-	bad += report_stopped_holder(&h->ns_lock, "the namespace's limits", -1, report, len, used);
-	bad += report_stopped_holder(&h->alloc.lock, "the allocator", -1, report, len, used);
+	bad += report_stopped_holder(ns, &h->ns_lock, "the namespace's limits", -1, report, len, used);
+	bad += report_stopped_holder(ns, &h->alloc.lock, "the allocator", -1, report, len, used);
 	for (uint32_t i = 0; i < procs && i < MAX_PROCS; i++) {
 		struct uproc *p = proc_at(ns, i);
 
 		if (p)
-			bad += report_stopped_holder(&p->lock, "the SEM_UNDO list of process slot",
+			bad += report_stopped_holder(ns, &p->lock, "the SEM_UNDO list of process slot",
 						     (int)i, report, len, used);
 	}
 	for (int t = 0; t < IPC_NR_IDS; t++) {
 		int max = ipc_get_maxidx(ns, t);
 
-		bad += report_stopped_holder(&h->ids[t].lock, ids_names[t], -1, report, len, used);
+		bad += report_stopped_holder(ns, &h->ids[t].lock, ids_names[t], -1, report, len, used);
 		for (int i = 0; i <= max; i++) {
 			struct uperm *p = ipc_obtain(ns, t, i);
 
 			if (p && ns_ptr(ns, ns_off(ns, p), sizeof(*p) + sizeof(struct ulock)))
-				bad += report_stopped_holder(ipc_obj_lock(p), names[t], p->id, report,
+				bad += report_stopped_holder(ns, ipc_obj_lock(p), names[t], p->id, report,
 							     len, used);
 			if (p && t == IPC_SEM_IDS)
 				bad += sem_report_stopped(ns, p, report_stopped_holder, report, len,

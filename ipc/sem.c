@@ -836,9 +836,10 @@ static bool q_take_stopped(struct ns *ns, struct sem_array *sma, struct semq *q,
 /*
  * Has the sleeper's process been reaped already?  Its SEM_UNDO entry is then
  * spent (sem_exit_proc, under the array lock, which excludes us).  The
- * kernel marks a dying process's robust locks one after the other, so a
- * reaper can see the process dead (its process lock) while its thread still
- * looks alive (its thread lock, marked a moment later): completing the
+ * kernel marks a dying process's alive words one thread after the other, so
+ * a reaper can see the process dead (the word of the thread that stands for
+ * it) while the sleeper still looks alive (its own word, marked a moment
+ * later): completing the
  * sleeper's operation then would add to an adjustment nobody applies, and
  * the value it took would be lost.
  */
@@ -1462,15 +1463,16 @@ static int reap_some_holders(struct ns *ns, struct sem_array *sma, int semid)
 #define SPIN_NS       20000LL
 
 /*
- * Waking at a holder's death.  A process's alive lock (a robust mutex held
- * by one of its live threads) is released by the kernel when the process
- * dies: it marks the word owner-dead and, if the word says it has waiters,
- * wakes one.  A sleeper that a dead process's SEM_UNDO could free (one
- * with an adjustment of the semaphore it waits on) marks that process's
- * alive word as having waiters and waits with futex_waitv on its own wake
- * word and on those words at once: the death itself wakes it, and it reaps
- * right away instead of at the end of its slice.  The marks cost the
- * holder nothing until it ends (then glibc's unlock makes one FUTEX_WAKE).
+ * Waking at a holder's death.  A process's alive word (proc_alive_word: the
+ * alive word of one of its live threads, on the kernel's robust list) is
+ * marked by the kernel when the process dies: owner-dead and, if the word
+ * says it has waiters, one of them woken.  A sleeper that a dead process's
+ * SEM_UNDO could free (one with an adjustment of the semaphore it waits
+ * on) marks that process's alive word as having waiters and waits with
+ * futex_waitv on its own wake word and on those words at once: the death
+ * itself wakes it, and it reaps right away instead of at the end of its
+ * slice.  The marks cost the holder nothing until it ends (then its
+ * thread's end makes one FUTEX_WAKE).
  */
 #define DEATH_WORDS 8
 #define FUTEX_WAITERS_BIT 0x80000000u
@@ -1516,7 +1518,9 @@ static void collect_death_words(struct ns *ns, struct sem_array *sma, struct sem
 		p = proc_at(ns, u->proc);
 		if (!p || p == me || SLOT_STATE(atomic_load(&p->state)) != SLOT_LIVE)
 			continue;
-		w = (unsigned *)&p->alive.__data.__lock;
+		w = proc_alive_word(ns, p);
+		if (!w)
+			continue;       /* none known: the slice's look finds it */
 		v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
 		if (!(v & 0x3fffffffu) || (v & FUTEX_OWNER_DIED_BIT))
 			continue;       /* not held now: the slice's look finds it */
@@ -2861,7 +2865,7 @@ int sem_report_stopped(struct ns *ns, struct uperm *p, lock_report_fn report_one
 	int bad = 0, n = sem_count(ns, sma), id = p->id;
 
 	for (int i = 0; i < n; i++)
-		bad += report_one(&sma->sems[i].lock, "a semaphore of array", id, report, len, used);
+		bad += report_one(ns, &sma->sems[i].lock, "a semaphore of array", id, report, len, used);
 	return bad;
 }
 

@@ -6,9 +6,13 @@
 top=$(cd "$(dirname "$0")/.." && pwd)
 lib=$top/build/libuipc.so
 prog=$top/build/tests/unit/fuzz_ops
-if [ ! -f "$lib" ] || [ ! -x "$prog" ]; then
-	echo "1..1"; echo "not ok 1 - $lib or $prog missing: run make test-progs"; exit 1
+offsets=$top/build/tests/unit/ids_offset
+if [ ! -f "$lib" ] || [ ! -x "$prog" ] || [ ! -x "$offsets" ]; then
+	echo "1..1"; echo "not ok 1 - $lib, $prog or $offsets missing: run make test-progs"; exit 1
 fi
+# where the header keeps the heap's, the process table's and the thread
+# table's offsets (from the layout, not constants that drift with it)
+export HEAP_AT=$("$offsets" heap_start) PROCS_AT=$("$offsets" procs) THREADS_AT=$("$offsets" threads)
 base=$(( $(date +%s) % 100000 ))
 seeds=${UIPC_CORRUPT_SEEDS:-$(seq $base $((base + 39)))}
 set -- $seeds
@@ -24,10 +28,9 @@ path, seed = sys.argv[1], int(sys.argv[2])
 random.seed(seed)
 fd = os.open(path, os.O_RDWR)
 hdr = os.pread(fd, 4096, 0)
-# (offsets of heap_start, procs and threads in struct uipc_hdr)
-heap = struct.unpack_from('<Q', hdr, 48)[0]
-procs = struct.unpack_from('<Q', hdr, 200)[0]
-threads = struct.unpack_from('<Q', hdr, 208)[0]
+heap = struct.unpack_from('<Q', hdr, int(os.environ['HEAP_AT']))[0]
+procs = struct.unpack_from('<Q', hdr, int(os.environ['PROCS_AT']))[0]
+threads = struct.unpack_from('<Q', hdr, int(os.environ['THREADS_AT']))[0]
 # the header, the first process and thread slots, the start of the heap
 regions = [(8, 4096), (procs, procs + 4096), (threads, threads + 16384),
            (heap, heap + (256 << 10))]

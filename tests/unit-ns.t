@@ -60,12 +60,12 @@ UIPC_DIR=$dir UIPC_NS=fsck LD_PRELOAD=$lib ipcmk -Q >/dev/null
 out=$("$uipc" fsck --dir "$dir" --ns fsck 2>&1); rc=$?
 if [ $rc -eq 0 ] && [[ "$out" == *": 0 problems found"* ]]; then ok "uipc fsck: a used namespace checks clean"; else nok "uipc fsck on a healthy namespace (status $rc)" "$out"; fi
 # the sem ids' in_use count lives in the header: bump it behind uipc's back
-IDS0=$("$bin/ids_offset") python3 - "$dir/uipc-$uid-fsck" <<'PY'
+IN_USE=$("$bin/ids_offset") python3 - "$dir/uipc-$uid-fsck" <<'PY'
 import sys, struct, os
-path = sys.argv[1]; ids0 = int(os.environ['IDS0'])
+path = sys.argv[1]; in_use = int(os.environ['IN_USE'])
 with open(path, 'r+b') as f:
-    f.seek(ids0 + 48); v = struct.unpack('<i', f.read(4))[0]
-    f.seek(ids0 + 48); f.write(struct.pack('<i', v + 5))
+    f.seek(in_use); v = struct.unpack('<i', f.read(4))[0]
+    f.seek(in_use); f.write(struct.pack('<i', v + 5))
 PY
 out=$("$uipc" fsck --dir "$dir" --ns fsck 2>&1); rc=$?
 if [ $rc -eq 1 ] && [[ "$out" == *"sem: 1 ids in use, the count says 6"* ]]; then ok "uipc fsck reports a damaged id table"; else nok "uipc fsck on a damaged namespace (status $rc)" "$out"; fi

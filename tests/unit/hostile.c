@@ -25,13 +25,12 @@
  *     truncate shortens the namespace file or a segment file;
  *   - the driver (root) relays, restores the segment files between rounds,
  *     and reports.
- * The fields of a lock that glibc follows (the robust list links, the
- * mutex kind) are left alone: they are the robust-lock redesign's (issue
- * 14, item 3).  The lock word itself is fair game.
+ * Every byte is fair game, lock words and alive words included: nothing
+ * in a lock is followed as a pointer (core/layout.h).
  *
  *   hostile holdstop KEY       (preloaded, as the hostile user)
- * takes the message queue KEY's lock word for itself (its own tid) and
- * stops (SIGSTOP): unit-hostile.t checks that the victim's calls stay
+ * takes the message queue KEY's lock word for itself (its own thread
+ * slot) and stops (SIGSTOP): unit-hostile.t checks that the victim's calls stay
  * bounded and that uipc fsck names it.
  */
 #include <dirent.h>
@@ -772,13 +771,11 @@ static struct {
 	int nreg;
 	struct undo *log;
 	int nlog, caplog;
-	/* the objects, as offsets, and the locks glibc walks */
+	/* the objects, as offsets */
 	uoff_t sem[NSEM], msg[NMSG], shm[NSHM];
 	/* where the tables are, as the snapshot found them (the header's
 	 * copies may be damaged meanwhile) */
 	uoff_t entries[IPC_NR_IDS], used[IPC_NR_IDS], procs, threads;
-	uoff_t mutexes[4096];
-	int nmutex;
 	char desc[2048];
 	size_t dlen;
 } C;
@@ -812,27 +809,6 @@ static void add_region(uoff_t off, uint64_t len)
 	if (!r->copy)
 		exit(2);
 	memcpy(r->copy, C.base + off, len);
-}
-
-static void add_mutex(const void *m)
-{
-	if (C.nmutex < (int)(sizeof(C.mutexes) / sizeof(C.mutexes[0])))
-		C.mutexes[C.nmutex++] = off_of(m);
-}
-
-/* does [OFF, OFF+W) touch what glibc follows in a robust mutex (its kind
- * and list links)?  Left to the robust-lock redesign (issue 14, item 3). */
-static bool glibc_private(uoff_t off, int w)
-{
-	for (int i = 0; i < C.nmutex; i++) {
-		uoff_t k = C.mutexes[i] + offsetof(pthread_mutex_t, __data.__kind);
-		uoff_t l = C.mutexes[i] + offsetof(pthread_mutex_t, __data.__list);
-
-		if ((off < k + 4 && off + (uoff_t)w > k) ||
-		    (off < l + sizeof(__pthread_list_t) && off + (uoff_t)w > l))
-			return true;
-	}
-	return false;
 }
 
 static uoff_t entry_of(int type, int idx)
@@ -891,30 +867,6 @@ static void snapshot(const char *path)
 			exit(2);
 		}
 	}
-	/* the mutexes glibc walks: the header's, the slots', the objects' */
-	add_mutex(&C.h->ns_lock.m);
-	add_mutex(&C.h->alloc.lock.m);
-	for (int t = 0; t < IPC_NR_IDS; t++)
-		add_mutex(&C.h->ids[t].lock.m);
-	for (int i = 0; i < 64; i++) {
-		struct uproc *p = at(C.h->procs + (uoff_t)i * sizeof(*p));
-		struct uthread *th = at(C.h->threads + (uoff_t)i * sizeof(*th));
-
-		add_mutex(&p->alive);
-		add_mutex(&p->lock.m);
-		add_mutex(&th->alive);
-	}
-	for (int i = 0; i < NSEM; i++) {
-		struct m_sem_array *s = at(C.sem[i]);
-
-		add_mutex(&s->glock.m);
-		for (int k = 0; k < s->nsems; k++)
-			add_mutex(&s->sems[k].lock.m);
-	}
-	for (int i = 0; i < NMSG; i++)
-		add_mutex(&((struct m_msg_queue *)at(C.msg[i]))->lock.m);
-	for (int i = 0; i < NSHM; i++)
-		add_mutex(&((struct m_shmid_kernel *)at(C.shm[i]))->lock.m);
 }
 
 /* the mirror of the private structures still matches the real ones? */
@@ -1089,7 +1041,7 @@ IDS_FIELD(f_keys, keys)
 IDS_FIELD(f_keys_cap, keys_cap)
 IDS_FIELD(f_keys_used, keys_used)
 IDS_FIELD(f_keys_tombs, keys_tombs)
-IDS_FIELD(f_ids_lock, lock.m.__data.__lock)
+IDS_FIELD(f_ids_lock, lock.word)
 HDR_FIELD(f_semmsl, C.h->lim.semmsl)
 HDR_FIELD(f_semopm, C.h->lim.semopm)
 HDR_FIELD(f_semmns, C.h->lim.semmns)
@@ -1110,9 +1062,9 @@ HDR_FIELD(f_pool_state, C.h->shm_pool.e[0].state)
 HDR_FIELD(f_brk, C.h->alloc.brk)
 HDR_FIELD(f_populated, C.h->alloc.populated)
 HDR_FIELD(f_alloc_used, C.h->alloc.used)
-HDR_FIELD(f_ns_lock, C.h->ns_lock.m.__data.__lock)
-HDR_FIELD(f_alloc_lock, C.h->alloc.lock.m.__data.__lock)
-HDR_FIELD(f_alloc_owner, C.h->alloc.lock.m.__data.__owner)
+HDR_FIELD(f_ns_lock, C.h->ns_lock.word)
+HDR_FIELD(f_alloc_lock, C.h->alloc.lock.word)
+HDR_FIELD(f_alloc_frame, C.h->alloc.lock.frame)
 HDR_FIELD(f_arena_size, C.h->arena_size)
 
 static bool f_free_list(uint64_t i, struct field *f)
@@ -1156,8 +1108,8 @@ static bool proc_field(uint64_t i, int which, struct field *f)
 	case 1: *f = FIELD(o, p->pid); break;
 	case 2: *f = FIELD(o, p->starttime); break;
 	case 3: *f = FIELD(o, p->undo); break;
-	case 4: *f = FIELD(o, p->lock.m.__data.__lock); break;
-	default: *f = FIELD(o, p->alive.__data.__lock); break;
+	case 4: *f = FIELD(o, p->lock.word); break;
+	default: *f = FIELD(o, p->holder); break;
 	}
 	return true;
 }
@@ -1167,7 +1119,7 @@ static bool f_proc_pid(uint64_t i, struct field *f) { return proc_field(i, 1, f)
 static bool f_proc_start(uint64_t i, struct field *f) { return proc_field(i, 2, f); }
 static bool f_proc_undo(uint64_t i, struct field *f) { return proc_field(i, 3, f); }
 static bool f_proc_lock(uint64_t i, struct field *f) { return proc_field(i, 4, f); }
-static bool f_proc_alive(uint64_t i, struct field *f) { return proc_field(i, 5, f); }
+static bool f_proc_holder(uint64_t i, struct field *f) { return proc_field(i, 5, f); }
 
 static bool thread_field(uint64_t i, int which, struct field *f)
 {
@@ -1185,7 +1137,8 @@ static bool thread_field(uint64_t i, int which, struct field *f)
 	case 5: *f = FIELD(o, fr->committed); break;
 	case 6: *f = FIELD(o, fr->chunks); break;
 	case 7: *f = FIELD(o, fr->e[(i / 3) % J_INLINE].where); break;
-	default: *f = FIELD(o, t->waitq); break;
+	case 8: *f = FIELD(o, t->waitq); break;
+	default: *f = (struct field){ off_of(uthread_alive(t)), o, 4 }; break;
 	}
 	return true;
 }
@@ -1199,6 +1152,7 @@ static bool f_fr_committed(uint64_t i, struct field *f) { return thread_field(i,
 static bool f_fr_chunks(uint64_t i, struct field *f) { return thread_field(i, 6, f); }
 static bool f_fr_entry(uint64_t i, struct field *f) { return thread_field(i, 7, f); }
 static bool f_th_waitq(uint64_t i, struct field *f) { return thread_field(i, 8, f); }
+static bool f_th_alive(uint64_t i, struct field *f) { return thread_field(i, 9, f); }
 
 SEM_FIELD(f_sem_type, perm.type)
 SEM_FIELD(f_sem_id, perm.id)
@@ -1215,7 +1169,7 @@ SEM_FIELD(f_sem_alter_first, pend_alter.first)
 SEM_FIELD(f_sem_alter_last, pend_alter.last)
 SEM_FIELD(f_sem_const_first, pend_const.first)
 SEM_FIELD(f_sem_undo_list, undo_list)
-SEM_FIELD(f_sem_glock, glock.m.__data.__lock)
+SEM_FIELD(f_sem_glock, glock.word)
 
 static bool one_sem_field(uint64_t i, int which, struct field *f)
 {
@@ -1227,7 +1181,7 @@ static bool one_sem_field(uint64_t i, int which, struct field *f)
 	case 0: *f = FIELD(o, x->word); break;
 	case 1: *f = FIELD(o, x->pend_alter.first); break;
 	case 2: *f = FIELD(o, x->pend_const.first); break;
-	default: *f = FIELD(o, x->lock.m.__data.__lock); break;
+	default: *f = FIELD(o, x->lock.word); break;
 	}
 	return true;
 }
@@ -1250,7 +1204,7 @@ MSG_FIELD(f_msg_wfree, wfree)
 MSG_FIELD(f_msg_ring, ring)
 MSG_FIELD(f_msg_ring_alloc, ring_alloc)
 MSG_FIELD(f_msg_retired_next, retired_next)
-MSG_FIELD(f_msg_lock, lock.m.__data.__lock)
+MSG_FIELD(f_msg_lock, lock.word)
 MSG_FIELD(f_msg_deleted, perm.deleted)
 MSG_FIELD(f_msg_mode, perm.mode)
 
@@ -1313,7 +1267,7 @@ SHM_FIELD(f_shm_nattch, nattch)
 SHM_FIELD(f_shm_creator, creator)
 SHM_FIELD(f_shm_gen, gen)
 SHM_FIELD(f_shm_mode, perm.mode)
-SHM_FIELD(f_shm_lock, lock.m.__data.__lock)
+SHM_FIELD(f_shm_lock, lock.word)
 SHM_FIELD(f_shm_type, perm.type)
 
 static bool blk_field(uint64_t i, int which, struct field *f)
@@ -1351,16 +1305,16 @@ static const struct target {
 	{ "shm_pool.e[0].file", f_pool_file }, { "shm_pool.e[0].state", f_pool_state },
 	{ "alloc.brk", f_brk }, { "alloc.populated", f_populated }, { "alloc.used", f_alloc_used },
 	{ "alloc free list", f_free_list }, { "ns_lock word", f_ns_lock },
-	{ "allocator lock word", f_alloc_lock }, { "allocator lock owner", f_alloc_owner },
+	{ "allocator lock word", f_alloc_lock }, { "allocator lock frame", f_alloc_frame },
 	{ "arena_size", f_arena_size }, { "id table entry", f_entry }, { "id bitmap", f_bitmap },
 	{ "key table slot", f_key_slot },
 	{ "proc.state", f_proc_state }, { "proc.pid", f_proc_pid },
 	{ "proc.starttime", f_proc_start }, { "proc.undo", f_proc_undo },
-	{ "proc lock word", f_proc_lock }, { "proc alive word", f_proc_alive },
+	{ "proc lock word", f_proc_lock }, { "proc holder", f_proc_holder },
 	{ "thread.state", f_th_state }, { "thread.tid", f_th_tid }, { "thread.proc", f_th_proc },
 	{ "frame.lock", f_fr_lock }, { "frame.n", f_fr_n }, { "frame.committed", f_fr_committed },
 	{ "frame.chunks", f_fr_chunks }, { "frame entry", f_fr_entry },
-	{ "thread.waitq", f_th_waitq },
+	{ "thread.waitq", f_th_waitq }, { "thread alive word", f_th_alive },
 	{ "sem perm.type", f_sem_type }, { "sem perm.id", f_sem_id }, { "sem perm.key", f_sem_key },
 	{ "sem perm.mode", f_sem_mode }, { "sem perm.deleted", f_sem_deleted },
 	{ "sem nsems", f_sem_nsems }, { "sem tag", f_sem_tag },
@@ -1399,7 +1353,7 @@ static void damage(int t, int k, uint64_t i)
 	struct field f;
 	uint64_t v;
 
-	if (!targets[t].locate(i, &f) || glibc_private(f.off, f.w)) {
+	if (!targets[t].locate(i, &f)) {
 		note("[%s: none]", targets[t].name);
 		return;
 	}
@@ -1427,7 +1381,7 @@ static void raw_word(void)
 	struct region *r = &C.reg[rnd_below((uint64_t)C.nreg)];
 	uoff_t off = r->off + (rnd_below(r->len) & ~7ULL);
 
-	if (off + 8 > C.size || glibc_private(off, 8))
+	if (off + 8 > C.size)
 		return;
 	note("[raw word at %llu]", (unsigned long long)off);
 	poke(off, 8, rnd_below(4) ? rnd() : rnd_below(C.size));
@@ -1907,6 +1861,24 @@ static int drive(int argc, char **argv)
 /* holdstop: a member that takes a queue's lock word and stops            */
 /* ===================================================================== */
 
+/* the lock word that names this thread as holder (core/layout.h): its
+ * live thread slot's generation and index + 1 */
+static uint64_t own_lock_word(void *m, struct uipc_hdr *h)
+{
+	int32_t tid = (int32_t)syscall(SYS_gettid);
+
+	for (uint32_t i = 0; i < h->threads_hwm && i < MAX_THREADS; i++) {
+		struct uthread *t = (struct uthread *)((char *)m + h->threads +
+						       (uoff_t)i * sizeof(*t));
+		uint64_t w = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+
+		if (SLOT_STATE(w) == SLOT_LIVE && SLOT_ID(w) == tid)
+			return (uint64_t)SLOT_GEN(w) << 32 | (i + 1);
+	}
+	die("holdstop: no thread slot of ours");
+	return 0;
+}
+
 static int holdstop(int argc, char **argv)
 {
 	int id = msgget((key_t)strtol(argv[1], NULL, 0), 0);
@@ -1935,7 +1907,7 @@ static int holdstop(int argc, char **argv)
 		uoff_t off = *(uoff_t *)((char *)m + h->ids[IPC_MSG_IDS].entries + (uoff_t)idx * 8);
 		struct m_msg_queue *q = (struct m_msg_queue *)((char *)m + off);
 
-		__atomic_store_n(&q->lock.m.__data.__lock, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+		__atomic_store_n(&q->lock.word, own_lock_word(m, h), __ATOMIC_RELEASE);
 	}
 	printf("held by %d\n", (int)getpid());
 	fflush(stdout);

@@ -1,84 +1,124 @@
 /*
- * proc_reclaim.c - the process slots of processes killed without their
- * exit work are reclaimed whatever pid_max is (issue 14, item 7): N
- * children each register (a semop with SEM_UNDO) and are SIGKILLed, with
- * pids that do not come back; the namespace's process table must not grow
- * with them, and every adjustment they left is undone.
+ * proc_reclaim.c - the process slots of killed processes come back
+ * whatever pid_max is: they are not left for a new process with the same
+ * pid to find (issue 14, item 7).  Run under uipc (LD_PRELOAD) in a fresh
+ * namespace; prints TAP.
  *
- *   proc_reclaim NSFILE N      (preloaded; NSFILE: the namespace's file)
- *
- * Prints TAP.
+ * KILLED children each register (half of them with a GETVAL, which leaves
+ * nothing for the semaphore code to clean up, half with a SEM_UNDO semop,
+ * which leaves an undo entry) and are SIGKILLed; then as many children
+ * register and exit normally.  Afterwards no process slot is still taken
+ * by a process that no longer exists, and the killed children's SEM_UNDO
+ * adjustments were applied (the semaphore is back at its value).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <sys/sem.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/layout.h"
+#include "../../core/layout.h"
 
-static uint32_t table_high_water(const char *path)
+#define KILLED 300
+
+static int semid;
+
+/* a child that registers (a GETVAL, or with UNDO a SEM_UNDO semop) and,
+ * if it is to be killed, says so and waits for the signal */
+static pid_t child(bool killed, bool undo)
 {
-	struct uipc_hdr h;
-	int fd = open(path, O_RDONLY);
+	int pfd[2];
+	pid_t p;
+	char c;
 
-	if (fd < 0 || pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
-		perror(path);
-		exit(1);
+	if (pipe(pfd) < 0)
+		return -1;
+	p = fork();
+	if (p == 0) {
+		struct sembuf up = { 0, 1, SEM_UNDO };
+
+		close(pfd[0]);
+		if (undo ? semop(semid, &up, 1) < 0 : semctl(semid, 0, GETVAL) < 0)
+			_exit(2);
+		if (!killed)
+			exit(0);        /* gives its own slot back (_exit leaves it to be reaped) */
+		if (write(pfd[1], "r", 1) != 1)
+			_exit(2);
+		pause();
+		_exit(3);
 	}
-	close(fd);
-	return h.procs_hwm;
+	close(pfd[1]);
+	if (p > 0 && killed && read(pfd[0], &c, 1) == 1)
+		kill(p, SIGKILL);
+	close(pfd[0]);
+	return p;
 }
 
-int main(int argc, char **argv)
+/* slots still LIVE whose process no longer exists */
+static int leaked_slots(const char *path, int *hwm)
 {
-	int n = argc > 2 ? atoi(argv[2]) : 300, id, ok = 1, val;
-	uint32_t hwm;
+	struct stat st;
+	struct uipc_hdr *h;
+	int fd = open(path, O_RDONLY), n = 0;
 
-	if (argc < 2)
-		return 2;
-	id = semget(IPC_PRIVATE, 1, 0600);
-	if (id < 0) {
-		perror("semget");
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return -1;
+	h = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (h == MAP_FAILED)
+		return -1;
+	*hwm = (int)atomic_load(&h->procs_hwm);
+	for (uint32_t i = 0; i < atomic_load(&h->procs_hwm) && i < MAX_PROCS; i++) {
+		struct uproc *p = (struct uproc *)((char *)h + h->procs + (uint64_t)i * sizeof(*p));
+		uint64_t w = atomic_load(&p->state);
+
+		if (SLOT_STATE(w) == SLOT_LIVE && kill(SLOT_ID(w), 0) < 0 && errno == ESRCH)
+			n++;
+	}
+	munmap(h, (size_t)st.st_size);
+	return n;
+}
+
+int main(void)
+{
+	const char *d = getenv("UIPC_DIR"), *name = getenv("UIPC_NS");
+	char path[4096];
+	int bad = 0, leaked, hwm = 0, val;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);   /* nothing buffered for children's exit() */
+	semid = semget(IPC_PRIVATE, 1, 0600);
+	if (!d || !name || semid < 0) {
+		printf("1..1\nnot ok 1 - needs UIPC_DIR, UIPC_NS and a semaphore: %s\n", strerror(errno));
 		return 1;
 	}
-	for (int i = 0; i < n; i++) {
-		int p[2];
-		char c;
-		pid_t pid;
+	snprintf(path, sizeof path, "%s/uipc-%u-%s", d, (unsigned)getuid(), name);
+	printf("1..3\n");
+	for (int i = 0; i < KILLED; i++) {
+		int st;
+		pid_t p = child(true, i % 2);
 
-		if (pipe(p) < 0)
-			return 1;
-		pid = fork();
-		if (pid == 0) {
-			struct sembuf up = { 0, 1, SEM_UNDO };
-
-			close(p[0]);
-			if (semop(id, &up, 1) < 0)
-				_exit(1);
-			if (write(p[1], "r", 1) != 1)
-				_exit(1);
-			pause();
-			_exit(0);
-		}
-		close(p[1]);
-		if (read(p[0], &c, 1) != 1)
-			ok = 0;
-		close(p[0]);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
+		bad += p < 0 || waitpid(p, &st, 0) != p || !WIFSIGNALED(st);
 	}
-	hwm = table_high_water(argv[1]);
-	printf("1..2\n");
-	/* without reclaiming, the table would hold a slot per child */
-	printf("%s 1 - %d children killed after registering: the process table's "
-	       "high-water mark is %u (< 130)\n", ok && hwm < 130 ? "ok" : "not ok", n, hwm);
-	val = semctl(id, 0, GETVAL);
-	printf("%s 2 - the semaphore they raised with SEM_UNDO is back to %d (0)\n",
+	for (int i = 0; i < KILLED; i++) {
+		int st;
+		pid_t p = child(false, false);
+
+		bad += p < 0 || waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st);
+	}
+	printf("%s 1 - %d children killed after registering, %d more registered and exited%s\n",
+	       bad ? "not ok" : "ok", KILLED, KILLED, bad ? " (some did not behave)" : "");
+	leaked = leaked_slots(path, &hwm);
+	printf("%s 2 - no process slot is left to a process that is gone (%d left, high-water mark %d)\n",
+	       leaked == 0 ? "ok" : "not ok", leaked, hwm);
+	val = semctl(semid, 0, GETVAL);
+	printf("%s 3 - the killed children's SEM_UNDO adjustments were applied (value %d)\n",
 	       val == 0 ? "ok" : "not ok", val);
-	semctl(id, 0, IPC_RMID);
-	return ok && hwm < 130 && val == 0 ? 0 : 1;
+	semctl(semid, 0, IPC_RMID);
+	return bad || leaked || val ? 1 : 0;
 }

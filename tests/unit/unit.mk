@@ -17,7 +17,8 @@ UNIT_PROGS := \
 	$(UNIT_DIR)/chaos_mixed \
 	$(UNIT_DIR)/trust_shm $(UNIT_DIR)/crash_aio $(UNIT_DIR)/aio_backend $(UNIT_DIR)/aio_many \
 	$(UNIT_DIR)/ns_life \
-	$(UNIT_DIR)/hostile $(UNIT_DIR)/proc_reclaim
+	$(UNIT_DIR)/lock_hostile $(UNIT_DIR)/hostile \
+	$(UNIT_DIR)/proc_reclaim
 TEST_PROGS += $(UNIT_PROGS)
 
 $(UNIT_DIR)/%: tests/unit/%.c | $(UNIT_DIR)
@@ -30,8 +31,8 @@ $(UNIT_DIR):
 $(UNIT_DIR)/crash_aio $(UNIT_DIR)/aio_backend $(UNIT_DIR)/aio_many: $(UNIT_DIR)/%: tests/unit/%.c | $(UNIT_DIR)
 	$(CC) $(TESTCFLAGS) $< -o $@ -ldl -laio
 
-# prints an offset in the namespace layout: rebuilt when the layout changes
-$(UNIT_DIR)/ids_offset: core/layout.h
+# know the namespace layout: rebuilt when it changes
+$(UNIT_DIR)/ids_offset $(UNIT_DIR)/lock_hostile $(UNIT_DIR)/proc_reclaim: core/layout.h
 
 # the crash tests share crashkit.h
 $(UNIT_DIR)/crash_sem $(UNIT_DIR)/crash_msg $(UNIT_DIR)/crash_shm: tests/unit/crashkit.h
@@ -40,7 +41,3 @@ $(UNIT_DIR)/crash_sem $(UNIT_DIR)/crash_msg $(UNIT_DIR)/crash_shm: tests/unit/cr
 # ipc/msgring.h) and mirrors ipc/'s private structures
 $(UNIT_DIR)/hostile: tests/unit/hostile.c tests/unit/hostile_mirror.h core/layout.h ipc/msgring.h | $(UNIT_DIR)
 	$(CC) $(TESTCFLAGS) -I. $< -o $@ -ldl
-
-# reads the process table's high-water mark (core/layout.h)
-$(UNIT_DIR)/proc_reclaim: tests/unit/proc_reclaim.c core/layout.h | $(UNIT_DIR)
-	$(CC) $(TESTCFLAGS) -I. $< -o $@

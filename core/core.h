@@ -152,6 +152,9 @@ UIPC_HIDDEN void ns_fault_unregister(struct ns *ns); /* before unmapping */
 UIPC_HIDDEN bool ns_fault_repair(void *addr);
 /* nsfile.c: later calls fail with EIDRM (async-signal-safe) */
 UIPC_HIDDEN void ns_mark_broken(struct ns *ns);
+/* proc.c: the namespace whose thread slot page ADDR's page maps a second
+ * time (an alias), or NULL (async-signal-safe) */
+UIPC_HIDDEN struct ns *proc_alias_ns(void *addr);
 
 /* ---- lockwait.c: how long a wait for a held lock may last ----
  * A plain ulock_acquire that finds its lock taken asks lockwait_plan for

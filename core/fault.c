@@ -61,8 +61,23 @@ void ns_fault_unregister(struct ns *ns)
 			atomic_store(&maps[i].base, 0);
 }
 
+/* a page of a thread slot mapped a second time (core/proc.c's alias) past
+ * the file's end: the same repair, one page */
+static bool repair_alias(void *addr)
+{
+	struct ns *ns = proc_alias_ns(addr);
+	uintptr_t page = (uintptr_t)addr & ~(uintptr_t)(UIPC_PAGE - 1);
+
+	if (!ns || sys_mmap((void *)page, UIPC_PAGE, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+		return false;
+	ns_mark_broken(ns);
+	return true;
+}
+
 /* Called from the SIGBUS handler with the faulting address: true if it was
- * in an arena, which is now repaired (see above). */
+ * in an arena or an alias of a page of one, which is now repaired (see
+ * above). */
 bool ns_fault_repair(void *addr)
 {
 	uintptr_t a = (uintptr_t)addr;
@@ -84,5 +99,5 @@ bool ns_fault_repair(void *addr)
 		ns_mark_broken(maps[i].ns);
 		return true;
 	}
-	return false;
+	return repair_alias(addr);
 }

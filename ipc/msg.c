@@ -874,9 +874,13 @@ static struct msgm *find_msg(struct ns *ns, struct msg_queue *q, long msgtyp, in
 
 		if (!m)
 			break;
-		if (testmsg(m->mtype, msgtyp, mode)) {
-			if (mode == SEARCH_LESSEQUAL && m->mtype != 1) {
-				msgtyp = m->mtype - 1;
+		long mtype = __atomic_load_n(&m->mtype, __ATOMIC_RELAXED);
+
+		if (testmsg(mtype, msgtyp, mode)) {
+			/* a type below 1 is a forged one (msgsnd refuses it):
+			 * taken as the lowest, like 1, and never decremented */
+			if (mode == SEARCH_LESSEQUAL && mtype > 1) {
+				msgtyp = mtype - 1;
 				found = m;
 				fprev = prev;
 			} else if (mode == SEARCH_NUMBER) {

@@ -216,12 +216,15 @@ UIPC_HIDDEN struct uperm *ipc_obj_bad(struct ns *ns, const char *what) __attribu
 static inline struct uperm *ipc_obj_at(struct ns *ns, uoff_t off, int type)
 {
 	static const uint32_t size[IPC_NR_IDS] = { SEM_OBJ_SIZE, MSG_OBJ_SIZE, SHM_OBJ_SIZE };
-	/* objects live in the heap: an entry into the header or the tables
-	 * (a corrupt arena) is no object */
-	struct uperm *p = off >= ns->lay.heap_start ? ns_ptr_aligned(ns, off, size[type]) : NULL;
+	struct uperm *p;
 
-	if (unlikely(!p))
+	/* objects live in the heap, 8-aligned, whole inside the mapping: an
+	 * entry into the header or the tables, or past the end (a corrupt
+	 * arena), is no object.  (The mapping is larger than any object's
+	 * fixed part: its header alone is.) */
+	if (unlikely(off < ns->lay.heap_start || (off & 7) || off > ns->size - size[type]))
 		return off ? ipc_obj_bad(ns, "id table entry outside the heap") : NULL;
+	p = (struct uperm *)(ns->base + off);
 	if (unlikely(p->type != (uint32_t)type))
 		return ipc_obj_bad(ns, "object of the wrong type in an id table");
 	return p;

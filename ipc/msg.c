@@ -184,15 +184,13 @@ static struct msg_queue *msq_of(struct uperm *p)
 
 /* the queue of ID, checked as a whole against its block: NULL with *ERR
  * -EINVAL for no such id, -EIDRM for one the arena says is not a queue */
+/* (a queue is all fixed part: ipc_obj_at found it whole inside the
+ * mapping, MSG_OBJ_SIZE being its size; its block is checked where it is
+ * reused, newque, and by fsck) */
 static inline struct msg_queue *msq_obtain_check(struct ns *ns, int id, int *err)
 {
 	struct uperm *p = ipc_obtain_check(ns, IPC_MSG_IDS, id, err);
 
-	if (p && !ipc_obj_fits(ns, p, sizeof(struct msg_queue))) {
-		ns_corrupt(ns, "message queue outside its block");
-		*err = -EIDRM;
-		return NULL;
-	}
 	return p ? msq_of(p) : NULL;
 }
 
@@ -1364,8 +1362,22 @@ static int msgsnd_sleep(struct ns *ns, struct msg_queue *q, int msqid, size_t ms
 	return r == -EINTR ? -EINTR : 0;
 }
 
+/*
+ * A send or receive that may sleep stays interruptible while it waits for
+ * a lock too (core/lockwait.c).  The bound is set at the call's first lock
+ * (*BOUNDED then true: the caller ends it), so that the lock-free ring path
+ * pays nothing for it.
+ */
+static inline void bound_lock_waits(int msgflg, unsigned hand0, bool *bounded)
+{
+	if (!*bounded && !(msgflg & IPC_NOWAIT)) {
+		lockwait_bound_blocking(NULL, hand0);
+		*bounded = true;
+	}
+}
+
 static int do_msgsnd(struct ns *ns, int msqid, long mtype, const void *text, size_t msgsz,
-		     int msgflg, unsigned hand0)
+		     int msgflg, unsigned hand0, bool *bounded)
 {
 	struct msg_queue *q;
 	struct wake_q wq;          /* only n: zeroing 64 entries costs more than a fast send */
@@ -1382,6 +1394,7 @@ static int do_msgsnd(struct ns *ns, int msqid, long mtype, const void *text, siz
 		r = msgsnd_fast(ns, q, msqid, mtype, text, msgsz, msgflg, hand0, &spun);
 		if (r != FAST_NO)
 			return r;
+		bound_lock_waits(msgflg, hand0, bounded);
 		r = msq_lock(ns, q);
 		if (r)
 			return r;
@@ -1436,6 +1449,7 @@ int ksys_msgsnd(unsigned hand0, int msqid, const void *msgp, size_t msgsz, int m
 {
 	struct ns *ns;
 	char small[512], *text = small;
+	bool bounded = false;
 	long mtype;
 	int r;
 
@@ -1456,12 +1470,8 @@ int ksys_msgsnd(unsigned hand0, int msqid, const void *msgp, size_t msgsz, int m
 	if (uipc_copy_from_user(text, (const char *)msgp + sizeof(long), msgsz)) {
 		r = -EFAULT;
 	} else {
-		/* a send that may sleep stays interruptible while it waits
-		 * for a lock too (core/lockwait.c) */
-		if (!(msgflg & IPC_NOWAIT))
-			lockwait_bound_blocking(NULL, hand0);
-		r = do_msgsnd(ns, msqid, mtype, text, msgsz, msgflg, hand0);
-		if (!(msgflg & IPC_NOWAIT))
+		r = do_msgsnd(ns, msqid, mtype, text, msgsz, msgflg, hand0, &bounded);
+		if (bounded)
 			lockwait_bound_end();
 	}
 	if (text != small)
@@ -1741,7 +1751,7 @@ static int msg_copy_probe(struct ns *ns, struct rcv_req *rq)
 }
 
 static long do_msgrcv(struct ns *ns, int msqid, void *buf, size_t bufsz, long msgtyp,
-		      int msgflg, unsigned hand0)
+		      int msgflg, unsigned hand0, bool *bounded)
 {
 	struct rcv_req rq = { .buf = buf, .bufsz = bufsz, .msgflg = msgflg, .hand0 = hand0 };
 	struct msg_queue *q;
@@ -1770,6 +1780,7 @@ static long do_msgrcv(struct ns *ns, int msqid, void *buf, size_t bufsz, long ms
 		ret = msgrcv_fast(ns, q, msqid, &rq, &spun);
 		if (ret != RCV_SLOW)
 			return ret;
+		bound_lock_waits(msgflg, rq.hand0, bounded);
 		r = msq_lock(ns, q);
 		if (r)
 			return r;
@@ -1817,16 +1828,13 @@ ssize_t ksys_msgrcv(unsigned hand0, int msqid, void *msgp, size_t msgsz, long ms
 		    int msgflg)
 {
 	struct ns *ns = ns_get();
+	bool bounded = false;
 	ssize_t r;
 
 	if (!ns)
 		return -errno;
-	/* a receive that may sleep stays interruptible while it waits for a
-	 * lock too (core/lockwait.c) */
-	if (!(msgflg & IPC_NOWAIT))
-		lockwait_bound_blocking(NULL, hand0);
-	r = do_msgrcv(ns, msqid, msgp, msgsz, msgtyp, msgflg, hand0);
-	if (!(msgflg & IPC_NOWAIT))
+	r = do_msgrcv(ns, msqid, msgp, msgsz, msgtyp, msgflg, hand0, &bounded);
+	if (bounded)
 		lockwait_bound_end();
 	return r;
 }

@@ -131,20 +131,35 @@ int sem_array_bytes(int nsems)
  * second reading.
  */
 
+/* the bytes of an array of N semaphores */
+static inline uint64_t sem_bytes(int32_t n)
+{
+	return sizeof(struct sem_array) + (uint64_t)n * sizeof(struct sem);
+}
+
+static __attribute__((noinline, cold)) int sem_bad_count(struct ns *ns)
+{
+	ns_corrupt(ns, "semaphore array of a bad size");
+	return 0;
+}
+
 /*
  * How many semaphores SMA holds, as far as this process may trust it: its
- * nsems read once, at least 1, the whole array inside its block (and the
- * mapping).  0 if not: the caller treats the array as gone (EIDRM).
+ * nsems read once, at least 1, the whole array inside the mapping.  0 if
+ * not: the caller treats the array as gone (EIDRM).  The lookup
+ * (sem_obtain_count) checks the array against its block too, once a call;
+ * the helpers that read the count again afterwards (another member may
+ * have rewritten it meanwhile) check it against the mapping, which is
+ * what keeps their reads and writes inside the arena, at a few
+ * instructions each.
  */
 static inline int sem_count(struct ns *ns, struct sem_array *sma)
 {
 	int32_t n = __atomic_load_n(&sma->nsems, __ATOMIC_RELAXED);
 
-	if (likely(n >= 1 && ipc_obj_fits(ns, sma, sizeof(*sma) +
-					    (uint64_t)n * sizeof(struct sem))))
+	if (likely(n >= 1 && (uint64_t)((const char *)sma - ns->base) + sem_bytes(n) <= ns->size))
 		return n;
-	ns_corrupt(ns, "semaphore array of a bad size");
-	return 0;
+	return sem_bad_count(ns);
 }
 
 /* semaphore NUM of an array of N (sem_count), or NULL */
@@ -1097,14 +1112,19 @@ static int count_semcnt(struct ns *ns, struct sem_array *sma, int semnum, bool c
 /* the array of SEMID, checked as a whole: NULL with *ERR -EINVAL for no
  * such id, -EIDRM for an array the arena says is not one; *N its checked
  * count (sem_count) */
-static struct sem_array *sem_obtain_count(struct ns *ns, int semid, int *err, int *n)
+/* (inline: every semop and semctl looks its array up) */
+static inline __attribute__((always_inline)) struct sem_array *
+sem_obtain_count(struct ns *ns, int semid, int *err, int *n)
 {
 	struct uperm *p = ipc_obtain_check(ns, IPC_SEM_IDS, semid, err);
 
 	if (!p)
 		return NULL;
+	/* the array whole inside its block (ipc_obj_fits remembers it) */
 	*n = sem_count(ns, sma_of(p));
-	if (!*n) {
+	if (!*n || !ipc_obj_fits(ns, p, sem_bytes(*n))) {
+		if (*n)
+			sem_bad_count(ns);
 		*err = -EIDRM;
 		return NULL;
 	}
@@ -1672,9 +1692,10 @@ static int semop_fast(struct ns *ns, int semid, struct sembuf *sop)
 		return 1;
 	sma = sma_of(p);
 	s = &sma->sems[sop->sem_num];
-	/* the semaphore inside the mapping covers the array's header before
-	 * it too; the locked path checks the array as a whole (sem_count) */
-	if (!ns_ptr(ns, ns_off(ns, s), sizeof(*s)) ||
+	/* the semaphore's end inside the mapping (its start is past the
+	 * array's, which ipc_obtain_check found inside); the locked path
+	 * checks the array as a whole (sem_count) */
+	if ((uint64_t)((const char *)(s + 1) - ns->base) > ns->size ||
 	    sop->sem_num >= (unsigned)__atomic_load_n(&sma->nsems, __ATOMIC_RELAXED))
 		return 1;
 	tag = sma->tag;
@@ -2279,14 +2300,14 @@ static int semctl_setval(struct ns *ns, int semid, int semnum, int val)
 	struct sem_array *sma;
 	struct wake_q wq = { 0 };
 	struct sem *s;
-	int err = 0, locknum;
+	int err = 0, locknum, n;
 
 	if (val > SEMVMX_MAX || val < 0)
 		return -ERANGE;
-	sma = sem_obtain_check(ns, semid, &err);
+	sma = sem_obtain_count(ns, semid, &err, &n);
 	if (!sma)
 		return err;
-	if (semnum < 0 || semnum >= sem_count(ns, sma))
+	if (semnum < 0 || semnum >= n)
 		return -EINVAL;
 	if (ipcperms(&sma->perm, 0222))
 		return -EACCES;
@@ -2315,15 +2336,14 @@ static int semctl_main(struct ns *ns, int semid, int semnum, int cmd, void *p)
 	int err = 0, locknum, nsems, i;
 	bool reading;
 
-	sma = sem_obtain_check(ns, semid, &err);
-	if (!sma)
-		return err;
 	/* checked against the array's block; for GETALL and SETALL also
 	 * against what this process knows of it: the caller's buffer holds
 	 * the count the array had when the caller learnt it (validate.c) */
-	nsems = sem_count(ns, sma);
-	if (!nsems || ((cmd == GETALL || cmd == SETALL) &&
-		       ipc_seen_size(ns, IPC_SEM_IDS, semid, (uint64_t)nsems)))
+	sma = sem_obtain_count(ns, semid, &err, &nsems);
+	if (!sma)
+		return err;
+	if ((cmd == GETALL || cmd == SETALL) &&
+	    ipc_seen_size(ns, IPC_SEM_IDS, semid, (uint64_t)nsems))
 		return -EIDRM;
 	if (ipcperms(&sma->perm, cmd == SETALL ? 0222 : 0444))
 		return -EACCES;

@@ -301,13 +301,15 @@ int arena_check(struct ns *ns, char *report, size_t len)
 	for (int pool = 0; pool < POOL_NR; pool++) {
 		for (int cls = MIN_CLASS; cls <= MAX_CLASS; cls++) {
 			uoff_t off = a->free[pool][cls];
-			uint64_t guard = 0, most = (a->brk >> cls) + 1;
+			uint64_t brk = a->brk;
+			/* no more blocks than the mapping holds, whatever brk says */
+			uint64_t guard = 0, most = ((brk < ns->size ? brk : ns->size) >> cls) + 1;
 
 			while (off && guard++ <= most) {
-				struct blk *b = ns_ptr(ns, off, sizeof(*b));
+				struct blk *b = ns_ptr_aligned(ns, off, sizeof(*b));
 
 				if (!b || b->magic != BLK_MAGIC || b->cls != cls || b->pool != pool ||
-				    b->allocated || off >= a->brk) {
+				    b->allocated || off >= brk) {
 					bad++;
 					if (report && used < len)
 						used += (size_t)snprintf(report + used, len - used,

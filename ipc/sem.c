@@ -2276,7 +2276,13 @@ static int semctl_stat(struct ns *ns, int semid, int cmd, struct semid_ds *out)
 	return err;
 }
 
-static void zero_semadj(struct ns *ns, struct sem_array *sma, int semnum)
+/*
+ * SETVAL of SEMNUM, or SETALL (-1): every undo entry's adjustment of the
+ * array (N semaphores, sem_count) for it is void.  An entry's own count
+ * is trusted only up to N: each zeroed adjustment is a journaled store,
+ * and a forged count would make millions of them.
+ */
+static void zero_semadj(struct ns *ns, struct sem_array *sma, int n, int semnum)
 {
 	uoff_t o = sma->undo_list;
 	int guard = 0;
@@ -2285,12 +2291,20 @@ static void zero_semadj(struct ns *ns, struct sem_array *sma, int semnum)
 
 	while (o && guard++ < UNDO_ARRAY_WALK_MAX && !walk_loops(&w, o)) {
 		struct sem_undo *u = un_at(ns, o);
+		int un_n, lim;
 
 		if (!u)
 			break;
-		for (int i = 0, n = un_count(ns, u); i < n; i++)
-			if ((semnum < 0 || i == semnum) && u->semadj[i])
-				J_SET(ns, u->semadj[i], (int16_t)0);
+		un_n = un_count(ns, u);
+		lim = un_n < n ? un_n : n;
+		if (semnum >= 0) {
+			if (semnum < lim && u->semadj[semnum])
+				J_SET(ns, u->semadj[semnum], (int16_t)0);
+		} else {
+			for (int i = 0; i < lim; i++)
+				if (u->semadj[i])
+					J_SET(ns, u->semadj[i], (int16_t)0);
+		}
 		o = u->id_next;
 	}
 }
@@ -2319,7 +2333,7 @@ static int semctl_setval(struct ns *ns, int semid, int semnum, int val)
 		return -EIDRM;
 	}
 	s = &sma->sems[semnum];
-	zero_semadj(ns, sma, semnum);
+	zero_semadj(ns, sma, n, semnum);
 	set_word(ns, s, w_make(atomic_load(&s->word), val, cur_pid()));
 	J_SET(ns, sma->ctime, ipc_now());
 	do_smart_update(ns, sma, NULL, 0, 0, &wq);
@@ -2393,7 +2407,7 @@ static int semctl_main(struct ns *ns, int semid, int semnum, int cmd, void *p)
 
 			set_word(ns, s, w_make(atomic_load(&s->word), io[i], cur_pid()));
 		}
-		zero_semadj(ns, sma, -1);
+		zero_semadj(ns, sma, nsems, -1);
 		J_SET(ns, sma->ctime, ipc_now());
 		do_smart_update(ns, sma, NULL, 0, 0, &wq);
 		err = 0;

@@ -401,7 +401,7 @@ UIPC_HIDDEN const struct ucred_cache *cur_cred_slow(void);
  * lock-free paths asks (the call cost as much as the two loads) */
 static inline const struct ucred_cache *cur_cred(void)
 {
-	unsigned gen = __atomic_load_n(&uipc_cred_gen, __ATOMIC_ACQUIRE);
+	unsigned gen = atomic_load_explicit(&uipc_cred_gen, memory_order_acquire);
 
 	if (likely(uipc_tls_cred.valid && uipc_tls_cred_gen == gen))
 		return &uipc_tls_cred;

@@ -137,16 +137,16 @@ static bool ops_supported(int fd)
 {
 	static const int ops[] = { IORING_OP_READV, IORING_OP_WRITEV, IORING_OP_FSYNC,
 				   IORING_OP_READ };
-	struct {
-		struct io_uring_probe p;
-		struct io_uring_probe_op o[256];
-	} pr;
+	/* the probe and its 256 entries (a flexible array) in one buffer */
+	_Alignas(struct io_uring_probe) unsigned char
+		buf[sizeof(struct io_uring_probe) + 256 * sizeof(struct io_uring_probe_op)];
+	struct io_uring_probe *pr = (struct io_uring_probe *)buf;
 
-	memset(&pr, 0, sizeof(pr));
-	if (sys_raw6(SYS_io_uring_register, fd, IORING_REGISTER_PROBE, (long)&pr, 256, 0, 0) < 0)
+	memset(buf, 0, sizeof(buf));
+	if (sys_raw6(SYS_io_uring_register, fd, IORING_REGISTER_PROBE, (long)pr, 256, 0, 0) < 0)
 		return false;
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		if (ops[i] > pr.p.last_op || !(pr.o[ops[i]].flags & IO_URING_OP_SUPPORTED))
+		if (ops[i] > pr->last_op || !(pr->ops[ops[i]].flags & IO_URING_OP_SUPPORTED))
 			return false;
 	return true;
 }

@@ -9,7 +9,11 @@
 #define DT_RAWINSN_H
 
 #include <errno.h>
+#include <dlfcn.h>
 #include <stdarg.h>
+#include <string.h>
+
+#include "dt.h"
 
 static inline long raw_insn6(long nr, long a, long b, long c, long d, long e, long f)
 {
@@ -63,6 +67,19 @@ static inline long raw_syscall(long nr, ...)
 		return -1;
 	}
 	return r;
+}
+
+/* a case of the trap-mode tests: under uipc, trap mode must be on (else
+ * the calls by instruction would reach the kernel and pass unseen) */
+static inline void need_trap(void)
+{
+	int (*active)(void);
+
+	if (strcmp(dt_mode, "uipc") != 0)
+		return;
+	active = (int (*)(void))dlsym(RTLD_DEFAULT, "uipc_filter_active");
+	if (!active || !(active() & 1))
+		dt_fail("trap mode is not on (uipc_filter_active)");
 }
 
 #endif

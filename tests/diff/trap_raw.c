@@ -54,17 +54,6 @@
 /* "result" of CALL, errno read after the call */
 #define RES(call) ({ long r_ = (call); dt_res(r_, errno); })
 
-static void need_trap(void)
-{
-	int (*active)(void);
-
-	if (strcmp(dt_mode, "uipc") != 0)
-		return;
-	active = (int (*)(void))dlsym(RTLD_DEFAULT, "uipc_filter_active");
-	if (!active || !(active() & 1))
-		dt_fail("trap mode is not on (uipc_filter_active)");
-}
-
 #define CASE(name) \
 	static void name##_body(void); \
 	static void name(int argc, char **argv) { (void)argc, (void)argv; need_trap(); name##_body(); } \

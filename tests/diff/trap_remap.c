@@ -22,17 +22,6 @@
 #undef dt_cases
 #undef syscall
 
-static void need_trap(void)
-{
-	int (*active)(void);
-
-	if (strcmp(dt_mode, "uipc") != 0)
-		return;
-	active = (int (*)(void))dlsym(RTLD_DEFAULT, "uipc_filter_active");
-	if (!active || !(active() & 1))
-		dt_fail("trap mode is not on (uipc_filter_active)");
-}
-
 #define TRAPPED(fn) static void fn##_t(int c, char **v) { need_trap(); fn(c, v); }
 TRAPPED(basic)
 TRAPPED(errors)

@@ -1870,7 +1870,7 @@ static uint64_t own_lock_word(void *m, struct uipc_hdr *h)
 	for (uint32_t i = 0; i < h->threads_hwm && i < MAX_THREADS; i++) {
 		struct uthread *t = (struct uthread *)((char *)m + h->threads +
 						       (uoff_t)i * sizeof(*t));
-		uint64_t w = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+		uint64_t w = atomic_load_explicit(&t->state, memory_order_acquire);
 
 		if (SLOT_STATE(w) == SLOT_LIVE && SLOT_ID(w) == tid)
 			return (uint64_t)SLOT_GEN(w) << 32 | (i + 1);
@@ -1907,7 +1907,7 @@ static int holdstop(int argc, char **argv)
 		uoff_t off = *(uoff_t *)((char *)m + h->ids[IPC_MSG_IDS].entries + (uoff_t)idx * 8);
 		struct m_msg_queue *q = (struct m_msg_queue *)((char *)m + off);
 
-		__atomic_store_n(&q->lock.word, own_lock_word(m, h), __ATOMIC_RELEASE);
+		atomic_store_explicit(&q->lock.word, own_lock_word(m, h), memory_order_release);
 	}
 	printf("held by %d\n", (int)getpid());
 	fflush(stdout);

@@ -108,8 +108,11 @@ static __thread struct jcursor append_cur;
 
 struct jentry *j_slot(struct ns *ns, struct jframe *f, uint32_t i, bool grow)
 {
-	struct jcursor fresh = { 0 };
+	struct jcursor fresh;
 
+	if (i < J_INLINE)
+		return &f->e[i];
+	fresh.f = NULL;
 	if (grow && i == J_INLINE)
 		append_cur.f = NULL;
 	return j_slot_walk(ns, f, i, grow, grow ? &append_cur : &fresh);

@@ -37,7 +37,15 @@ include tests/tests.mk
 include bench/bench.mk
 include install.mk
 
-clean:
-	rm -rf $(B)
+# The library built with AddressSanitizer and UndefinedBehaviorSanitizer
+# (every undefined behaviour aborts) into build-asan/: tests/unit-sanitize.t
+# runs the differential suites and the hostile-member suite with it,
+# preloaded after the ASan runtime.
+SANFLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+sanitize:
+	$(MAKE) B=build-asan CFLAGS="$(SANFLAGS)" build-asan/libuipc.so
 
-.PHONY: all clean test bench
+clean:
+	rm -rf $(B) build-asan
+
+.PHONY: all clean test bench sanitize

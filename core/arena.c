@@ -76,11 +76,17 @@ static uoff_t bump(struct ns *ns, struct alloc_state *a, int cls)
 {
 	uint64_t bsize = 1ULL << cls;
 	uint64_t align = bsize < UIPC_PAGE ? bsize : UIPC_PAGE;
-	uint64_t start = (a->brk + align - 1) & ~(align - 1);
+	uint64_t brk = a->brk;
+	uint64_t start = (brk + align - 1) & ~(align - 1);
 	uint64_t end = start + bsize;
 
-	if (end > ns->size || end < start)
+	/* brk comes from the arena: a block is only ever carved from the
+	 * heap, never from the header or the fixed tables below it */
+	if (brk < ns->lay.heap_start || start < brk || end > ns->size || end < start) {
+		if (brk < ns->lay.heap_start || brk > ns->size)
+			ns_corrupt(ns, "allocator's break outside the heap");
 		return 0;
+	}
 	if (end > a->populated) {
 		/* populated ahead as much as the heap already has, from 16 KiB up
 		 * to 256 KiB: a new namespace's first call (unshare, then one
@@ -118,7 +124,7 @@ static uoff_t alloc_block(struct ns *ns, uint64_t size, int pool,
 		return 0;
 	off = a->free[pool][cls];
 	if (off) {
-		b = ns_ptr(ns, off, sizeof(*b));
+		b = off >= ns->lay.heap_start ? ns_ptr_aligned(ns, off, 1ULL << cls) : NULL;
 		if (!b || b->magic != BLK_MAGIC || b->cls != cls || b->allocated) {
 			ns_corrupt(ns, "allocator free list");
 			J_SET(ns, a->free[pool][cls], (uoff_t)0);
@@ -186,7 +192,10 @@ uoff_t arena_alloc_raw(struct ns *ns, uint64_t size, int pool)
 static void free_block(struct ns *ns, uoff_t off, bool check_gen, uint64_t gen)
 {
 	struct alloc_state *a = &ns->hdr->alloc;
-	struct blk *b = off > BLK_HDR ? ns_ptr(ns, off - BLK_HDR, sizeof(*b)) : NULL;
+	/* only heap blocks: an offset into the header or the tables (a
+	 * forged one) must never reach a free list */
+	struct blk *b = off >= ns->lay.heap_start + BLK_HDR ?
+		ns_ptr_aligned(ns, off - BLK_HDR, sizeof(*b)) : NULL;
 
 	if (!b || b->magic != BLK_MAGIC || b->cls < MIN_CLASS || b->cls > MAX_CLASS ||
 	    b->pool >= POOL_NR) {
@@ -205,16 +214,38 @@ static void free_block(struct ns *ns, uoff_t off, bool check_gen, uint64_t gen)
 	ulock_release(ns, &a->lock);
 }
 
+/*
+ * Does the allocated block that begins LEN bytes of object at OFF hold all
+ * of them?  The block header is read once (another member may rewrite it
+ * meanwhile: the answer is only ever used together with ns_ptr's, which
+ * keeps every access inside the mapping).
+ */
+bool arena_obj_fits(struct ns *ns, uoff_t off, uint64_t len)
+{
+	/* objects live in the heap, never in the header or the tables */
+	struct blk *b = off >= ns->lay.heap_start + BLK_HDR ?
+		ns_ptr_aligned(ns, off - BLK_HDR, sizeof(*b)) : NULL;
+	uint8_t cls;
+
+	if (!b || __atomic_load_n(&b->magic, __ATOMIC_RELAXED) != BLK_MAGIC ||
+	    !__atomic_load_n(&b->allocated, __ATOMIC_RELAXED))
+		return false;
+	cls = __atomic_load_n(&b->cls, __ATOMIC_RELAXED);
+	if (cls < MIN_CLASS || cls > MAX_CLASS || len > (1ULL << cls) - BLK_HDR)
+		return false;
+	return ns_ptr(ns, off, len) != NULL;
+}
+
 uint64_t arena_block_gen(struct ns *ns, uoff_t off)
 {
-	struct blk *b = off > BLK_HDR ? ns_ptr(ns, off - BLK_HDR, sizeof(*b)) : NULL;
+	struct blk *b = off > BLK_HDR ? ns_ptr_aligned(ns, off - BLK_HDR, sizeof(*b)) : NULL;
 
 	return b ? b->gen : 0;
 }
 
 const uint64_t *arena_gen_word(struct ns *ns, uoff_t off)
 {
-	struct blk *b = off > BLK_HDR ? ns_ptr(ns, off - BLK_HDR, sizeof(*b)) : NULL;
+	struct blk *b = off > BLK_HDR ? ns_ptr_aligned(ns, off - BLK_HDR, sizeof(*b)) : NULL;
 
 	return b ? &b->gen : NULL;
 }
@@ -271,13 +302,15 @@ int arena_check(struct ns *ns, char *report, size_t len)
 	for (int pool = 0; pool < POOL_NR; pool++) {
 		for (int cls = MIN_CLASS; cls <= MAX_CLASS; cls++) {
 			uoff_t off = a->free[pool][cls];
-			uint64_t guard = 0, most = (a->brk >> cls) + 1;
+			uint64_t brk = a->brk;
+			/* no more blocks than the mapping holds, whatever brk says */
+			uint64_t guard = 0, most = ((brk < ns->size ? brk : ns->size) >> cls) + 1;
 
 			while (off && guard++ <= most) {
-				struct blk *b = ns_ptr(ns, off, sizeof(*b));
+				struct blk *b = ns_ptr_aligned(ns, off, sizeof(*b));
 
 				if (!b || b->magic != BLK_MAGIC || b->cls != cls || b->pool != pool ||
-				    b->allocated || off >= a->brk) {
+				    b->allocated || off >= brk) {
 					bad++;
 					if (report && used < len)
 						used += (size_t)snprintf(report + used, len - used,

@@ -50,6 +50,11 @@ struct ns {
 	gid_t file_gid;
 	unsigned file_mode;
 	bool shared;               /* a shared namespace (uipc-shared-NAME) */
+	bool broken;               /* its file was truncated under us: calls fail
+				      with EIDRM (fault.c) */
+	/* the user namespace that owns it, as the header said when this
+	 * process opened it (cred.c judges credentials against it) */
+	struct owner_userns owner;
 	int anon_fd;               /* an anonymous namespace's memfd, else -1 */
 	bool created_here;         /* an anonymous one this process image made */
 	int hold_fd;               /* a named one joined by setns: its file until
@@ -67,6 +72,15 @@ static inline void *ns_ptr(struct ns *ns, uoff_t off, size_t len)
 	if (unlikely(off < 8 || off > ns->size || len > ns->size - off))
 		return NULL;
 	return ns->base + off;
+}
+
+/* ns_ptr for a structure read through an offset from the arena: 8-byte
+ * aligned too (a forged odd offset would make its words misaligned, and
+ * an atomic operation across two cache lines can even be fatal with
+ * split-lock detection) */
+static inline void *ns_ptr_aligned(struct ns *ns, uoff_t off, size_t len)
+{
+	return likely(!(off & 7)) ? ns_ptr(ns, off, len) : NULL;
 }
 
 static inline uoff_t ns_off(struct ns *ns, const void *p)
@@ -220,6 +234,84 @@ UIPC_HIDDEN int ns_door_open(pid_t pid, int flags);
  * NS_DOOR_KERNEL */
 UIPC_HIDDEN int ns_door_stat(pid_t pid, struct stat *st);
 
+/* ---- fault.c: a truncated namespace file gives errors, not SIGBUS ---- */
+UIPC_HIDDEN void ns_fault_register(struct ns *ns);   /* once mapped */
+UIPC_HIDDEN void ns_fault_unregister(struct ns *ns); /* before unmapping */
+/* the SIGBUS handler: was ADDR in an arena (now repaired, ns broken)? */
+UIPC_HIDDEN bool ns_fault_repair(void *addr);
+/* nsfile.c: later calls fail with EIDRM (async-signal-safe) */
+UIPC_HIDDEN void ns_mark_broken(struct ns *ns);
+/* proc.c: the namespace whose thread slot page ADDR's page maps a second
+ * time (an alias), or NULL (async-signal-safe) */
+UIPC_HIDDEN struct ns *proc_alias_ns(void *addr);
+
+/* ---- lockwait.c: how long a wait for a held lock may last ----
+ * A plain ulock_acquire that finds its lock taken asks lockwait_plan for
+ * a bound (the hook in core/lock.c's take_contended): the calling thread's.
+ * A blocking call sets its own deadline and handler count (its wait then
+ * ends with EINTR or, at the deadline, EAGAIN), fsck and the exit work a
+ * maximum, anything else waits UIPC_LOCK_WAIT_MS (EDEADLK).
+ * lockwait_suspend makes the waits that follow unbounded (a sleeper that
+ * must take its lock back to leave its queue), lockwait_resume ends that.
+ * Setting a bound is a few stores (inline): every semop that may sleep
+ * does it. */
+enum { BOUND_DEFAULT, BOUND_BLOCKING, BOUND_MAX };
+struct lockwait_bound {
+	int kind;
+	int depth;                 /* bounds set, nested: only the outermost counts */
+	int64_t deadline;          /* BLOCKING: CLOCK_MONOTONIC ns, 0 none */
+	int64_t max_ns;            /* MAX: the longest wait */
+	unsigned hand0;            /* BLOCKING: the handler count when the call began */
+	int suspended;             /* waits that must not fail (lockwait_suspend) */
+};
+UIPC_HIDDEN extern __thread struct lockwait_bound lockwait_tls;
+/* the deadline and ulock flags of a wait that starts now: 1, or 0 for no
+ * bound (suspended), or -EINTR: the blocking call is interrupted already */
+UIPC_HIDDEN int lockwait_plan(int64_t *deadline, unsigned *flags);
+/* a planned wait's -ETIMEDOUT as the call reports it (EAGAIN, EDEADLK) */
+UIPC_HIDDEN int lockwait_result(int r);
+
+/* DEADLINE: CLOCK_MONOTONIC, NULL for none; HAND0: the call's handler count */
+static inline void lockwait_bound_blocking(const struct timespec *deadline, unsigned hand0)
+{
+	struct lockwait_bound *b = &lockwait_tls;
+
+	if (b->depth++)
+		return;
+	b->kind = BOUND_BLOCKING;
+	b->deadline = deadline ? (int64_t)deadline->tv_sec * 1000000000LL + deadline->tv_nsec : 0;
+	b->hand0 = hand0;
+}
+
+static inline void lockwait_bound_max(int64_t max_ns)
+{
+	struct lockwait_bound *b = &lockwait_tls;
+
+	if (b->depth++)
+		return;
+	b->kind = BOUND_MAX;
+	b->max_ns = max_ns;
+}
+
+static inline void lockwait_bound_end(void)
+{
+	struct lockwait_bound *b = &lockwait_tls;
+
+	if (b->depth > 0 && --b->depth == 0)
+		b->kind = BOUND_DEFAULT;
+}
+
+static inline void lockwait_suspend(void)
+{
+	lockwait_tls.suspended++;
+}
+
+static inline void lockwait_resume(void)
+{
+	if (lockwait_tls.suspended > 0)
+		lockwait_tls.suspended--;
+}
+
 /* ---- lock.c ---- */
 UIPC_HIDDEN int ulock_init(struct ulock *l);
 UIPC_HIDDEN int ulock_acquire(struct ns *ns, struct ulock *l);
@@ -310,6 +402,9 @@ enum { POOL_GENERAL = 0, POOL_SEM = 1, POOL_SHM = 2, POOL_NR = 3 };
 UIPC_HIDDEN uoff_t arena_alloc(struct ns *ns, uint64_t size, int pool);
 UIPC_HIDDEN uoff_t arena_alloc_raw(struct ns *ns, uint64_t size, int pool);
 UIPC_HIDDEN uint64_t arena_block_gen(struct ns *ns, uoff_t off);
+/* is [OFF, OFF+LEN) inside one allocated block (and the mapping)?  For
+ * objects read from the arena: checked as a whole before use */
+UIPC_HIDDEN bool arena_obj_fits(struct ns *ns, uoff_t off, uint64_t len);
 /* the word that holds it: it changes only when the block is freed or
  * allocated again (a guard for j_guard); NULL for a bad offset */
 UIPC_HIDDEN const uint64_t *arena_gen_word(struct ns *ns, uoff_t off);
@@ -399,6 +494,7 @@ struct ucred_cache {
 	gid_t groups[256];
 	uint64_t caps;             /* effective capabilities, low 64 bits */
 	int valid;
+	int rel;                   /* to the owner user namespace (cred.c) */
 };
 UIPC_HIDDEN extern __thread struct ucred_cache uipc_tls_cred;
 UIPC_HIDDEN extern __thread unsigned uipc_tls_cred_gen;
@@ -418,6 +514,12 @@ static inline const struct ucred_cache *cur_cred(void)
 /* the credentials may have changed (entry/'s set*id and capset wrappers) */
 UIPC_HIDDEN void cred_invalidate(void);
 UIPC_HIDDEN bool has_cap(int cap);
+/* a new namespace's owner user namespace: this process's (the header's) */
+UIPC_HIDDEN void cred_note_owner(struct owner_userns *o);
+/* ids between the owner namespace's view (kept in objects) and the
+ * caller's: for IPC_STAT; for IPC_SET (-EINVAL: no mapping) */
+UIPC_HIDDEN uint32_t cred_id_for_caller(uint32_t id, bool gid);
+UIPC_HIDDEN int cred_id_from_caller(uint32_t id, bool gid, uint32_t *out);
 
 /* ---- small helpers ---- */
 

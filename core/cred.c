@@ -3,14 +3,40 @@
  * checks of the layers above need them: effective uid and gid,
  * supplementary groups, effective capabilities.  Cached per thread (the
  * kernel's are per thread too) and read again after entry/ saw a call that
- * may change them (cred_invalidate).
+ * may change them, or the process entered another namespace
+ * (cred_invalidate).
+ *
+ * As the kernel judges them (issue 14, item 5): the kernel keeps ids as
+ * global kuids and a capability counts over the user namespace that owns
+ * the IPC namespace.  A uipc namespace records its owner user namespace
+ * (struct owner_userns, its creator's), and the ids kept in objects are
+ * ids as seen from it.  So the caller's credentials are translated:
+ * - in the owner user namespace: as they are;
+ * - in the initial user namespace (an ancestor of every other) with the
+ *   namespace owned further down: ids through the owner's maps (recorded at
+ *   creation), capabilities as they are (an ancestor's count);
+ * - anywhere else (a user namespace made later, `unshare -r`): ids through
+ *   the caller's own /proc/self/uid_map and gid_map (to its parent, taken
+ *   to be the owner), no capability at all.  A user namespace cannot name
+ *   its parent (NS_GET_PARENT is refused for ancestors), so a caller nested
+ *   deeper is judged as if it were one level down: a difference of
+ *   semantics only, since whoever may open a namespace file can rewrite
+ *   the objects' permissions directly anyway (docs/threat-model.md).
+ * An id with no mapping is the kernel's overflow id (65534).
  */
+#include <fcntl.h>
 #include <linux/capability.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/core.h"
+
+#define USERNS_INIT_INO 0xEFFFFFFDULL   /* the kernel's PROC_USER_INIT_INO */
+#define OVERFLOW_ID     65534u
 
 __thread struct ucred_cache uipc_tls_cred;
 __thread unsigned uipc_tls_cred_gen;
@@ -21,27 +47,150 @@ void cred_invalidate(void)
 	atomic_fetch_add(&uipc_cred_gen, 1);
 }
 
-/* cur_cred's refill (core.h): the first call of a thread, or after an
- * invalidation */
+/* ---- user namespaces ---- */
+
+static uint64_t self_userns_ino(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/user", &st) == 0 ? (uint64_t)st.st_ino : USERNS_INIT_INO;
+}
+
+/* the extents of /proc/self/{uid,gid}_map (inside, outside, count), at
+ * most MAX; their number */
+static uint32_t read_map(const char *path, struct owner_extent *e, uint32_t max)
+{
+	char buf[1024], *p = buf;
+	uint32_t n = 0;
+	ssize_t len;
+	int fd = sys_open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	len = read(fd, buf, sizeof(buf) - 1);
+	sys_close(fd);
+	if (len <= 0)
+		return 0;
+	buf[len] = 0;
+	while (n < max && *p) {
+		char *end;
+		unsigned long first = strtoul(p, &end, 10), lower, count;
+
+		if (end == p)
+			break;
+		lower = strtoul(end, &p, 10);
+		count = strtoul(p, &end, 10);
+		if (end == p)
+			break;
+		e[n++] = (struct owner_extent){ (uint32_t)first, (uint32_t)lower, (uint32_t)count };
+		p = end;
+		while (*p == '\n' || *p == ' ')
+			p++;
+	}
+	return n;
+}
+
+/* ID through extents E (N of them): inside to outside (OUT), or back */
+static uint32_t map_id(const struct owner_extent *e, uint32_t n, uint32_t id, bool out)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t from = out ? e[i].first : e[i].lower, to = out ? e[i].lower : e[i].first;
+
+		if (id >= from && id - from < e[i].count)
+			return to + (id - from);
+	}
+	return OVERFLOW_ID;
+}
+
+void cred_note_owner(struct owner_userns *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->ino = self_userns_ino();
+	if (o->ino == USERNS_INIT_INO)
+		return;
+	o->nuid = read_map("/proc/self/uid_map", o->uid_map, OWNER_MAP_MAX);
+	o->ngid = read_map("/proc/self/gid_map", o->gid_map, OWNER_MAP_MAX);
+}
+
+/* how this process stands to the owner user namespace of the current
+ * namespace; *SELF: its own maps when it is below */
+enum { REL_SAME, REL_ANCESTOR, REL_BELOW };
+
+struct caller_maps {
+	uint32_t nuid, ngid;
+	struct owner_extent uid[OWNER_MAP_MAX], gid[OWNER_MAP_MAX];
+};
+
+static __thread struct caller_maps tls_maps;
+
+static int relation(const struct owner_userns *o, struct caller_maps *self)
+{
+	uint64_t me = self_userns_ino();
+
+	if (!o || me == o->ino)
+		return REL_SAME;
+	if (me == USERNS_INIT_INO)
+		return REL_ANCESTOR;
+	self->nuid = read_map("/proc/self/uid_map", self->uid, OWNER_MAP_MAX);
+	self->ngid = read_map("/proc/self/gid_map", self->gid, OWNER_MAP_MAX);
+	return REL_BELOW;
+}
+
+/* an id of the caller's view as the owner namespace sees it */
+static uint32_t to_owner(const struct ucred_cache *c, const struct owner_userns *o, uint32_t id,
+			 bool gid)
+{
+	switch (c->rel) {
+	case REL_ANCESTOR:
+		return gid ? map_id(o->gid_map, o->ngid, id, false) : map_id(o->uid_map, o->nuid, id, false);
+	case REL_BELOW:
+		return gid ? map_id(tls_maps.gid, tls_maps.ngid, id, true)
+			   : map_id(tls_maps.uid, tls_maps.nuid, id, true);
+	default:
+		return id;
+	}
+}
+
+static const struct owner_userns *cur_owner(void)
+{
+	struct ns *ns = ns_current();
+
+	return ns ? &ns->owner : NULL;
+}
+
+/* cur_cred's refill (core.h): the first call of a thread, after an
+ * invalidation, or while the euid has no mapping in the owner namespace */
 const struct ucred_cache *cur_cred_slow(void)
 {
 	struct ucred_cache *c = &uipc_tls_cred;
 	unsigned gen = atomic_load_explicit(&uipc_cred_gen, memory_order_acquire);
-
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct d[2];
-	int n;
+	const struct owner_userns *o = cur_owner();
+	int n, k = 0;
 
-	c->euid = geteuid();
-	c->egid = getegid();
+	c->rel = relation(o, &tls_maps);
+	c->euid = to_owner(c, o, geteuid(), false);
+	c->egid = to_owner(c, o, getegid(), true);
 	n = getgroups(256, c->groups);
-	c->ngroups = n < 0 ? 0 : n;
+	for (int i = 0; i < n; i++) {
+		uint32_t g = to_owner(c, o, c->groups[i], true);
+
+		/* groups with no mapping are not ones to be judged by */
+		if (g != OVERFLOW_ID)
+			c->groups[k++] = g;
+	}
+	c->ngroups = k;
 	memset(d, 0, sizeof(d));
-	if (sys_syscall(SYS_capget, &h, d) == 0)
+	/* a capability counts over the owner namespace and its descendants
+	 * only: none from a namespace made below it */
+	if (c->rel != REL_BELOW && sys_syscall(SYS_capget, &h, d) == 0)
 		c->caps = (uint64_t)d[0].effective | ((uint64_t)d[1].effective << 32);
 	else
 		c->caps = 0;
-	c->valid = 1;
+	/* a euid with no mapping yet: its user namespace's maps may still be
+	 * written, read them again next time */
+	c->valid = c->rel == REL_SAME || c->euid != OVERFLOW_ID;
 	uipc_tls_cred_gen = gen;
 	return c;
 }
@@ -49,4 +198,42 @@ const struct ucred_cache *cur_cred_slow(void)
 bool has_cap(int cap)
 {
 	return (cur_cred()->caps >> cap) & 1;
+}
+
+/*
+ * An id kept in an object (as the owner namespace sees it) as the caller
+ * sees it (IPC_STAT), the kernel's from_kuid_munged: the overflow id when
+ * the caller's namespace has no mapping for it.
+ */
+uint32_t cred_id_for_caller(uint32_t id, bool gid)
+{
+	const struct ucred_cache *c = cur_cred();
+	const struct owner_userns *o;
+
+	if (likely(c->rel == REL_SAME))
+		return id;
+	o = cur_owner();
+	if (!o)
+		return id;
+	if (c->rel == REL_ANCESTOR)
+		return gid ? map_id(o->gid_map, o->ngid, id, true) : map_id(o->uid_map, o->nuid, id, true);
+	return gid ? map_id(tls_maps.gid, tls_maps.ngid, id, false)
+		   : map_id(tls_maps.uid, tls_maps.nuid, id, false);
+}
+
+/*
+ * An id the caller gives (IPC_SET) as the owner namespace sees it: 0, or
+ * -EINVAL when it has no mapping there (the kernel's make_kuid failing).
+ */
+int cred_id_from_caller(uint32_t id, bool gid, uint32_t *out)
+{
+	const struct ucred_cache *c = cur_cred();
+	const struct owner_userns *o = cur_owner();
+
+	if (likely(c->rel == REL_SAME) || !o) {
+		*out = id;
+		return 0;
+	}
+	*out = to_owner(c, o, id, gid);
+	return *out == OVERFLOW_ID && id != OVERFLOW_ID ? -EINVAL : 0;
 }

@@ -35,7 +35,7 @@ typedef uint64_t uoff_t;
 
 /* ---- layout constants ---- */
 #define UIPC_MAGIC          0x31534e4350495555ULL /* "UUIPCNS1" */
-#define UIPC_LAYOUT_VERSION 10u
+#define UIPC_LAYOUT_VERSION 11u
 #define UIPC_PAGE           4096u
 
 #define IPC_SEM_IDS 0
@@ -315,6 +315,27 @@ struct shm_pool {
 	struct shm_spare e[SHM_POOL_CAP];
 };
 
+/*
+ * The user namespace that owns a namespace: its creator's, as the kernel's
+ * IPC namespace is owned by the user namespace of the task that made it.
+ * Credentials are judged as seen from it (core/cred.c): a process in a
+ * user namespace made later has no capability over it and is judged by
+ * the ids its own maps give outside.  The creator's maps are kept for
+ * callers in the initial user namespace, an ancestor of every other.
+ */
+#define OWNER_MAP_MAX 5
+struct owner_extent {
+	uint32_t first;            /* ids inside the owner namespace */
+	uint32_t lower;            /* ... are these in its parent */
+	uint32_t count;
+};
+
+struct owner_userns {
+	uint64_t ino;              /* inode of its /proc/PID/ns/user */
+	uint32_t nuid, ngid;       /* extents below (0: the initial namespace) */
+	struct owner_extent uid_map[OWNER_MAP_MAX], gid_map[OWNER_MAP_MAX];
+};
+
 struct uipc_hdr {
 	_Atomic uint64_t magic;    /* written last at creation */
 	uint32_t version;
@@ -342,6 +363,7 @@ struct uipc_hdr {
 
 	struct alloc_state alloc;
 	struct ipc_ids ids[IPC_NR_IDS];
+	struct owner_userns owner; /* set at creation (core/cred.c) */
 
 	/* an anonymous namespace (nsfile.c): may anyone but the process that
 	 * made it hold its memfd (ANON_SHARED), and who made it (uipc ns ls) */

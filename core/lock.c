@@ -37,35 +37,85 @@ int ulock_init(struct ulock *l)
 	return 0;
 }
 
-struct jentry *j_slot(struct ns *ns, struct jframe *f, uint32_t i, bool grow)
+/*
+ * A frame's entries past the inline ones live in a chain of chunks, which
+ * are never freed (a frame keeps them for its next sections).  Walking the
+ * chain from its start for each entry would cost a section of N entries
+ * N^2 / J_CHUNK steps: hours for a count a hostile member may write (up to
+ * 2^24, lock_recover_frame) or a section that zeroes millions of words.
+ * So a walk keeps a cursor in private memory, the chunk it is at: entries
+ * visited in order reach each chunk once, backwards once per chunk.
+ * (Issue 14: every loop driven by an arena value stays bounded.)
+ */
+struct jcursor {
+	const struct jframe *f;
+	struct ns *ns;
+	uint32_t k;                /* the cursor is at chunk K of F's chain */
+	uoff_t chunk;              /* its offset; 0: none */
+};
+
+/* the chunk *LINK names (one allocated, GROW, if it names none inside
+ * the mapping): its offset, 0 if none */
+static uoff_t chunk_at(struct ns *ns, uoff_t *link, bool grow)
 {
-	uoff_t *link;
-	uint32_t k;
+	uoff_t n = *link;
+	struct jchunk *c;
+
+	if ((n && ns_ptr(ns, n, sizeof(struct jchunk))) || !grow)
+		return n;
+	n = arena_alloc_raw(ns, sizeof(struct jchunk), POOL_GENERAL);
+	c = n ? ns_ptr(ns, n, sizeof(*c)) : NULL;
+	if (!c)
+		return 0;
+	c->next = 0;
+	*link = n;
+	return n;
+}
+
+static struct jentry *j_slot_walk(struct ns *ns, struct jframe *f, uint32_t i, bool grow,
+				  struct jcursor *cur)
+{
+	uint32_t want;
+	struct jchunk *c;
 
 	if (i < J_INLINE)
 		return &f->e[i];
 	i -= J_INLINE;
-	link = &f->chunks;
-	for (k = 0; k <= i / J_CHUNK; k++) {
-		struct jchunk *c = *link ? ns_ptr(ns, *link, sizeof(*c)) : NULL;
-
-		if (!c) {
-			uoff_t n;
-
-			if (!grow)
-				return NULL;
-			n = arena_alloc_raw(ns, sizeof(struct jchunk), POOL_GENERAL);
-			if (!n)
-				return NULL;
-			c = ns_ptr(ns, n, sizeof(*c));
-			c->next = 0;
-			*link = n;
-		}
-		if (k == i / J_CHUNK)
-			return &c->e[i % J_CHUNK];
-		link = &c->next;
+	want = i / J_CHUNK;
+	if (cur->f != f || cur->ns != ns || !cur->chunk || cur->k > want) {
+		cur->f = f;
+		cur->ns = ns;
+		cur->k = 0;
+		cur->chunk = chunk_at(ns, &f->chunks, grow);
 	}
-	return NULL;
+	while (cur->chunk && cur->k < want) {
+		c = ns_ptr(ns, cur->chunk, sizeof(*c));
+		cur->chunk = c ? chunk_at(ns, &c->next, grow) : 0;
+		cur->k++;
+	}
+	c = cur->chunk ? ns_ptr(ns, cur->chunk, sizeof(*c)) : NULL;
+	if (!c) {
+		cur->f = NULL;
+		return NULL;
+	}
+	return &c->e[i % J_CHUNK];
+}
+
+/* the cursor of this thread's appends (entry N of a frame follows N - 1;
+ * the first chunk entry of a section, J_INLINE, starts from the chain's
+ * start again) */
+static __thread struct jcursor append_cur;
+
+struct jentry *j_slot(struct ns *ns, struct jframe *f, uint32_t i, bool grow)
+{
+	struct jcursor fresh;
+
+	if (i < J_INLINE)
+		return &f->e[i];
+	fresh.f = NULL;
+	if (grow && i == J_INLINE)
+		append_cur.f = NULL;
+	return j_slot_walk(ns, f, i, grow, grow ? &append_cur : &fresh);
 }
 
 static inline uint64_t load_bytes(const void *p, unsigned size)
@@ -508,10 +558,11 @@ static void undo_entry(struct ns *ns, struct jentry *e)
 /* do the deferred frees among entries FROM..N-1 of F (FROM: 0 after a crash) */
 static void redo_frees(struct ns *ns, struct jframe *f, uint32_t from, uint32_t n)
 {
+	struct jcursor cur = { 0 };
 	uint32_t i;
 
 	for (i = from; i < n; i++) {
-		struct jentry *e = i < J_INLINE ? &f->e[i] : j_slot(ns, f, i, false);
+		struct jentry *e = j_slot_walk(ns, f, i, false, &cur);
 
 		if (!e)
 			continue;
@@ -586,8 +637,10 @@ void j_store_at_commit(struct ns *ns, uint64_t *word, uint64_t v)
  */
 static bool guard_tripped(struct ns *ns, struct jframe *f, uint32_t n)
 {
+	struct jcursor cur = { 0 };
+
 	for (uint32_t i = 0; i < n; i++) {
-		struct jentry *e = j_slot(ns, f, i, false);
+		struct jentry *e = j_slot_walk(ns, f, i, false, &cur);
 		unsigned link = e ? (e->where >> 56) & 0xf : 0;
 		struct jframe *pf = NULL;
 		const uint64_t *w;
@@ -618,8 +671,10 @@ void lock_recover_frame(struct ns *ns, struct jframe *f)
 	if (atomic_load(&f->committed) || guard_tripped(ns, f, n)) {
 		redo_frees(ns, f, 0, n);
 	} else {
+		struct jcursor cur = { 0 };
+
 		while (n > 0) {
-			struct jentry *e = j_slot(ns, f, n - 1, false);
+			struct jentry *e = j_slot_walk(ns, f, n - 1, false, &cur);
 
 			if (e)
 				undo_entry(ns, e);
@@ -823,9 +878,15 @@ static inline void give_word(struct ulock *l)
 static __attribute__((noinline)) int take_contended(struct ns *ns, struct ulock *l, int64_t deadline,
 						    unsigned flags)
 {
-	int r = lock_slow(ns, l, uipc_tls_lockval, deadline, flags);
+	/* HOOK (core/lockwait.c, issue 14): a plain ulock_acquire waits as
+	 * long as the call that asks may (its timeout, EINTR, or at most
+	 * UIPC_LOCK_WAIT_MS), never without bound for a live holder */
+	int plan = deadline == ULOCK_FOREVER && !flags ? lockwait_plan(&deadline, &flags) : 0;
+	int r = plan < 0 ? plan : lock_slow(ns, l, uipc_tls_lockval, deadline, flags);
 
-	if (r == -EDEADLK)
+	if (plan > 0)
+		r = lockwait_result(r);
+	if (r == -EDEADLK && plan <= 0)
 		ns_corrupt(ns, "a lock taken twice");
 	if (r <= 0)
 		return r;

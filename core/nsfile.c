@@ -328,6 +328,7 @@ static int init_tables(struct ns *ns, int extended, unsigned mode)
 	h->ipcmni = ns->ipcmni;
 	h->min_cycle = extended ? IPC_MIN_CYCLE_EXT : IPC_MIN_CYCLE;
 	h->creator_uid = (uint32_t)cur_cred()->euid;
+	cred_note_owner(&h->owner);
 	h->mode = mode;
 	ulock_init(&h->ns_lock);
 	h->procs = ns->lay.procs;
@@ -604,8 +605,10 @@ static struct ns *ns_view(void *m, const struct uipc_hdr *hdr, const struct stat
 	ns->dev = st->st_dev;
 	ns->ino = st->st_ino;
 	ns->hold_fd = -1;
+	ns->owner = hdr->owner;
 	compute_layout(ns->shift, &ns->lay, &eager_end);
 	snprintf(ns->path, sizeof(ns->path), "%s", path);
+	ns_fault_register(ns);    /* truncation: errors, not SIGBUS (fault.c) */
 	return ns;
 }
 
@@ -851,6 +854,7 @@ static void ns_unmap(struct ns *ns)
 	ns_unmark(ns);
 	if (ns->hold_fd >= 0)
 		sys_close(ns->hold_fd);
+	ns_fault_unregister(ns);
 	sys_munmap(ns->base, ns->size);
 	free(ns);
 }
@@ -898,8 +902,10 @@ void ns_open_for_fork(void)
 	pthread_mutex_lock(&ns_mutex);
 	if (!g_ns && !g_ns_err) {
 		g_quiet = true;
-		if (open_pinned(&ns) == 0)
+		if (open_pinned(&ns) == 0) {
 			__atomic_store_n(&g_ns, ns, __ATOMIC_RELEASE);
+			cred_invalidate();   /* judged against its owner (cred.c) */
+		}
 		g_quiet = false;
 	}
 	note_shared(g_ns);     /* the child holds it too */
@@ -922,15 +928,31 @@ struct ns *ns_get(void)
 	g_ns_used = true;
 	if (!g_ns && !g_ns_err) {
 		r = open_pinned(&ns);
-		if (r)
+		if (r) {
 			g_ns_err = -r;
-		else
+		} else {
 			__atomic_store_n(&g_ns, ns, __ATOMIC_RELEASE);
+			cred_invalidate();   /* judged against its owner (cred.c) */
+		}
 	}
 	ns = g_ns;
 	errno = ns ? saved_errno : g_ns_err;
 	pthread_mutex_unlock(&ns_mutex);
 	return ns;
+}
+
+/*
+ * NS's file was truncated under us (fault.c, from the SIGBUS handler: only
+ * stores): every later call fails with EIDRM, as ns_get then finds no
+ * namespace and the error.  The mapping stays, for the call in progress.
+ */
+void ns_mark_broken(struct ns *ns)
+{
+	__atomic_store_n(&ns->broken, true, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&g_ns, __ATOMIC_ACQUIRE) == ns) {
+		g_ns_err = EIDRM;
+		__atomic_store_n(&g_ns, NULL, __ATOMIC_RELEASE);
+	}
 }
 
 /* ---- include/uipc.h's namespace calls (entry/api.c): 0 or -errno ---- */
@@ -1442,6 +1464,7 @@ void ns_switch(struct ns *new, bool keep_old_map)
 	pthread_mutex_lock(&ns_mutex);
 	old = g_ns;
 	__atomic_store_n(&g_ns, new, __ATOMIC_RELEASE);
+	cred_invalidate();       /* judged against its owner now (cred.c) */
 	g_ns_used = true;
 	g_ns_err = 0;
 	g_pinned_fd = new->anon_fd;

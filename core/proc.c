@@ -245,6 +245,7 @@ struct alias {
 	uint32_t slot;
 	pid_t tid;
 	void *entry;                 /* on the thread's robust list */
+	uint64_t cookie;             /* alias_cookie: proc_alias_ns knows it */
 };
 
 static struct alias g_aliases = { .next = &g_aliases, .prev = &g_aliases };
@@ -338,6 +339,42 @@ static bool map_page_again(struct ns *ns, uoff_t page, char *map, struct uthread
 	return __atomic_load_n(&t->depth, __ATOMIC_ACQUIRE) == probe;
 }
 
+/*
+ * A truncated namespace file (issue 14): the alias maps a page of it, and
+ * touching a page past the file's end raises SIGBUS.  core/fault.c's
+ * handler asks proc_alias_ns() whether the faulting page is an alias: its
+ * record, in the private page after it, names the page and the namespace
+ * and carries this process's random cookie.  The record is read with
+ * process_vm_readv (a page that is not an alias may have no readable page
+ * after it: EFAULT, not a fault).  It is written before the page is mapped.
+ */
+static uint64_t alias_cookie_value;
+
+static uint64_t alias_cookie(void)
+{
+	uint64_t c = __atomic_load_n(&alias_cookie_value, __ATOMIC_ACQUIRE);
+
+	if (!c) {
+		c = ns_random64() | 1;
+		__atomic_store_n(&alias_cookie_value, c, __ATOMIC_RELEASE);
+	}
+	return c;
+}
+
+struct ns *proc_alias_ns(void *addr)
+{
+	uintptr_t page = (uintptr_t)addr & ~(uintptr_t)(UIPC_PAGE - 1);
+	uint64_t cookie = __atomic_load_n(&alias_cookie_value, __ATOMIC_ACQUIRE);
+	struct alias rec;
+	struct iovec local = { &rec, sizeof(rec) };
+	struct iovec remote = { (void *)(page + UIPC_PAGE + ALIAS_RECORD_AT), sizeof(rec) };
+
+	if (!cookie || sys_syscall(SYS_process_vm_readv, sys_syscall(SYS_getpid), &local, 1L,
+				   &remote, 1L, 0L) != (long)sizeof(rec))
+		return NULL;
+	return rec.cookie == cookie && (uintptr_t)rec.map == page ? rec.ns : NULL;
+}
+
 /* Map slot T's page again, with a private page after it, and put T's alive
  * word on this thread's (TID's) robust list.  NULL if that cannot be done. */
 static struct alias *alias_attach(struct ns *ns, struct uthread *t, uint32_t slot, pid_t tid)
@@ -353,14 +390,16 @@ static struct alias *alias_attach(struct ns *ns, struct uthread *t, uint32_t slo
 		       -1, 0);
 	if (map == MAP_FAILED)
 		return NULL;
+	/* the record first: a SIGBUS in the page is then known as ours */
+	a = (struct alias *)(map + UIPC_PAGE + ALIAS_RECORD_AT);
+	a->map = map;
+	a->ns = ns;
+	a->cookie = alias_cookie();
 	if (!map_page_again(ns, page, map, t, (struct uthread *)(map + (off - page)))) {
 		sys_munmap(map, 2 * UIPC_PAGE);
 		return NULL;
 	}
-	a = (struct alias *)(map + UIPC_PAGE + ALIAS_RECORD_AT);
-	a->map = map;
 	a->t = (struct uthread *)(map + (off - page));
-	a->ns = ns;
 	a->slot = slot;
 	a->tid = tid;
 	a->entry = (char *)uthread_alive(a->t) - head->futex_offset;
@@ -1010,6 +1049,7 @@ void proc_clone_child(struct ns *new, void *robust_head, size_t robust_len, pid_
 
 /* The kernel's exit work (exit_sem, exit_shm, ...): every layer's
  * proc_exit for this process. */
+#define EXIT_LOCK_WAIT_NS 2000000000LL
 void proc_exit_work(void)
 {
 	struct ns *ns;
@@ -1024,7 +1064,12 @@ void proc_exit_work(void)
 	p = proc_at(ns, idx);
 	if (!p)
 		return;
+	/* a lock held by a stopped or hostile member must not keep this
+	 * process from exiting: each wait is bounded (what is left undone,
+	 * a survivor's reaper does) */
+	lockwait_bound_max(EXIT_LOCK_WAIT_NS);
 	run_exit_hooks(ns, p);
+	lockwait_bound_end();
 }
 
 /* Give back this process's slot in NS (its exit work done), and this

@@ -197,6 +197,18 @@ static void trampoline(int sig, siginfo_t *si, void *ctx)
 	call_program(sig, si, ctx);
 }
 
+bool uipc_handler_due(unsigned hand0)
+{
+	uint64_t held = held_mask;
+
+	if (uipc_handler_count != hand0)
+		return true;
+	for (int sig = 1; held && sig < NSIGS; sig++)
+		if (((held >> sig) & 1) && installed_function(&prog_act[sig]))
+			return true;
+	return false;
+}
+
 void uipc_crit_enter(void)
 {
 	crit_depth++;
@@ -332,6 +344,10 @@ static bool fixup_copy_fault(void *ctx)
 
 static void fault_handler(int sig, siginfo_t *si, void *ctx)
 {
+	/* a namespace file truncated under us (fault.c): first, so that a
+	 * copy out of the arena is not taken for the caller's EFAULT */
+	if (sig == SIGBUS && si && ns_fault_repair(si->si_addr))
+		return;
 	if (fixup_copy_fault(ctx))
 		return;
 	if (installed_function(&prog_act[sig])) {

@@ -54,6 +54,9 @@ static inline unsigned uipc_handler_gen(void)
 UIPC_HIDDEN int uipc_wait_words(uint32_t *const *w, const uint32_t *val,
 							  int n, const struct timespec *rel,
 							  unsigned hand0);
+/* would the kernel's caller be interrupted now?  A handler of the program
+ * ran since HAND0 or is held off by a uipc critical section (lockwait.c) */
+UIPC_HIDDEN bool uipc_handler_due(unsigned hand0);
 /* -1 when futex_waitv is known to be missing */
 UIPC_HIDDEN int uipc_waitv_state(void);
 /* the program's sigaction (entry/watch.c): what it installs is recorded and

@@ -178,6 +178,14 @@ static inline int sys_munmap(void *addr, size_t len)
 	return (int)sys_syscall(SYS_munmap, addr, len);
 }
 
+/* mremap, as libc's (-1 and errno): NEW_ADDR only with MREMAP_FIXED */
+static inline void *sys_mremap(void *old, size_t old_len, size_t new_len, int flags,
+			       void *new_addr)
+{
+	return (void *)sys_ret(sys_raw6(SYS_mremap, (long)old, (long)old_len, (long)new_len,
+					(long)flags, (long)new_addr, 0));
+}
+
 static inline int sys_madvise(void *addr, size_t len, int advice)
 {
 	return (int)sys_syscall(SYS_madvise, addr, len, advice);

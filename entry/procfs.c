@@ -395,9 +395,13 @@ static int check_open(int kind, const char *path, int flags)
 		return -ENOTDIR;
 	if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
 		return -EEXIST;
-	/* sysctls are 0644 and /proc/sysvipc 0444, both root's; a 0444
-	 * sysctl (fs.aio-nr) is refused to root too, as /proc/sys does */
-	if (writing && (geteuid() != 0 || (kind == PROC_SYSCTL && ipc_sysctl_read_only(path))))
+	/* sysctls are 0644 and /proc/sysvipc 0444, both root's: root as the
+	 * namespace's owner user namespace sees it (core/cred.c), so a
+	 * process that is root only in a user namespace of its own (unshare
+	 * -r) cannot write them, as with the kernel; a 0444 sysctl
+	 * (fs.aio-nr) is refused to root too, as /proc/sys does */
+	if (writing && (!ns_get() || cur_cred()->euid != 0 ||
+			(kind == PROC_SYSCTL && ipc_sysctl_read_only(path))))
 		return -EACCES;
 	return 0;
 }

@@ -88,6 +88,9 @@ static long new_ipc_ns(int other_flags)
  * syscall(SYS_unshare, ...), entry/syscall.c) */
 long entry_unshare(int flags)
 {
+	/* a new user namespace: credentials are judged anew (core/cred.c) */
+	if (flags & CLONE_NEWUSER)
+		cred_invalidate();
 	if (!(flags & CLONE_NEWIPC))
 		return sys_raw6(SYS_unshare, flags, 0, 0, 0, 0, 0);
 	return new_ipc_ns(flags & ~CLONE_NEWIPC);

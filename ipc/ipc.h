@@ -34,6 +34,33 @@ static inline int64_t ipc_now(void)
 	return (int64_t)time(NULL);
 }
 
+/* ---- walking a list read from the arena ----
+ *
+ * Another member may link a list to itself (or in any loop).  Every walk
+ * keeps a count bounded by what this process knows (a namespace's threads,
+ * ids, ...), and this cycle check (Brent's: a mark moved at powers of two),
+ * which ends a looping walk within about twice the loop's length for one
+ * compare per step.  walk_loops(&w, o) before following O: true if the
+ * walk came back to where it was.
+ */
+struct walk {
+	uoff_t mark;
+	uint32_t n, lim;
+};
+#define WALK_INIT { 0, 0, 1 }
+
+static inline bool walk_loops(struct walk *w, uoff_t o)
+{
+	if (unlikely(o == w->mark))
+		return true;
+	if (unlikely(++w->n == w->lim)) {
+		w->mark = o;
+		w->lim *= 2;
+		w->n = 0;
+	}
+	return false;
+}
+
 /* ---- the system calls, for entry/ ----
  *
  * The blocking calls begin where their entry point reads the program's
@@ -105,10 +132,50 @@ UIPC_HIDDEN struct uperm *ipc_obtain_for_stat(struct ns *ns, int type, int id, b
 					      bool any, int *err);
 UIPC_HIDDEN bool cred_in_group(const struct ucred_cache *c, gid_t g);
 UIPC_HIDDEN bool ipc_owner_or_admin(struct uperm *p);
-UIPC_HIDDEN void ipc_update_perm(struct ns *ns, struct uperm *p, const struct ipc_perm *in);
+UIPC_HIDDEN int ipc_update_perm(struct ns *ns, struct uperm *p, const struct ipc_perm *in);
 UIPC_HIDDEN void ipc_fill_perm(struct ns *ns, const struct uperm *p, struct ipc_perm *out);
 UIPC_HIDDEN int ipc_ids_init(struct ns *ns, int type, uoff_t entries, uoff_t used,
 			     uoff_t populated);
+
+/* ---- validate.c: objects checked as a whole (see there) ---- */
+struct fits_memo {
+	const void *p;
+	uint64_t len;
+};
+UIPC_HIDDEN extern __thread struct fits_memo ipc_fits_memo[4];
+UIPC_HIDDEN bool ipc_obj_fits_slow(struct ns *ns, const void *p, uint64_t len,
+				   struct fits_memo *m);
+
+/*
+ * Is [P, P+LEN) an object inside its block (arena_obj_fits)?  The answer
+ * for the last objects this thread checked is remembered: a semop or a
+ * msgsnd checks its object at each call, and the block header is another
+ * load and a call.  A remembered answer still has to lie inside the
+ * current mapping (a namespace mapped anew is checked again).
+ */
+static inline bool ipc_obj_fits(struct ns *ns, const void *p, uint64_t len)
+{
+	struct fits_memo *m = &ipc_fits_memo[((uintptr_t)p >> 6) & 3];
+
+	if (likely(m->p == p && m->len >= len &&
+		   (uint64_t)((const char *)p - ns->base) + len <= ns->size))
+		return true;
+	return ipc_obj_fits_slow(ns, p, len, m);
+}
+
+/* ---- validate.c: sizes this process was told (see there) ---- */
+/* 0, remembering SIZE if none was known; -EIDRM: another size was known */
+UIPC_HIDDEN int ipc_seen_size(struct ns *ns, int type, int id, uint64_t size);
+UIPC_HIDDEN void ipc_seen_forget(struct ns *ns, int type, int id);
+UIPC_HIDDEN void ipc_seen_forget_all(void);
+
+/* the fixed part of each type's object (sem: without its semaphores),
+ * for util.c's lookups: an object found in an id table is inside the
+ * mapping as a whole before anyone reads a field of it.  Constants, so
+ * that a lookup costs no load; sem.c, msg.c and shm.c assert them. */
+#define SEM_OBJ_SIZE 136u          /* sizeof(struct sem_array) */
+#define MSG_OBJ_SIZE 232u          /* sizeof(struct msg_queue) */
+#define SHM_OBJ_SIZE 152u          /* sizeof(struct shmid_kernel) */
 
 /*
  * The lookups and the permission check of every call, inline: the lock-free
@@ -145,16 +212,25 @@ static inline _Atomic uoff_t *ipc_entry_slot(struct ns *ns, int type, int idx)
 	return ns_ptr(ns, ns->lay.entries[type] + (uoff_t)idx * sizeof(uoff_t), sizeof(uoff_t));
 }
 
-/* the object at offset OFF of a table of TYPE; NULL for none or one of
- * another type (a corrupt table, said once) */
+/* a corrupt id table entry (said once, util.c); NULL */
+UIPC_HIDDEN struct uperm *ipc_obj_bad(struct ns *ns, const char *what) __attribute__((cold));
+
+/* the object at offset OFF of a table of TYPE: its fixed part inside the
+ * heap, aligned, and of that type; NULL for none or a corrupt entry */
 static inline struct uperm *ipc_obj_at(struct ns *ns, uoff_t off, int type)
 {
-	struct uperm *p = off ? ns_ptr(ns, off, sizeof(struct uperm)) : NULL;
+	static const uint32_t size[IPC_NR_IDS] = { SEM_OBJ_SIZE, MSG_OBJ_SIZE, SHM_OBJ_SIZE };
+	struct uperm *p;
 
-	if (unlikely(p && p->type != (uint32_t)type)) {
-		ns_corrupt(ns, "object of the wrong type in an id table");
-		return NULL;
-	}
+	/* objects live in the heap, 8-aligned, whole inside the mapping: an
+	 * entry into the header or the tables, or past the end (a corrupt
+	 * arena), is no object.  (The mapping is larger than any object's
+	 * fixed part: its header alone is.) */
+	if (unlikely(off < ns->lay.heap_start || (off & 7) || off > ns->size - size[type]))
+		return off ? ipc_obj_bad(ns, "id table entry outside the heap") : NULL;
+	p = (struct uperm *)(ns->base + off);
+	if (unlikely(p->type != (uint32_t)type))
+		return ipc_obj_bad(ns, "object of the wrong type in an id table");
 	return p;
 }
 
@@ -166,15 +242,18 @@ static inline struct uperm *ipc_obtain(struct ns *ns, int type, int id)
 	return e ? ipc_obj_at(ns, atomic_load_explicit(e, memory_order_acquire), type) : NULL;
 }
 
+/* no object of ID: NULL with *err = -EINVAL, and what this process knew
+ * of it no longer holds (validate.c; util.c) */
+UIPC_HIDDEN struct uperm *ipc_obtain_gone(struct ns *ns, int type, int id, int *err)
+	__attribute__((cold));
+
 /* The object of ID, sequence checked: NULL with *err = -EINVAL if none. */
 static inline struct uperm *ipc_obtain_check(struct ns *ns, int type, int id, int *err)
 {
 	struct uperm *p = id < 0 ? NULL : ipc_obtain(ns, type, id);
 
-	if (!p || p->id != id) {
-		*err = -EINVAL;
-		return NULL;
-	}
+	if (unlikely(!p || p->id != id))
+		return ipc_obtain_gone(ns, type, id, err);
 	return p;
 }
 
@@ -231,6 +310,12 @@ UIPC_HIDDEN int sem_proc_show(int idx, char *buf, size_t len);
 UIPC_HIDDEN int msg_proc_show(int idx, char *buf, size_t len);
 UIPC_HIDDEN int shm_proc_show(int idx, char *buf, size_t len);
 UIPC_HIDDEN int shm_check_tot(struct ns *ns, char *report, size_t len, size_t *used);
+/* fsck: REPORT_ONE for each lock of array P besides its own (the
+ * semaphores'): the number it reported */
+typedef int (*lock_report_fn)(struct ns *ns, struct ulock *l, const char *what, int id, char *report,
+			      size_t len, size_t *used);
+UIPC_HIDDEN int sem_report_stopped(struct ns *ns, struct uperm *p, lock_report_fn report_one,
+				   char *report, size_t len, size_t *used);
 
 /* ---- shm.c ---- */
 UIPC_HIDDEN void shm_exit_proc(struct ns *ns, struct uproc *p); /* exit, reaper */

@@ -132,21 +132,49 @@ struct msg_queue {
 				      section's j_guard) */
 };
 
+_Static_assert(sizeof(struct msg_queue) == MSG_OBJ_SIZE, "update MSG_OBJ_SIZE in ipc/ipc.h");
+
 /* ---- helpers ---- */
 
+/* the longest lists a walk follows (with walk_loops, ipc.h): a queue's
+ * sleepers are threads of the namespace; its messages, more than any queue
+ * holds in practice (qbytes bounds them, and a queue that held this many
+ * would take 200 MiB of arena): longer means a corrupt arena */
+#define MSGW_WALK_MAX (MAX_THREADS * 2)
+#define MSGM_WALK_MAX (1 << 22)
 
+
+/*
+ * Message block OFF, if its header and the text it says it holds are
+ * inside the mapping.  Its size may be rewritten by another member after
+ * this: whoever reads the text uses msg_len, never m->size again.
+ */
 static struct msgm *m_at(struct ns *ns, uoff_t off)
 {
-	struct msgm *m = off ? ns_ptr(ns, off, sizeof(struct msgm)) : NULL;
+	struct msgm *m = off ? ns_ptr_aligned(ns, off, sizeof(struct msgm)) : NULL;
+	uint32_t size, cap;
 
-	if (m && (m->size > m->cap || !ns_ptr(ns, off, sizeof(*m) + m->cap)))
-		m = NULL;
+	if (!m)
+		return NULL;
+	size = __atomic_load_n(&m->size, __ATOMIC_RELAXED);
+	cap = __atomic_load_n(&m->cap, __ATOMIC_RELAXED);
+	if (size > cap || !ns_ptr(ns, off, sizeof(*m) + cap))
+		return NULL;
 	return m;
+}
+
+/* M's text length, read once and checked against the mapping (a size
+ * rewritten since m_at); -1 if it is not inside */
+static int64_t msg_len(struct ns *ns, struct msgm *m)
+{
+	uint32_t size = __atomic_load_n(&m->size, __ATOMIC_RELAXED);
+
+	return ns_ptr(ns, ns_off(ns, m), sizeof(*m) + (uint64_t)size) ? (int64_t)size : -1;
 }
 
 static struct msgw *w_at(struct ns *ns, uoff_t off)
 {
-	return off ? ns_ptr(ns, off, sizeof(struct msgw)) : NULL;
+	return off ? ns_ptr_aligned(ns, off, sizeof(struct msgw)) : NULL;
 }
 
 static struct msg_queue *msq_of(struct uperm *p)
@@ -154,7 +182,12 @@ static struct msg_queue *msq_of(struct uperm *p)
 	return (struct msg_queue *)p;
 }
 
-static struct msg_queue *msq_obtain_check(struct ns *ns, int id, int *err)
+/* the queue of ID, checked as a whole against its block: NULL with *ERR
+ * -EINVAL for no such id, -EIDRM for one the arena says is not a queue */
+/* (a queue is all fixed part: ipc_obj_at found it whole inside the
+ * mapping, MSG_OBJ_SIZE being its size; its block is checked where it is
+ * reused, newque, and by fsck) */
+static inline struct msg_queue *msq_obtain_check(struct ns *ns, int id, int *err)
 {
 	struct uperm *p = ipc_obtain_check(ns, IPC_MSG_IDS, id, err);
 
@@ -227,6 +260,21 @@ static int msq_lock(struct ns *ns, struct msg_queue *q)
 	for (int i = 0; i < LOCK_SPIN && !ulock_is_free(&q->lock); i++)
 		cpu_relax();
 	return ulock_acquire(ns, &q->lock);
+}
+
+/*
+ * The lock back after a sleep, our waiter still queued: not bounded by the
+ * call's interruption (lockwait_suspend), since leaving it queued would let
+ * a sender hand a message to a receiver that has gone.
+ */
+static int msq_relock(struct ns *ns, struct msg_queue *q)
+{
+	int r;
+
+	lockwait_suspend();
+	r = msq_lock(ns, q);
+	lockwait_resume();
+	return r;
 }
 
 static void msq_ring_restart(struct ns *ns, struct msg_queue *q);
@@ -332,9 +380,10 @@ static void wl_del(struct ns *ns, struct mlist *l, struct msgw *w)
 static bool wl_contains(struct ns *ns, struct mlist *l, struct msgw *w)
 {
 	uoff_t wo = ns_off(ns, w), o = l->first;
+	struct walk wk = WALK_INIT;
 	int guard = 0;
 
-	while (o && guard++ < 1 << 24) {
+	while (o && guard++ < MSGW_WALK_MAX && !walk_loops(&wk, o)) {
 		struct msgw *x;
 
 		if (o == wo)
@@ -354,7 +403,7 @@ static bool w_alive(struct ns *ns, struct msgw *w)
 
 	if (w->thread >= MAX_THREADS)
 		return false;
-	t = ns_ptr(ns, ns->hdr->threads + (uoff_t)w->thread * sizeof(*t), sizeof(*t));
+	t = ns_ptr(ns, ns->lay.threads + (uoff_t)w->thread * sizeof(*t), sizeof(*t));
 	return t && atomic_load(&t->state) == w->tword && thread_alive(ns, t);
 }
 
@@ -381,7 +430,7 @@ static struct msgw *new_waiter(struct ns *ns, struct msg_queue *q)
 	w->next = w->prev = 0;
 	w->msg = 0;
 	w->since = mono_ns();
-	w->thread = (uint32_t)(((char *)t - (ns->base + ns->hdr->threads)) / sizeof(*t));
+	w->thread = (uint32_t)(((char *)t - (ns->base + ns->lay.threads)) / sizeof(*t));
 	w->tword = atomic_load(&t->state);
 	w->pid = cur_pid();
 	atomic_store(&w->status, MW_WAITING);
@@ -473,12 +522,14 @@ static int msg_wait(struct msgw *w, unsigned hand0)
 
 static struct msgm *msg_get_block(struct ns *ns, struct msg_queue *q, uint64_t sz)
 {
-	struct msgm *m = m_at(ns, q->freelist);
-	uoff_t off;
+	uoff_t off = __atomic_load_n(&q->freelist, __ATOMIC_RELAXED);
+	struct msgm *m = m_at(ns, off);
+	uint32_t cap = m ? __atomic_load_n(&m->cap, __ATOMIC_RELAXED) : 0;
 
-	if (m && m->cap >= sz) {
+	/* the text we write must fit inside the mapping, whatever cap says now */
+	if (m && cap >= sz && ns_ptr(ns, off, sizeof(*m) + sz)) {
 		J_SET(ns, q->freelist, m->next);
-		J_SET(ns, q->nfree, q->nfree - m->cap);
+		J_SET(ns, q->nfree, q->nfree - cap);
 		J_SET(ns, m->next, (uoff_t)0);
 		return m;
 	}
@@ -540,8 +591,9 @@ static void free_messages(struct ns *ns, struct msg_queue *q)
 
 	for (int k = 0; k < 2; k++) {
 		uoff_t o = k ? q->freelist : q->messages.first;
+		struct walk wk = WALK_INIT;
 
-		while (o && guard++ < 1 << 24) {
+		while (o && guard++ < MSGM_WALK_MAX && !walk_loops(&wk, o)) {
 			struct msgm *m = m_at(ns, o);
 
 			if (!m)
@@ -587,7 +639,7 @@ static uint64_t ring_me(struct ns *ns)
 
 	if (!t)
 		return 0;
-	return ring_owner_id((uint32_t)(((char *)t - (ns->base + ns->hdr->threads)) / sizeof(*t)),
+	return ring_owner_id((uint32_t)(((char *)t - (ns->base + ns->lay.threads)) / sizeof(*t)),
 			     SLOT_ID(atomic_load(&t->state)));
 }
 
@@ -672,7 +724,8 @@ static void msq_last_pids(struct ns *ns, struct msg_queue *q, int32_t *lspid, in
 	*rtime = q->rtime;
 	if (!r)
 		return;
-	for (;;) {
+	/* a few tries: senders keep the tail moving (or a member rewrites it) */
+	for (int tries = 0; tries < 1000; tries++) {
 		struct rslot *s;
 
 		ring_snapshot(r, &t, &h);
@@ -811,16 +864,21 @@ static struct msgm *find_msg(struct ns *ns, struct msg_queue *q, long msgtyp, in
 	struct msgm *found = NULL;
 	uoff_t o = q->messages.first, prev = 0, fprev = 0;
 	long count = 0;
+	struct walk wk = WALK_INIT;
 	int guard = 0;
 
-	while (o && guard++ < 1 << 24) {
+	while (o && guard++ < MSGM_WALK_MAX && !walk_loops(&wk, o)) {
 		struct msgm *m = m_at(ns, o);
 
 		if (!m)
 			break;
-		if (testmsg(m->mtype, msgtyp, mode)) {
-			if (mode == SEARCH_LESSEQUAL && m->mtype != 1) {
-				msgtyp = m->mtype - 1;
+		long mtype = __atomic_load_n(&m->mtype, __ATOMIC_RELAXED);
+
+		if (testmsg(mtype, msgtyp, mode)) {
+			/* a type below 1 is a forged one (msgsnd refuses it):
+			 * taken as the lowest, like 1, and never decremented */
+			if (mode == SEARCH_LESSEQUAL && mtype > 1) {
+				msgtyp = mtype - 1;
 				found = m;
 				fprev = prev;
 			} else if (mode == SEARCH_NUMBER) {
@@ -862,7 +920,9 @@ static void ss_wakeup(struct ns *ns, struct msg_queue *q, struct wake_q *wq, boo
 	uoff_t o = q->senders.first, stop = 0;
 	int guard = 0;
 
-	while (o && guard++ < 1 << 20) {
+	/* no cycle check: senders that do not fit move to the tail, so the
+	 * walk meets one again (STOP); the count bounds a corrupt list */
+	while (o && guard++ < MSGW_WALK_MAX) {
 		struct msgw *w = w_at(ns, o);
 
 		if (!w) {
@@ -903,12 +963,15 @@ static void ss_wakeup(struct ns *ns, struct msg_queue *q, struct wake_q *wq, boo
 /* every waiting receiver gets RES (EIDRM at removal, EAGAIN: retry) */
 static void expunge_all(struct ns *ns, struct msg_queue *q, int res, struct wake_q *wq)
 {
+	struct walk wk = WALK_INIT;
 	int guard = 0;
 
-	while (q->receivers.first && guard++ < 1 << 20) {
+	while (q->receivers.first && guard++ < MSGW_WALK_MAX) {
 		struct msgw *w = w_at(ns, q->receivers.first);
 
-		if (!w) {
+		/* taking the first off must make the list shorter: a first
+		 * seen again is a list that loops */
+		if (!w || walk_loops(&wk, q->receivers.first)) {
 			ns_corrupt(ns, "message queue receivers");
 			J_SET(ns, q->receivers, ((struct mlist){ 0, 0 }));
 			return;
@@ -981,7 +1044,15 @@ static int newque(struct ns *ns, key_t key, int msgflg, long arg)
 	if (h->ids[IPC_MSG_IDS].in_use >= limit)
 		return -ENOSPC;
 	off = MSG_RETIRED(ns);
-	q = off ? ns_ptr(ns, off, sizeof(*q)) : NULL;
+	q = off ? ns_ptr_aligned(ns, off, sizeof(*q)) : NULL;
+	/* a retired queue is a queue struct in its block, removed: anything
+	 * else on the list (a corrupt arena) ends the list for good */
+	if (off && (!q || !ipc_obj_fits(ns, q, sizeof(*q)) || q->perm.type != IPC_MSG_IDS ||
+		    !atomic_load(&q->perm.deleted) || q->retired_next == off)) {
+		ns_corrupt(ns, "list of retired message queues");
+		J_SET(ns, MSG_RETIRED(ns), (uoff_t)0);
+		q = NULL;
+	}
 	if (q) {
 		/*
 		 * A retired queue: stale callers may still take its lock, so
@@ -1069,9 +1140,10 @@ static int pipelined_send(struct ns *ns, struct msg_queue *q, long mtype, const 
 			  uint64_t sz, struct wake_q *wq)
 {
 	uoff_t o = q->receivers.first;
+	struct walk wk = WALK_INIT;
 	int guard = 0;
 
-	while (o && guard++ < 1 << 20) {
+	while (o && guard++ < MSGW_WALK_MAX && !walk_loops(&wk, o)) {
 		struct msgw *w = w_at(ns, o);
 		struct msgm *m;
 
@@ -1268,7 +1340,7 @@ static int msgsnd_sleep(struct ns *ns, struct msg_queue *q, int msqid, size_t ms
 
 		msq_unlock(ns, q);
 		r = msg_wait(w, hand0);
-		err = msq_lock(ns, q);
+		err = msq_relock(ns, q);
 		if (err)
 			return err; /* only with a corrupt arena */
 		st = atomic_load(&w->status);
@@ -1290,8 +1362,22 @@ static int msgsnd_sleep(struct ns *ns, struct msg_queue *q, int msqid, size_t ms
 	return r == -EINTR ? -EINTR : 0;
 }
 
+/*
+ * A send or receive that may sleep stays interruptible while it waits for
+ * a lock too (core/lockwait.c).  The bound is set at the call's first lock
+ * (*BOUNDED then true: the caller ends it), so that the lock-free ring path
+ * pays nothing for it.
+ */
+static inline void bound_lock_waits(int msgflg, unsigned hand0, bool *bounded)
+{
+	if (!*bounded && !(msgflg & IPC_NOWAIT)) {
+		lockwait_bound_blocking(NULL, hand0);
+		*bounded = true;
+	}
+}
+
 static int do_msgsnd(struct ns *ns, int msqid, long mtype, const void *text, size_t msgsz,
-		     int msgflg, unsigned hand0)
+		     int msgflg, unsigned hand0, bool *bounded)
 {
 	struct msg_queue *q;
 	struct wake_q wq;          /* only n: zeroing 64 entries costs more than a fast send */
@@ -1308,6 +1394,7 @@ static int do_msgsnd(struct ns *ns, int msqid, long mtype, const void *text, siz
 		r = msgsnd_fast(ns, q, msqid, mtype, text, msgsz, msgflg, hand0, &spun);
 		if (r != FAST_NO)
 			return r;
+		bound_lock_waits(msgflg, hand0, bounded);
 		r = msq_lock(ns, q);
 		if (r)
 			return r;
@@ -1362,6 +1449,7 @@ int ksys_msgsnd(unsigned hand0, int msqid, const void *msgp, size_t msgsz, int m
 {
 	struct ns *ns;
 	char small[512], *text = small;
+	bool bounded = false;
 	long mtype;
 	int r;
 
@@ -1379,10 +1467,13 @@ int ksys_msgsnd(unsigned hand0, int msqid, const void *msgp, size_t msgsz, int m
 		if (!text)
 			return -ENOMEM;
 	}
-	if (uipc_copy_from_user(text, (const char *)msgp + sizeof(long), msgsz))
+	if (uipc_copy_from_user(text, (const char *)msgp + sizeof(long), msgsz)) {
 		r = -EFAULT;
-	else
-		r = do_msgsnd(ns, msqid, mtype, text, msgsz, msgflg, hand0);
+	} else {
+		r = do_msgsnd(ns, msqid, mtype, text, msgsz, msgflg, hand0, &bounded);
+		if (bounded)
+			lockwait_bound_end();
+	}
 	if (text != small)
 		free(text);
 	return r;
@@ -1403,9 +1494,10 @@ static long copy_msg_out(void *buf, long mtype, const char *text, size_t size, s
 	return (long)n;
 }
 
-static long msg_fill_user(void *buf, struct msgm *m, size_t bufsz)
+/* M's text (SIZE bytes, msg_len) to the caller's buffer */
+static long msg_fill_user(void *buf, struct msgm *m, uint32_t size, size_t bufsz)
 {
-	return copy_msg_out(buf, m->mtype, m->text, m->size, bufsz);
+	return copy_msg_out(buf, m->mtype, m->text, size, bufsz);
 }
 
 /*
@@ -1442,17 +1534,18 @@ static bool bounce_reserve(size_t n)
 	return true;
 }
 
-/* queue lock held, M taken by this section: keep what the caller gets */
-static void take_text(struct taken *t, struct msgm *m, void *buf, size_t bufsz)
+/* queue lock held, M (of SIZE bytes, msg_len) taken by this section:
+ * keep what the caller gets, never more than BUFSZ */
+static void take_text(struct taken *t, struct msgm *m, uint32_t size, void *buf, size_t bufsz)
 {
-	size_t n = m->size < bufsz ? m->size : bufsz;
+	size_t n = size < bufsz ? size : bufsz;
 
 	t->mtype = m->mtype;
-	t->size = m->size;
+	t->size = size;
 	t->direct = !bounce_reserve(n);
 	if (t->direct)
-		t->ret = msg_fill_user(buf, m, bufsz);   /* out of memory: as before */
-	else
+		t->ret = msg_fill_user(buf, m, size, bufsz);   /* out of memory: as before */
+	else if (n)
 		memcpy(bounce, m->text, n);
 }
 
@@ -1529,16 +1622,21 @@ static long msgrcv_take(struct ns *ns, struct msg_queue *q, struct msgm *m, uoff
 			const struct rcv_req *rq)
 {
 	struct wake_q wq = { 0 };
-	int64_t now = ipc_now();
+	int64_t now = ipc_now(), size = msg_len(ns, m);
 	struct taken t;
 	long ret;
 
-	if (rq->bufsz < m->size && !(rq->msgflg & MSG_NOERROR)) {
+	if (size < 0) {
+		msq_unlock(ns, q);
+		return -EIDRM;     /* a message the arena cannot hold: corrupt */
+	}
+	if (rq->bufsz < (uint64_t)size && !(rq->msgflg & MSG_NOERROR)) {
 		msq_unlock(ns, q);
 		return -E2BIG;
 	}
 	if (rq->msgflg & MSG_COPY) {
-		ret = m->size > rq->copy_max ? -EINVAL : msg_fill_user(rq->buf, m, rq->bufsz);
+		ret = (uint64_t)size > rq->copy_max ? -EINVAL :
+			msg_fill_user(rq->buf, m, (uint32_t)size, rq->bufsz);
 		msq_unlock(ns, q);
 		return ret;
 	}
@@ -1549,11 +1647,11 @@ static long msgrcv_take(struct ns *ns, struct msg_queue *q, struct msgm *m, uoff
 	if (q->lrpid != cur_pid())
 		J_SET(ns, q->lrpid, cur_pid());
 	msq_note_receiver(ns, q, ring_at(ns, q->ring_alloc));
-	J_SET(ns, q->cbytes, q->cbytes - m->size);
+	J_SET(ns, q->cbytes, q->cbytes - (uint64_t)size);
 	if (q->senders.first)
 		ss_wakeup(ns, q, &wq, false);
 	/* the message is gone from the queue even if the copy faults */
-	take_text(&t, m, rq->buf, rq->bufsz);
+	take_text(&t, m, (uint32_t)size, rq->buf, rq->bufsz);
 	msg_put_block(ns, q, m);
 	ret = unlock_and_copy_out(ns, q, &t, rq->buf, rq->bufsz);
 	wake_up_q(ns, &wq);
@@ -1582,7 +1680,7 @@ static long msgrcv_sleep(struct ns *ns, struct msg_queue *q, int msqid, const st
 	for (;;) {
 		msq_unlock(ns, q);
 		r = msg_wait(w, rq->hand0);
-		err = msq_lock(ns, q);
+		err = msq_relock(ns, q);
 		if (err)
 			return err; /* only with a corrupt arena */
 		st = atomic_load(&w->status);
@@ -1605,14 +1703,20 @@ static long msgrcv_sleep(struct ns *ns, struct msg_queue *q, int msqid, const st
 	if (st == 0) {
 		/* handed over by a sender: ours, whatever happened since */
 		struct msgm *m = m_at(ns, w->msg);
+		int64_t size = m ? msg_len(ns, m) : -1;
 		struct taken t;
 
-		if (!m) {
+		/* a sender hands over only what fits our buffer (w->maxsize);
+		 * the arena may say otherwise, and we never return more than
+		 * the buffer holds: E2BIG, as the sender would have said */
+		if (size < 0 || ((uint64_t)size > rq->bufsz && !(rq->msgflg & MSG_NOERROR))) {
+			if (m)
+				arena_free(ns, ns_off(ns, m));
 			put_waiter(ns, q, w, msq_valid(q, msqid));
 			msq_unlock(ns, q);
-			return -EIDRM;
+			return size < 0 ? -EIDRM : -E2BIG;
 		}
-		take_text(&t, m, rq->buf, rq->bufsz);
+		take_text(&t, m, (uint32_t)size, rq->buf, rq->bufsz);
 		if (msq_valid(q, msqid))
 			msg_put_block(ns, q, m);
 		else
@@ -1646,7 +1750,7 @@ static int msg_copy_probe(struct ns *ns, struct rcv_req *rq)
 }
 
 static long do_msgrcv(struct ns *ns, int msqid, void *buf, size_t bufsz, long msgtyp,
-		      int msgflg, unsigned hand0)
+		      int msgflg, unsigned hand0, bool *bounded)
 {
 	struct rcv_req rq = { .buf = buf, .bufsz = bufsz, .msgflg = msgflg, .hand0 = hand0 };
 	struct msg_queue *q;
@@ -1675,6 +1779,7 @@ static long do_msgrcv(struct ns *ns, int msqid, void *buf, size_t bufsz, long ms
 		ret = msgrcv_fast(ns, q, msqid, &rq, &spun);
 		if (ret != RCV_SLOW)
 			return ret;
+		bound_lock_waits(msgflg, rq.hand0, bounded);
 		r = msq_lock(ns, q);
 		if (r)
 			return r;
@@ -1722,10 +1827,15 @@ ssize_t ksys_msgrcv(unsigned hand0, int msqid, void *msgp, size_t msgsz, long ms
 		    int msgflg)
 {
 	struct ns *ns = ns_get();
+	bool bounded = false;
+	ssize_t r;
 
 	if (!ns)
 		return -errno;
-	return do_msgrcv(ns, msqid, msgp, msgsz, msgtyp, msgflg, hand0);
+	r = do_msgrcv(ns, msqid, msgp, msgsz, msgtyp, msgflg, hand0, &bounded);
+	if (bounded)
+		lockwait_bound_end();
+	return r;
 }
 
 /* ---- msgctl ---- */
@@ -1893,10 +2003,10 @@ static int msgctl_down(struct ns *ns, int msqid, int cmd, struct msqid_ds *in)
 		wake_up_q(ns, &wq);
 		return 0;
 	}
-	if (in->msg_perm.uid == (uid_t)-1 || in->msg_perm.gid == (gid_t)-1) {
-		err = -EINVAL;
+	if (in->msg_perm.uid == (uid_t)-1 || in->msg_perm.gid == (gid_t)-1 ||
+	    ipc_update_perm(ns, &q->perm, &in->msg_perm)) {
+		err = -EINVAL;     /* (a failed update stored nothing) */
 	} else {
-		ipc_update_perm(ns, &q->perm, &in->msg_perm);
 		J_SET(ns, q->qbytes, (uint64_t)in->msg_qbytes);
 		J_SET(ns, q->ctime, ipc_now());
 		/* receivers may be shut out by the new mode: they look again */
@@ -1960,6 +2070,7 @@ static int msg_check_waiters(struct ns *ns, struct msg_queue *q, struct mlist *l
 			     char *report, size_t len, size_t *used)
 {
 	uoff_t o = l->first, prev = 0;
+	struct walk wk = WALK_INIT;
 	int bad = 0, guard = 0;
 
 	while (o) {
@@ -1970,7 +2081,7 @@ static int msg_check_waiters(struct ns *ns, struct msg_queue *q, struct mlist *l
 				    (unsigned long long)o);
 			return bad;
 		}
-		if (++guard > 1 << 20) {
+		if (++guard > MSGW_WALK_MAX || walk_loops(&wk, o)) {
 			MSG_PROBLEM("msg %d: %s list loops\n", q->perm.id, what);
 			return bad;
 		}
@@ -2032,10 +2143,11 @@ int msg_check_obj(struct ns *ns, struct uperm *perm, char *report, size_t len, s
 {
 	struct msg_queue *q = msq_of(perm);
 	uint64_t n = 0, bytes = 0, freebytes = 0;
+	struct walk wk = WALK_INIT, fk = WALK_INIT;
 	uoff_t o, prev = 0;
 	int bad = 0, guard = 0, id = perm->id;
 
-	if (!ns_ptr(ns, ns_off(ns, q), sizeof(*q))) {
+	if (!ipc_obj_fits(ns, q, sizeof(*q))) {
 		MSG_PROBLEM("msg %d: the queue is not inside the arena\n", id);
 		return bad;
 	}
@@ -2055,7 +2167,7 @@ int msg_check_obj(struct ns *ns, struct uperm *perm, char *report, size_t len, s
 				    id, (unsigned long long)o);
 			break;
 		}
-		if (++guard > 1 << 24) {
+		if (++guard > MSGM_WALK_MAX || walk_loops(&wk, o)) {
 			MSG_PROBLEM("msg %d: the message list loops\n", id);
 			break;
 		}
@@ -2074,7 +2186,7 @@ int msg_check_obj(struct ns *ns, struct uperm *perm, char *report, size_t len, s
 	for (o = q->freelist, guard = 0; o;) {
 		struct msgm *m = m_at(ns, o);
 
-		if (!m || ++guard > 1 << 20) {
+		if (!m || ++guard > MSGM_WALK_MAX || walk_loops(&fk, o)) {
 			MSG_PROBLEM("msg %d: the free list of message blocks is broken at %llu\n", id,
 				    (unsigned long long)o);
 			break;

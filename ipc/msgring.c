@@ -137,7 +137,7 @@ static bool owner_alive(struct ns *ns, uint64_t owner)
 
 	if (!idx || idx > MAX_THREADS)
 		return false;
-	t = ns_ptr(ns, ns->hdr->threads + (uoff_t)(idx - 1) * sizeof(*t), sizeof(*t));
+	t = ns_ptr(ns, ns->lay.threads + (uoff_t)(idx - 1) * sizeof(*t), sizeof(*t));
 	if (!t)
 		return false;
 	w = atomic_load(&t->state);
@@ -256,9 +256,11 @@ static void note_receiver(struct msgring *r, uint64_t h_after, int32_t pid, int6
 
 	if (__atomic_load_n(&r->rtime, __ATOMIC_RELAXED) != now)
 		__atomic_store_n(&r->rtime, now, __ATOMIC_RELAXED);
-	/* a receiver of a later message may have noted itself already */
-	while (((rw_n(h_after) - (uint32_t)(cur >> 32)) & RW_N_MASK) < RW_N_MASK / 2 &&
-	       cur != want) {
+	/* a receiver of a later message may have noted itself already (a
+	 * few tries: the word is a hint, and others may keep changing it) */
+	for (int tries = 0; tries < TRIES &&
+	     ((rw_n(h_after) - (uint32_t)(cur >> 32)) & RW_N_MASK) < RW_N_MASK / 2 && cur != want;
+	     tries++) {
 		if (cas(&r->rstat, &cur, want))
 			break;
 	}
@@ -362,11 +364,15 @@ void ring_snapshot(struct msgring *r, uint64_t *tail, uint64_t *head)
 {
 	uint64_t h, t;
 
-	/* head, tail, head again: the count is exact at the tail's read */
-	do {
+	/* head, tail, head again: the count is exact at the tail's read
+	 * (receivers rarely move the head twice meanwhile; a member that
+	 * keeps rewriting it gets a count that callers check anyway) */
+	for (int tries = 0;; tries++) {
 		h = ring_load(&r->head);
 		t = ring_load(&r->tail);
-	} while (ring_load(&r->head) != h);
+		if (ring_load(&r->head) == h || tries == TRIES)
+			break;
+	}
 	*tail = t;
 	*head = h;
 }

@@ -8,11 +8,13 @@
  * and fsck over every object.
  */
 #include <ctype.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ipc/ipc.h"
 #include "ipc/msgring.h"
@@ -62,6 +64,7 @@ static void ipc_ns_leave(struct ns *ns)
 {
 	shm_ns_leave(ns);                 /* its segments' fds */
 	ring_forget();                    /* this thread's copies of ring words */
+	ipc_seen_forget_all();            /* its ids mean nothing elsewhere */
 }
 
 CORE_HOOKS(ipc_hooks) = {
@@ -110,22 +113,142 @@ int ipc_ns_info(int fd, struct uipc_ns_info *info)
 	return 0;
 }
 
+/* ---- locks held by stopped processes (fsck) ----
+ *
+ * A kernel lock is never held by a stopped task; a uipc lock is held by
+ * whoever took it in the arena, and a member stopped (SIGSTOP, a debugger)
+ * inside a section makes every other member's calls that need the lock
+ * wait (blocking calls stay interruptible, others give up, see
+ * core/lockwait.c).  fsck names such a holder, so that someone can
+ * continue or kill it.
+ */
+
+/* is thread TID stopped?  *PID: its process */
+static bool tid_stopped(pid_t tid, pid_t *pid)
+{
+	char path[64], buf[1024], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	fd = sys_open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	sys_close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	p = strstr(buf, "\nTgid:");
+	*pid = p ? (pid_t)strtol(p + 6, NULL, 10) : tid;
+	p = strstr(buf, "\nState:");
+	if (!p)
+		return false;
+	p += 7;
+	p += strspn(p, " \t");
+	return *p == 'T' || *p == 't';
+}
+
+/* one lock: a problem if a stopped thread holds it */
+/* the thread the lock word of L names (its thread slot's tid), 0 if none:
+ * numbers from the arena, so the slot is looked up within its table and
+ * the tid is only shown, after /proc says that thread is stopped */
+static pid_t lock_holder_tid(struct ns *ns, struct ulock *l)
+{
+	int32_t slot = ulock_holder(l);
+	struct uthread *t = slot >= 0 ? thread_at(ns, (uint32_t)slot) : NULL;
+	int32_t tid = t ? __atomic_load_n(&t->tid, __ATOMIC_RELAXED) : 0;
+
+	return tid > 0 ? tid : 0;
+}
+
+static int report_stopped_holder(struct ns *ns, struct ulock *l, const char *what, int id,
+				 char *report, size_t len, size_t *used)
+{
+	pid_t tid = lock_holder_tid(ns, l), pid;
+	char name[48];
+
+	if (!tid || !tid_stopped(tid, &pid))
+		return 0;
+	if (id >= 0)
+		snprintf(name, sizeof(name), "%s %d", what, id);
+	else
+		snprintf(name, sizeof(name), "%s", what);
+	if (report && *used < len)
+		*used += (size_t)snprintf(report + *used, len - *used,
+			"the lock of %s is held by process %d (thread %d), which is stopped: "
+			"calls that need it wait until it continues (kill -CONT %d) or dies\n",
+			name, (int)pid, (int)tid, (int)pid);
+	return 1;
+}
+
+/* every lock of the namespace whose holder is stopped: the header's, the
+ * id tables', each object's (read without taking any) */
+static int report_stopped_holders(struct ns *ns, char *report, size_t len, size_t *used)
+{
+	static const char *const names[IPC_NR_IDS] = { "semaphore array", "message queue",
+						       "shared memory segment" };
+	static const char *const ids_names[IPC_NR_IDS] = { "the semaphore ids", "the message queue ids",
+							   "the shared memory ids" };
+	struct uipc_hdr *h = ns->hdr;
+	int bad = 0;
+
+	uint32_t procs = atomic_load(&h->procs_hwm);
+
+	bad += report_stopped_holder(ns, &h->ns_lock, "the namespace's limits", -1, report, len, used);
+	bad += report_stopped_holder(ns, &h->alloc.lock, "the allocator", -1, report, len, used);
+	for (uint32_t i = 0; i < procs && i < MAX_PROCS; i++) {
+		struct uproc *p = proc_at(ns, i);
+
+		if (p)
+			bad += report_stopped_holder(ns, &p->lock, "the SEM_UNDO list of process slot",
+						     (int)i, report, len, used);
+	}
+	for (int t = 0; t < IPC_NR_IDS; t++) {
+		int max = ipc_get_maxidx(ns, t);
+
+		bad += report_stopped_holder(ns, &h->ids[t].lock, ids_names[t], -1, report, len, used);
+		for (int i = 0; i <= max; i++) {
+			struct uperm *p = ipc_obtain(ns, t, i);
+
+			if (p && ns_ptr(ns, ns_off(ns, p), sizeof(*p) + sizeof(struct ulock)))
+				bad += report_stopped_holder(ns, ipc_obj_lock(p), names[t], p->id, report,
+							     len, used);
+			if (p && t == IPC_SEM_IDS)
+				bad += sem_report_stopped(ns, p, report_stopped_holder, report, len,
+							  used);
+		}
+	}
+	return bad;
+}
+
+/* the longest fsck waits for any lock: a held one is reported, not waited for */
+#define FSCK_LOCK_WAIT_NS 2000000000LL
+
 /*
- * What `uipc fsck` reports: the allocator and the three id tables, checked
- * under their locks (taking them also recovers any a dead holder left).
+ * What `uipc fsck` reports: locks held by stopped processes, then the
+ * allocator and the three id tables, checked under their locks (taking
+ * them also recovers any a dead holder left).  A lock fsck cannot have
+ * within FSCK_LOCK_WAIT_NS is reported as a problem.
  */
 int ipc_ns_check(char *report, size_t len)
 {
 	struct ns *ns = ns_get();
-	size_t used;
+	size_t used = 0;
 	int bad, t, r;
 
 	if (!ns)
 		return -errno;
+	if (report && len)
+		report[0] = 0;
+	bad = report_stopped_holders(ns, report, len, &used);
+	lockwait_bound_max(FSCK_LOCK_WAIT_NS);
 	r = ulock_acquire(ns, &ns->hdr->alloc.lock);
-	if (r)
-		return r;
-	bad = arena_check(ns, report, len);
+	if (r) {
+		lockwait_bound_end();
+		return r == -EDEADLK ? bad + 1 : r;
+	}
+	bad += arena_check(ns, report ? report + used : NULL, report ? len - used : 0);
 	ulock_release(ns, &ns->hdr->alloc.lock);
 	used = report ? strlen(report) : 0;
 	for (t = 0; t < IPC_NR_IDS; t++) {
@@ -135,8 +258,10 @@ int ipc_ns_check(char *report, size_t len)
 		};
 		int max;
 
-		if (ids_lock(ns, t))
-			return bad + 1;
+		if (ids_lock(ns, t)) {
+			bad++;
+			continue;
+		}
 		bad += ipc_ids_check(ns, t, report, len, &used);
 		/* every object's own invariants, under its lock (objects are
 		 * not removed while the ids lock is held) */
@@ -152,6 +277,7 @@ int ipc_ns_check(char *report, size_t len)
 			bad += shm_check_tot(ns, report, len, &used);
 		ids_unlock(ns, t);
 	}
+	lockwait_bound_end();
 	return bad;
 }
 
@@ -427,12 +553,19 @@ static int set_limit(struct ns *ns, const struct sysctl_ent *e, int64_t v)
 /*
  * The limits are the namespace's, for all its members: as only a privileged
  * user may write /proc/sys/kernel/msgmni, only the namespace's owner may
- * change them, or CAP_SYS_ADMIN.  The owner is the file's (fstat at open),
+ * change them, or CAP_SYS_ADMIN over its owner user namespace (cred.c: a
+ * process in a user namespace made later has none).  The owner is the file's (fstat at open),
  * which members cannot rewrite, not the header's creator_uid, which they can.
  */
 static bool may_set_limits(struct ns *ns)
 {
-	return cur_cred()->euid == ns->file_uid || has_cap(CAP_SYS_ADMIN);
+	uint32_t owner;
+
+	/* both as the namespace's owner user namespace sees them (cred.c):
+	 * the file's owner as this process saw it at open, its own euid */
+	if (cred_id_from_caller((uint32_t)ns->file_uid, false, &owner))
+		owner = UINT32_MAX;
+	return cur_cred()->euid == owner || has_cap(CAP_SYS_ADMIN);
 }
 
 ssize_t ipc_sysctl_write(const char *name, const char *buf, size_t len)

@@ -122,9 +122,79 @@ struct sem_undo {
 	int16_t semadj[];
 };
 
+_Static_assert(sizeof(struct sem_array) == SEM_OBJ_SIZE, "update SEM_OBJ_SIZE in ipc/ipc.h");
+
 int sem_array_bytes(int nsems)
 {
 	return (int)(sizeof(struct sem_array) + (size_t)nsems * sizeof(struct sem));
+}
+
+/* ---- what the arena says, checked before use ----
+ *
+ * Any member of a shared namespace may rewrite any of these fields at any
+ * moment (principle 4: a hostile arena can make calls fail, never make a
+ * process read or write outside it).  So each is read once, checked, and
+ * that checked copy bounds the loops and indexes that follow: never a
+ * second reading.
+ */
+
+/* the bytes of an array of N semaphores */
+static inline uint64_t sem_bytes(int32_t n)
+{
+	return sizeof(struct sem_array) + (uint64_t)n * sizeof(struct sem);
+}
+
+static __attribute__((noinline, cold)) int sem_bad_count(struct ns *ns)
+{
+	ns_corrupt(ns, "semaphore array of a bad size");
+	return 0;
+}
+
+/*
+ * How many semaphores SMA holds, as far as this process may trust it: its
+ * nsems read once, at least 1, the whole array inside the mapping.  0 if
+ * not: the caller treats the array as gone (EIDRM).  The lookup
+ * (sem_obtain_count) checks the array against its block too, once a call;
+ * the helpers that read the count again afterwards (another member may
+ * have rewritten it meanwhile) check it against the mapping, which is
+ * what keeps their reads and writes inside the arena, at a few
+ * instructions each.
+ */
+static inline int sem_count(struct ns *ns, struct sem_array *sma)
+{
+	int32_t n = __atomic_load_n(&sma->nsems, __ATOMIC_RELAXED);
+
+	if (likely(n >= 1 && (uint64_t)((const char *)sma - ns->base) + sem_bytes(n) <= ns->size))
+		return n;
+	return sem_bad_count(ns);
+}
+
+/* semaphore NUM of an array of N (sem_count), or NULL */
+static struct sem *sem_at(struct sem_array *sma, int n, unsigned num)
+{
+	return num < (unsigned)n ? &sma->sems[num] : NULL;
+}
+
+/* the sops of wait entry Q, their count read once into *NSOPS and checked
+ * against its block (1..65536); NULL if they are not sane */
+static struct sembuf *q_ops(struct ns *ns, struct semq *q, int *nsops)
+{
+	int32_t n = __atomic_load_n(&q->nsops, __ATOMIC_RELAXED);
+
+	if (n < 1 || n > 65536 ||
+	    !ns_ptr(ns, ns_off(ns, q), sizeof(*q) + (size_t)n * sizeof(struct sembuf)))
+		return NULL;
+	*nsops = n;
+	return q->sops;
+}
+
+/* the op Q sleeps on (its blocking index, checked), or NULL */
+static struct sembuf *q_blocking_op(struct ns *ns, struct semq *q)
+{
+	int nsops, b = __atomic_load_n(&q->blocking, __ATOMIC_RELAXED);
+	struct sembuf *sops = q_ops(ns, q, &nsops);
+
+	return sops && b >= 0 && b < nsops ? &sops[b] : NULL;
 }
 
 /* ---- small helpers ---- */
@@ -136,22 +206,39 @@ static struct sem_array *sma_of(struct uperm *p)
 
 static struct semq *q_at(struct ns *ns, uoff_t off)
 {
-	struct semq *q = off ? ns_ptr(ns, off, sizeof(struct semq)) : NULL;
+	struct semq *q = off ? ns_ptr_aligned(ns, off, sizeof(struct semq)) : NULL;
+	int nsops;
 
-	if (q && (q->nsops < 1 || q->nsops > 65536 ||
-		  !ns_ptr(ns, off, sizeof(*q) + (size_t)q->nsops * sizeof(struct sembuf))))
-		q = NULL;
-	return q;
+	return q && q_ops(ns, q, &nsops) ? q : NULL;
 }
 
-static struct sem_undo *un_at(struct ns *ns, uoff_t off)
+/* undo entry OFF with its adjustment count read once into *N and checked
+ * against the mapping; NULL (and *N 0) if it is not sane */
+static inline struct sem_undo *un_at_n(struct ns *ns, uoff_t off, int *n)
 {
-	struct sem_undo *u = off ? ns_ptr(ns, off, sizeof(struct sem_undo)) : NULL;
+	struct sem_undo *u = off ? ns_ptr_aligned(ns, off, sizeof(struct sem_undo)) : NULL;
+	int32_t k = u ? __atomic_load_n(&u->nsems, __ATOMIC_RELAXED) : 0;
 
-	if (u && (u->nsems < 0 || u->nsems > SEMMSL_DEF * 2 ||
-		  !ns_ptr(ns, off, sizeof(*u) + (size_t)u->nsems * 2)))
+	if (u && (k < 0 || !ns_ptr(ns, off, sizeof(*u) + (size_t)k * 2)))
 		u = NULL;
+	*n = u ? k : 0;
 	return u;
+}
+
+static inline struct sem_undo *un_at(struct ns *ns, uoff_t off)
+{
+	int n;
+
+	return un_at_n(ns, off, &n);
+}
+
+/* an undo entry's adjustment count, read once and checked against the
+ * arena (0 if it does not fit) */
+static int un_count(struct ns *ns, struct sem_undo *u)
+{
+	int32_t n = __atomic_load_n(&u->nsems, __ATOMIC_RELAXED);
+
+	return n > 0 && ns_ptr(ns, ns_off(ns, u), sizeof(*u) + (size_t)n * 2) ? n : 0;
 }
 
 static void list_add_tail(struct ns *ns, struct qlist *l, struct semq *q)
@@ -191,13 +278,25 @@ static bool list_empty(const struct qlist *l)
 	return l->first == 0;
 }
 
-/* which list holds Q: the kernel knows by q->list; we keep it derivable */
-static struct qlist *q_list(struct sem_array *sma, struct semq *q)
+/* the semaphore a single-op entry Q waits on (checked), or NULL */
+static struct sem *q_sem(struct ns *ns, struct sem_array *sma, struct semq *q)
 {
-	struct sem *s = &sma->sems[q->sops[0].sem_num];
+	int nsops;
+	struct sembuf *sops = q_ops(ns, q, &nsops);
 
+	return sops ? sem_at(sma, sem_count(ns, sma), __atomic_load_n(&sops[0].sem_num,
+								     __ATOMIC_RELAXED)) : NULL;
+}
+
+/* which list holds Q (S: its semaphore, q_sem): the kernel knows by
+ * q->list; we keep it derivable (NULL: a single alter op, on its
+ * semaphore's list or the array's) */
+static struct qlist *q_list(struct sem_array *sma, struct semq *q, struct sem *s)
+{
 	if (q->nsops > 1)
 		return q->alter ? &sma->pend_alter : &sma->pend_const;
+	if (!s)
+		return &sma->pend_alter;   /* a corrupt entry: unlinked from there */
 	if (!q->alter)
 		return &s->pend_const;
 	/* a single alter op sleeps on its semaphore unless complex ops were
@@ -205,13 +304,19 @@ static struct qlist *q_list(struct sem_array *sma, struct semq *q)
 	return NULL;
 }
 
+/* the longest wait list a walk follows: more entries than a namespace's
+ * threads can have queued means a list that loops (a corrupt arena) */
+#define SEMQ_WALK_MAX (MAX_THREADS * 4)
+
 static bool q_on_list(struct ns *ns, struct qlist *l, struct semq *q)
 {
 	uoff_t qo = ns_off(ns, q);
 	uoff_t o = l->first;
 	int guard = 0;
 
-	while (o && guard++ < 1 << 24) {
+	struct walk w = WALK_INIT;
+
+	while (o && guard++ < SEMQ_WALK_MAX && !walk_loops(&w, o)) {
 		if (o == qo)
 			return true;
 		struct semq *x = q_at(ns, o);
@@ -225,11 +330,12 @@ static bool q_on_list(struct ns *ns, struct qlist *l, struct semq *q)
 
 static struct qlist *q_find_list(struct ns *ns, struct sem_array *sma, struct semq *q)
 {
-	struct qlist *l = q_list(sma, q);
+	struct sem *s = q_sem(ns, sma, q);
+	struct qlist *l = q_list(sma, q, s);
 
 	if (l)
 		return l;
-	l = &sma->sems[q->sops[0].sem_num].pend_alter;
+	l = &s->pend_alter;
 	return q_on_list(ns, l, q) ? l : &sma->pend_alter;
 }
 
@@ -273,25 +379,33 @@ static bool sem_has_waiters(struct sem *s)
 
 /* ---- locking (the kernel's sem_lock/sem_unlock, plus SLOW bits) ---- */
 
-static void complexmode_enter(struct ns *ns, struct sem_array *sma)
+/* (array lock held) 0, or -errno: a semaphore's lock could not be had
+ * (its wait bounded, see core/lockwait), so the fast path may still run
+ * on it; the caller gives the array lock back (its section rolled back) */
+static int complexmode_enter(struct ns *ns, struct sem_array *sma)
 {
-	int i;
+	int i, n, r;
 
 	if (atomic_load(&sma->use_global_lock) > 0) {
 		J_SET(ns, *(int32_t *)&sma->use_global_lock, USE_GLOBAL_LOCK_HYSTERESIS);
-		return;
+		return 0;
 	}
+	n = sem_count(ns, sma);
+	if (!n)
+		return -EIDRM;
 	J_SET(ns, *(int32_t *)&sma->use_global_lock, USE_GLOBAL_LOCK_HYSTERESIS);
 	atomic_thread_fence(memory_order_seq_cst);
-	for (i = 0; i < sma->nsems; i++) {
+	for (i = 0; i < n; i++) {
 		struct sem *s = &sma->sems[i];
 
 		/* wait out a per-semaphore holder, then stop the fast path */
-		if (ulock_acquire(ns, &s->lock) == 0) {
-			atomic_fetch_or(&s->word, W_SLOW);
-			ulock_release(ns, &s->lock);
-		}
+		r = ulock_acquire(ns, &s->lock);
+		if (r)
+			return r == SEM_GLOBAL_LOCK ? -EIDRM : r;
+		atomic_fetch_or(&s->word, W_SLOW);
+		ulock_release(ns, &s->lock);
 	}
+	return 0;
 }
 
 static void complexmode_tryleave(struct ns *ns, struct sem_array *sma)
@@ -301,7 +415,9 @@ static void complexmode_tryleave(struct ns *ns, struct sem_array *sma)
 	if (sma->complex_count)
 		return;
 	if (g == 1) {
-		for (int i = 0; i < sma->nsems; i++) {
+		int n = sem_count(ns, sma);
+
+		for (int i = 0; i < n; i++) {
 			struct sem *s = &sma->sems[i];
 
 			if (!sem_has_waiters(s))
@@ -316,19 +432,22 @@ static void complexmode_tryleave(struct ns *ns, struct sem_array *sma)
 /* Move sleeping single alter ops back to their semaphores (kernel order). */
 static void unmerge_queues(struct ns *ns, struct sem_array *sma)
 {
+	int guard = 0;
+
 	if (sma->complex_count)
 		return;
 	while (!list_empty(&sma->pend_alter)) {
 		struct semq *q = q_at(ns, sma->pend_alter.first);
+		struct sem *s = q ? q_sem(ns, sma, q) : NULL;
 
-		if (!q) {
+		if (!s || guard++ >= SEMQ_WALK_MAX) {
 			ns_corrupt(ns, "semaphore queue");
 			J_SET(ns, sma->pend_alter.first, (uoff_t)0);
 			J_SET(ns, sma->pend_alter.last, (uoff_t)0);
 			break;
 		}
 		list_del(ns, &sma->pend_alter, q);
-		list_add_tail(ns, &sma->sems[q->sops[0].sem_num].pend_alter, q);
+		list_add_tail(ns, &s->pend_alter, q);
 	}
 }
 
@@ -336,7 +455,9 @@ static void unmerge_queues(struct ns *ns, struct sem_array *sma)
  * each semaphore's list is spliced in front, semaphore 0 first). */
 static void merge_queues(struct ns *ns, struct sem_array *sma)
 {
-	for (int i = 0; i < sma->nsems; i++) {
+	int n = sem_count(ns, sma);
+
+	for (int i = 0; i < n; i++) {
 		struct qlist *l = &sma->sems[i].pend_alter;
 		struct semq *first = q_at(ns, l->first), *last = q_at(ns, l->last);
 		struct semq *gfirst = q_at(ns, sma->pend_alter.first);
@@ -400,7 +521,12 @@ static int sem_lock(struct ns *ns, struct sem_array *sma, struct sembuf *sops, i
 		r = ulock_acquire(ns, &sma->glock);
 		if (r)
 			return lock_err(r);
-		complexmode_enter(ns, sma);
+		r = complexmode_enter(ns, sma);
+		if (r) {
+			j_abort(ns);
+			ulock_release(ns, &sma->glock);
+			return lock_err(r);
+		}
 		return SEM_GLOBAL_LOCK;
 	}
 	return lock_one_sem(ns, sma, sops->sem_num, true);
@@ -499,11 +625,12 @@ static void wake_up_sem_queue_prepare(struct ns *ns, struct semq *q, int error,
 
 /* ---- perform_atomic_semop ---- */
 
-static int16_t *undo_adj(struct ns *ns, uoff_t undo, int semnum)
+static inline int16_t *undo_adj(struct ns *ns, uoff_t undo, int semnum)
 {
-	struct sem_undo *u = un_at(ns, undo);
+	int n;
+	struct sem_undo *u = un_at_n(ns, undo, &n);
 
-	return u && semnum < u->nsems ? &u->semadj[semnum] : NULL;
+	return u && semnum < n ? &u->semadj[semnum] : NULL;
 }
 
 /*
@@ -616,14 +743,38 @@ dup_undo:
 	}
 }
 
+/*
+ * Perform sleeper Q's operations (array lock or its semaphore's held).
+ * Its sops are in the arena, where another member may rewrite them while
+ * we look: they are copied out first, each semaphore number checked
+ * against the array's checked count, and the copy is what runs.  A
+ * corrupt entry fails with EIDRM (its sleeper is told so).
+ */
 static int perform_q(struct ns *ns, struct sem_array *sma, struct semq *q)
 {
-	int blocking = q->blocking;
-	int r = perform_atomic_semop(ns, sma, q->sops, q->nsops, q->undo, q->pid, &blocking,
-				     q->dupsop);
+	struct sembuf local[16], *sops = local;
+	int nsops, n = sem_count(ns, sma), r, blocking = q->blocking;
+	struct sembuf *qops = q_ops(ns, q, &nsops);
 
+	if (!qops || !n)
+		return -EIDRM;
+	if (nsops > 16) {
+		sops = malloc((size_t)nsops * sizeof(*sops));
+		if (!sops)
+			return -ENOMEM;
+	}
+	memcpy(sops, qops, (size_t)nsops * sizeof(*sops));
+	r = 0;
+	for (int i = 0; i < nsops && !r; i++)
+		if (sops[i].sem_num >= (unsigned)n)
+			r = -EIDRM;
+	if (!r)
+		r = perform_atomic_semop(ns, sma, sops, nsops, q->undo, q->pid, &blocking,
+					 q->dupsop);
 	if (r > 0 && blocking != q->blocking)
 		J_SET(ns, q->blocking, blocking);
+	if (sops != local)
+		free(sops);
 	return r;
 }
 
@@ -734,13 +885,29 @@ static bool q_sleeper_gone(struct ns *ns, struct sem_array *sma, struct semq *q,
 	return true;
 }
 
-static int wake_const_ops(struct ns *ns, struct sem_array *sma, int semnum, struct wake_q *wq)
+/* the pending list of semaphore SEMNUM (-1: the array's), ALTER 0 const,
+ * 1 alter, of an array of N (sem_count); NULL for a semaphore it does not
+ * hold.  The walkers below take N from their caller: sem_count once per
+ * wakeup pass, not once per semaphore. */
+static struct qlist *pend_list(struct sem_array *sma, int n, int semnum, int alter)
 {
-	struct qlist *l = semnum == -1 ? &sma->pend_const : &sma->sems[semnum].pend_const;
-	uoff_t o = l->first;
-	int completed = 0;
+	struct sem *s;
 
-	while (o) {
+	if (semnum == -1)
+		return alter ? &sma->pend_alter : &sma->pend_const;
+	s = sem_at(sma, n, (unsigned)semnum);
+	return !s ? NULL : alter ? &s->pend_alter : &s->pend_const;
+}
+
+static int wake_const_ops(struct ns *ns, struct sem_array *sma, int n, int semnum,
+			  struct wake_q *wq)
+{
+	struct qlist *l = pend_list(sma, n, semnum, 0);
+	uoff_t o = l ? l->first : 0;
+	int completed = 0, guard = 0;
+	struct walk w = WALK_INIT;
+
+	while (o && guard++ < SEMQ_WALK_MAX && !walk_loops(&w, o)) {
 		struct semq *q = q_at(ns, o);
 		int err;
 
@@ -760,58 +927,86 @@ static int wake_const_ops(struct ns *ns, struct sem_array *sma, int semnum, stru
 	return completed;
 }
 
-static int do_smart_wakeup_zero(struct ns *ns, struct sem_array *sma, struct sembuf *sops,
+/* SOPS: checked against the array (the caller's own, or a copy) */
+static int do_smart_wakeup_zero(struct ns *ns, struct sem_array *sma, int n, struct sembuf *sops,
 				int nsops, struct wake_q *wq)
 {
 	int completed = 0, got_zero = 0, i;
 
 	if (sops) {
 		for (i = 0; i < nsops; i++) {
-			int num = sops[i].sem_num;
+			struct sem *s = sem_at(sma, n, sops[i].sem_num);
 
-			if (W_VAL(atomic_load(&sma->sems[num].word)) == 0) {
+			if (s && W_VAL(atomic_load(&s->word)) == 0) {
 				got_zero = 1;
-				completed |= wake_const_ops(ns, sma, num, wq);
+				completed |= wake_const_ops(ns, sma, n, sops[i].sem_num, wq);
 			}
 		}
 	} else {
-		for (i = 0; i < sma->nsems; i++) {
+		for (i = 0; i < n; i++) {
 			if (W_VAL(atomic_load(&sma->sems[i].word)) == 0) {
 				got_zero = 1;
-				completed |= wake_const_ops(ns, sma, i, wq);
+				completed |= wake_const_ops(ns, sma, n, i, wq);
 			}
 		}
 	}
 	if (got_zero)
-		completed |= wake_const_ops(ns, sma, -1, wq);
+		completed |= wake_const_ops(ns, sma, n, -1, wq);
 	return completed;
 }
 
-static int check_restart(struct sem_array *sma, struct semq *q)
+static int check_restart(struct sem_array *sma, int nsops)
 {
 	if (!list_empty(&sma->pend_alter))
 		return 1;
-	if (q->nsops > 1)
+	if (nsops > 1)
 		return 1;
 	return 0;
 }
 
-static int update_queue(struct ns *ns, struct sem_array *sma, int semnum, struct wake_q *wq)
+/* a completed sleeper Q's operations, copied out of the arena for the zero
+ * waits they may have completed (do_smart_wakeup_zero checks each) */
+static void wakeup_zero_after(struct ns *ns, struct sem_array *sma, int n, struct semq *q,
+			      struct wake_q *wq)
 {
-	struct qlist *l = semnum == -1 ? &sma->pend_alter : &sma->sems[semnum].pend_alter;
-	int completed = 0;
+	struct sembuf local[16];
+	int nsops;
+	struct sembuf *qops = q_ops(ns, q, &nsops);
+
+	if (!qops)
+		return;
+	if (nsops > 16) {
+		/* the array-wide walk covers every semaphore */
+		do_smart_wakeup_zero(ns, sma, n, NULL, 0, wq);
+		return;
+	}
+	memcpy(local, qops, (size_t)nsops * sizeof(*local));
+	do_smart_wakeup_zero(ns, sma, n, local, nsops, wq);
+}
+
+static int update_queue(struct ns *ns, struct sem_array *sma, int n, int semnum,
+			struct wake_q *wq)
+{
+	struct qlist *l = pend_list(sma, n, semnum, 1);
+	struct sem *s = semnum == -1 ? NULL : sem_at(sma, n, (unsigned)semnum);
+	int completed = 0, steps = 0;
 	uoff_t o;
 
+	if (!l)
+		return 0;
 again:
 	o = l->first;
-	while (o) {
+	/* every restart follows a sleeper taken off: one budget for all */
+	struct walk w = WALK_INIT;
+
+	while (o && steps++ < SEMQ_WALK_MAX && !walk_loops(&w, o)) {
 		struct semq *q = q_at(ns, o);
-		int err, restart;
+		int err, restart, nsops = q ? q->nsops : 0;
 
 		if (!q)
 			break;
 		o = q->next;
-		if (semnum != -1 && W_VAL(atomic_load(&sma->sems[semnum].word)) == 0)
+		if (s && W_VAL(atomic_load(&s->word)) == 0)
 			break;
 		if (q_sleeper_gone(ns, sma, q, wq))
 			continue;
@@ -823,8 +1018,8 @@ again:
 			restart = 0;
 		} else {
 			completed = 1;
-			do_smart_wakeup_zero(ns, sma, q->sops, q->nsops, wq);
-			restart = check_restart(sma, q);
+			wakeup_zero_after(ns, sma, n, q, wq);
+			restart = check_restart(sma, nsops);
 		}
 		wake_up_sem_queue_prepare(ns, q, err, wq);
 		if (restart)
@@ -846,18 +1041,18 @@ static void set_semotime(struct ns *ns, struct sem_array *sma)
 static void do_smart_update(struct ns *ns, struct sem_array *sma, struct sembuf *sops,
 			    int nsops, int otime, struct wake_q *wq)
 {
-	int i;
+	int i, n = sem_count(ns, sma);
 
-	otime |= do_smart_wakeup_zero(ns, sma, sops, nsops, wq);
+	otime |= do_smart_wakeup_zero(ns, sma, n, sops, nsops, wq);
 	if (!list_empty(&sma->pend_alter)) {
-		otime |= update_queue(ns, sma, -1, wq);
+		otime |= update_queue(ns, sma, n, -1, wq);
 	} else if (!sops) {
-		for (i = 0; i < sma->nsems; i++)
-			otime |= update_queue(ns, sma, i, wq);
+		for (i = 0; i < n; i++)
+			otime |= update_queue(ns, sma, n, i, wq);
 	} else {
 		for (i = 0; i < nsops; i++)
 			if (sops[i].sem_op > 0)
-				otime |= update_queue(ns, sma, sops[i].sem_num, wq);
+				otime |= update_queue(ns, sma, n, sops[i].sem_num, wq);
 	}
 	if (otime)
 		set_semotime(ns, sma);
@@ -865,15 +1060,19 @@ static void do_smart_update(struct ns *ns, struct sem_array *sma, struct sembuf 
 
 /* ---- GETNCNT / GETZCNT ---- */
 
-static int check_qop(struct semq *q, int semnum, bool count_zero)
+static int check_qop(struct ns *ns, struct semq *q, int semnum, bool count_zero)
 {
-	struct sembuf *sop = &q->sops[q->blocking];
+	struct sembuf *sop = q_blocking_op(ns, q);
+	struct sembuf op;
 
-	if (sop->sem_num != semnum)
+	if (!sop)
 		return 0;
-	if (count_zero && sop->sem_op == 0)
+	op = *sop;
+	if (op.sem_num != semnum)
+		return 0;
+	if (count_zero && op.sem_op == 0)
 		return 1;
-	if (!count_zero && sop->sem_op < 0)
+	if (!count_zero && op.sem_op < 0)
 		return 1;
 	return 0;
 }
@@ -881,10 +1080,12 @@ static int check_qop(struct semq *q, int semnum, bool count_zero)
 static int count_list(struct ns *ns, struct sem_array *sma, struct qlist *l, int semnum,
 		      bool count_zero, bool all)
 {
-	int n = 0;
+	int n = 0, guard = 0;
 	uoff_t o = l->first;
 
-	while (o) {
+	struct walk w = WALK_INIT;
+
+	while (o && guard++ < SEMQ_WALK_MAX && !walk_loops(&w, o)) {
 		struct semq *q = q_at(ns, o);
 
 		if (!q)
@@ -893,17 +1094,20 @@ static int count_list(struct ns *ns, struct sem_array *sma, struct qlist *l, int
 		/* a sleeper that died or was stopped is no longer waiting */
 		if (q_sleeper_alive(ns, q) && !q_undo_spent(ns, sma, q) &&
 		    !q_take_stopped(ns, sma, q, true, NULL))
-			n += all ? 1 : check_qop(q, semnum, count_zero);
+			n += all ? 1 : check_qop(ns, q, semnum, count_zero);
 	}
 	return n;
 }
 
+/* SEMNUM: checked against the array by the caller */
 static int count_semcnt(struct ns *ns, struct sem_array *sma, int semnum, bool count_zero)
 {
+	struct qlist *l = pend_list(sma, sem_count(ns, sma), semnum, !count_zero);
 	int n;
 
-	n = count_list(ns, sma, count_zero ? &sma->sems[semnum].pend_const
-					   : &sma->sems[semnum].pend_alter, semnum, count_zero, true);
+	if (!l)
+		return -EIDRM;
+	n = count_list(ns, sma, l, semnum, count_zero, true);
 	n += count_list(ns, sma, &sma->pend_alter, semnum, count_zero, false);
 	if (count_zero)
 		n += count_list(ns, sma, &sma->pend_const, semnum, count_zero, false);
@@ -912,11 +1116,33 @@ static int count_semcnt(struct ns *ns, struct sem_array *sma, int semnum, bool c
 
 /* ---- lookup ---- */
 
-static struct sem_array *sem_obtain_check(struct ns *ns, int semid, int *err)
+/* the array of SEMID, checked as a whole: NULL with *ERR -EINVAL for no
+ * such id, -EIDRM for an array the arena says is not one; *N its checked
+ * count (sem_count) */
+/* (inline: every semop and semctl looks its array up) */
+static inline __attribute__((always_inline)) struct sem_array *
+sem_obtain_count(struct ns *ns, int semid, int *err, int *n)
 {
 	struct uperm *p = ipc_obtain_check(ns, IPC_SEM_IDS, semid, err);
 
-	return p ? sma_of(p) : NULL;
+	if (!p)
+		return NULL;
+	/* the array whole inside its block (ipc_obj_fits remembers it) */
+	*n = sem_count(ns, sma_of(p));
+	if (!*n || !ipc_obj_fits(ns, p, sem_bytes(*n))) {
+		if (*n)
+			sem_bad_count(ns);
+		*err = -EIDRM;
+		return NULL;
+	}
+	return sma_of(p);
+}
+
+static struct sem_array *sem_obtain_check(struct ns *ns, int semid, int *err)
+{
+	int n;
+
+	return sem_obtain_count(ns, semid, err, &n);
 }
 
 static bool sma_valid(struct sem_array *sma, int semid)
@@ -928,20 +1154,28 @@ static bool sma_valid(struct sem_array *sma, int semid)
 
 static void init_locks(struct sem_array *sma, int nsems)
 {
+	int ready;
+
 	if (sma->locks_magic != LOCKS_MAGIC) {
 		ulock_init(&sma->glock);
 		sma->locks_ready = 0;
 		sma->locks_magic = LOCKS_MAGIC;
 	}
-	for (int i = sma->locks_ready; i < nsems; i++)
+	/* the block's own count, but never outside this array */
+	ready = sma->locks_ready;
+	if (ready < 0 || ready > nsems)
+		ready = 0;
+	for (int i = ready; i < nsems; i++)
 		ulock_init(&sma->sems[i].lock);
-	if (nsems > sma->locks_ready)
+	if (nsems > ready)
 		sma->locks_ready = nsems;
 }
 
 static int newary(struct ns *ns, key_t key, int semflg, long nsems)
 {
 	struct uipc_hdr *h = ns->hdr;
+	uint64_t bytes = sizeof(struct sem_array) + (uint64_t)nsems * sizeof(struct sem);
+	int64_t used = h->used_sems;
 	struct sem_array *sma;
 	uoff_t off;
 	uint32_t tag;
@@ -949,15 +1183,16 @@ static int newary(struct ns *ns, key_t key, int semflg, long nsems)
 
 	if (!nsems)
 		return -EINVAL;
-	if (h->used_sems + nsems > h->lim.semmns)
+	/* written so that no arena value can make it overflow */
+	if (used < 0 || used > h->lim.semmns || nsems > h->lim.semmns - used)
 		return -ENOSPC;
 	if (h->ids[IPC_SEM_IDS].in_use >= (h->lim.semmni < ns->ipcmni ? h->lim.semmni : ns->ipcmni))
 		return -ENOSPC;
 	/* ALLOC is journaled in the ids frame: a failure or crash frees it */
-	off = arena_alloc(ns, (uint64_t)sem_array_bytes((int)nsems), POOL_SEM);
-	if (!off)
+	off = arena_alloc(ns, bytes, POOL_SEM);
+	sma = off ? ns_ptr(ns, off, bytes) : NULL;
+	if (!sma)
 		return -ENOMEM;
-	sma = ns_ptr(ns, off, (size_t)sem_array_bytes((int)nsems));
 	/*
 	 * Semaphore-pool memory is never zeroed on reuse: a stale semop of a
 	 * removed array may still take its locks, so locks stay initialized
@@ -1002,6 +1237,8 @@ static int newary(struct ns *ns, key_t key, int semflg, long nsems)
 	if (id < 0)
 		return id;
 	J_SET(ns, h->used_sems, h->used_sems + nsems);
+	/* its creator knows its size: a later rewrite of nsems is seen */
+	ipc_seen_size(ns, IPC_SEM_IDS, id, (uint64_t)nsems);
 	return id;
 }
 
@@ -1032,12 +1269,19 @@ int ksys_semget(key_t key, int nsems, int semflg)
  * lazily, and an entry found without in_array is linked to its array again.
  */
 
+/* a process has at most one undo entry per array, and an array at most one
+ * per process: longer lists are lists that loop (a corrupt arena) */
+#define UNDO_PROC_WALK_MAX(ns) ((ns)->ipcmni + 1)
+#define UNDO_ARRAY_WALK_MAX (MAX_PROCS + 1)
+
 static struct sem_undo *lookup_undo(struct ns *ns, struct uproc *p, int semid)
 {
 	uoff_t o = p->undo;
 	int guard = 0;
 
-	while (o && guard++ < 1 << 20) {
+	struct walk w = WALK_INIT;
+
+	while (o && guard++ < UNDO_PROC_WALK_MAX(ns) && !walk_loops(&w, o)) {
 		struct sem_undo *u = un_at(ns, o);
 
 		if (!u)
@@ -1055,10 +1299,13 @@ static void prune_undo(struct ns *ns, struct uproc *p)
 	uoff_t *link = &p->undo;
 	int guard = 0;
 
-	while (*link && guard++ < 1 << 20) {
+	struct walk w = WALK_INIT;
+
+	while (*link && guard++ < UNDO_PROC_WALK_MAX(ns) && !walk_loops(&w, *link)) {
 		struct sem_undo *u = un_at(ns, *link);
 
-		if (!u) {
+		/* outside the arena, or linked to itself: cut there */
+		if (!u || u->proc_next == *link) {
 			J_SET(ns, *link, (uoff_t)0);
 			return;
 		}
@@ -1141,15 +1388,17 @@ static int find_alloc_undo(struct ns *ns, int semid, uoff_t *out)
 	}
 	un = lookup_undo(ns, p, semid);
 	if (!un) {
-		off = arena_alloc(ns, sizeof(*un) + (size_t)sma->nsems * 2, POOL_GENERAL);
+		int n = sem_count(ns, sma);
+
+		off = n ? arena_alloc(ns, sizeof(*un) + (size_t)n * 2, POOL_GENERAL) : 0;
 		un = off ? un_at(ns, off) : NULL;
 		if (!un) {
 			ulock_release(ns, &p->lock);
 			sem_unlock(ns, sma, locknum);
-			return -ENOMEM;
+			return n ? -ENOMEM : -EIDRM;
 		}
 		/* fresh zeroed block, unreachable until linked below */
-		un->nsems = sma->nsems;
+		un->nsems = n;
 		un->semid = semid;
 		un->proc = (uint32_t)(p - proc_at(ns, 0));
 		un->proc_next = p->undo;
@@ -1203,9 +1452,11 @@ static int reap_some_holders(struct ns *ns, struct sem_array *sma, int semid)
 	if (locknum != SEM_GLOBAL_LOCK)
 		return 0;
 	if (sma_valid(sma, semid)) {
+		struct walk w = WALK_INIT;
 		int guard = 0;
 
-		for (o = sma->undo_list; o && n < 16 && guard++ < 1 << 20;) {
+		for (o = sma->undo_list; o && n < 16 && guard++ < UNDO_ARRAY_WALK_MAX &&
+		     !walk_loops(&w, o);) {
 			struct sem_undo *u = un_at(ns, o);
 			struct uproc *p;
 
@@ -1272,12 +1523,13 @@ static void collect_death_words(struct ns *ns, struct sem_array *sma, struct sem
 				struct death_words *dw)
 {
 	struct uproc *me = cur_proc(ns);
-	int semnum = q->sops[q->blocking >= 0 && q->blocking < q->nsops ? q->blocking : 0].sem_num;
+	struct sembuf *op = q_blocking_op(ns, q);
+	int semnum = op ? op->sem_num : 0;
 	int guard = 0;
 	uoff_t o;
 
 	dw->n = 0;
-	if (uipc_waitv_state() < 0)
+	if (uipc_waitv_state() < 0 || !op)
 		return;
 	for (o = __atomic_load_n(&sma->undo_list, __ATOMIC_ACQUIRE);
 	     o && dw->n < DEATH_WORDS && guard++ < 256;) {
@@ -1288,7 +1540,7 @@ static void collect_death_words(struct ns *ns, struct sem_array *sma, struct sem
 		if (!u)
 			break;
 		o = u->id_next;
-		if (semnum >= u->nsems || u->semadj[semnum] == 0)
+		if (semnum >= un_count(ns, u) || u->semadj[semnum] == 0)
 			continue;
 		p = proc_at(ns, u->proc);
 		if (!p || p == me || SLOT_STATE(atomic_load(&p->state)) != SLOT_LIVE)
@@ -1433,6 +1685,7 @@ static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *de
 static int semop_fast(struct ns *ns, int semid, struct sembuf *sop)
 {
 	struct sem_array *sma;
+	struct uperm *p;
 	struct sem *s;
 	uint64_t w, nw, seq;
 	uint32_t tag;
@@ -1441,8 +1694,16 @@ static int semop_fast(struct ns *ns, int semid, struct sembuf *sop)
 	/* only committed arrays: none half-made by a creator that may die */
 	if (!ids_read_begin(ns, IPC_SEM_IDS, &seq))
 		return 1;
-	sma = sem_obtain_check(ns, semid, &err);
-	if (!sma || sop->sem_num >= (unsigned)sma->nsems)
+	p = ipc_obtain_check(ns, IPC_SEM_IDS, semid, &err);
+	if (!p)
+		return 1;
+	sma = sma_of(p);
+	s = &sma->sems[sop->sem_num];
+	/* the semaphore's end inside the mapping (its start is past the
+	 * array's, which ipc_obtain_check found inside); the locked path
+	 * checks the array as a whole (sem_count) */
+	if ((uint64_t)((const char *)(s + 1) - ns->base) > ns->size ||
+	    sop->sem_num >= (unsigned)__atomic_load_n(&sma->nsems, __ATOMIC_RELAXED))
 		return 1;
 	tag = sma->tag;
 	if (atomic_load(&sma->perm.deleted) || sma->perm.id != semid ||
@@ -1450,7 +1711,6 @@ static int semop_fast(struct ns *ns, int semid, struct sembuf *sop)
 		return 1;
 	if (ipcperms(&sma->perm, sop->sem_op ? 0222 : 0444))
 		return 1;
-	s = &sma->sems[sop->sem_num];
 	pid = cur_pid();
 	w = atomic_load_explicit(&s->word, memory_order_acquire);
 	do {
@@ -1582,8 +1842,17 @@ static struct semq *enqueue(struct ns *ns, struct sem_array *sma, struct semop_a
 	q->thread = (uint32_t)(((char *)t - (ns->base + ns->lay.threads)) / sizeof(*t));
 	q->tword = atomic_load(&t->state);
 	q->since = mono_coarse_ns();
-	q->proc = t->proc;
-	q->cont_gen = atomic_load(&proc_at(ns, t->proc)->cont_gen);
+	{
+		/* our own slots, but in the arena: a forged proc index must
+		 * not become a NULL pointer */
+		uint32_t pidx = t->proc;
+		struct uproc *p = proc_at(ns, pidx);
+
+		if (!p)
+			return NULL;
+		q->proc = pidx;
+		q->cont_gen = atomic_load(&p->cont_gen);
+	}
 	atomic_store(&q->status, QS_WAITING);
 	if (a->nsops == 1) {
 		struct sem *s = &sma->sems[a->sops[0].sem_num];
@@ -1651,12 +1920,30 @@ static int wait_how(struct ns *ns, struct sem *s)
 	return t && tid && tid != t->tid ? WAIT_YIELD : WAIT_SLEEP;
 }
 
+/*
+ * Take the lock back after a sleep, Q still queued: the wait is not
+ * bounded by the call's timeout or interrupted (lockwait_suspend), since
+ * leaving with Q on the list would let a waker complete an operation for a
+ * caller that has gone.  (The holder of a semaphore lock is mid-section:
+ * only a stopped or hostile one keeps us here.)
+ */
+static int sem_relock(struct ns *ns, struct sem_array *sma, struct semop_args *a)
+{
+	int r;
+
+	lockwait_suspend();
+	r = sem_lock(ns, sma, a->sops, a->nsops);
+	lockwait_resume();
+	return r;
+}
+
 static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct timespec *deadline)
 {
+	struct sem_undo *un;
 	struct sem_array *sma;
 	struct semq *q;
 	uoff_t undo = 0;
-	int err = 0, locknum, blocking = 0, r;
+	int err = 0, locknum, blocking = 0, r, n;
 	unsigned cont0, hand0 = a->hand0;
 	uint32_t seq;
 	int how;
@@ -1671,18 +1958,20 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 		if (err)
 			return err;
 	}
-	sma = sem_obtain_check(ns, a->semid, &err);
+	sma = sem_obtain_count(ns, a->semid, &err, &n);
 	if (!sma)
 		return err;
-	if (a->max >= sma->nsems)
+	/* every index into the array below is one of our sops: checked here
+	 * against the array's checked size, once */
+	if (a->max >= n)
 		return -EFBIG;
 	if (ipcperms(&sma->perm, a->alter ? 0222 : 0444))
 		return -EACCES;
 	locknum = sem_lock(ns, sma, a->sops, a->nsops);
 	if (locknum < SEM_GLOBAL_LOCK)
 		return locknum;
-	if (!sma_valid(sma, a->semid) || (undo && (!un_at(ns, undo) ||
-						     un_at(ns, undo)->semid != a->semid))) {
+	if (!sma_valid(sma, a->semid) || (undo && (!(un = un_at(ns, undo)) ||
+						     un->semid != a->semid))) {
 		sem_unlock(ns, sma, locknum);
 		return -EIDRM;
 	}
@@ -1741,7 +2030,7 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 			thread_waitq_done(q);
 			return err;
 		}
-		locknum = sem_lock(ns, sma, a->sops, a->nsops);
+		locknum = sem_relock(ns, sma, a);
 		if (locknum < SEM_GLOBAL_LOCK) {
 			thread_waitq_done(q);
 			return locknum; /* cannot happen short of a corrupt arena */
@@ -1765,7 +2054,7 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 			/* a slice ended: maybe a holder died; its undo may free us */
 			sem_unlock(ns, sma, locknum);
 			reap_dead_holders(ns, sma, a->semid);
-			locknum = sem_lock(ns, sma, a->sops, a->nsops);
+			locknum = sem_relock(ns, sma, a);
 			if (locknum < SEM_GLOBAL_LOCK) {
 				thread_waitq_done(q);
 				return locknum;
@@ -1782,6 +2071,17 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 	sem_unlock(ns, sma, locknum);
 	thread_waitq_done(q);
 	return r;
+}
+
+#define SEM_TIMEOUT_MAX_S (1LL << 32)   /* 136 years */
+
+/* may the operations sleep (one lacks IPC_NOWAIT)? */
+static bool may_sleep(const struct semop_args *a)
+{
+	for (int i = 0; i < a->nsops; i++)
+		if (!(a->sops[i].sem_flg & IPC_NOWAIT))
+			return true;
+	return false;
 }
 
 /*
@@ -1834,6 +2134,7 @@ semtimedop_general(unsigned hand0, int semid, struct sembuf *tsops, size_t nsops
 	struct timespec ts, deadline;
 	struct sembuf fast[16], *sops = fast;
 	struct semop_args a = { .hand0 = hand0 };
+	bool bounded;
 	int r;
 
 	if (has_timeout && timeout && uipc_copy_from_user(&ts, timeout, sizeof(ts)))
@@ -1873,7 +2174,9 @@ semtimedop_general(unsigned hand0, int semid, struct sembuf *tsops, size_t nsops
 	}
 	if (has_timeout && timeout) {
 		clock_gettime(CLOCK_MONOTONIC, &deadline);
-		deadline.tv_sec += ts.tv_sec;
+		/* a timeout of centuries is for ever: the deadline stays a
+		 * number of nanoseconds an int64_t holds */
+		deadline.tv_sec += ts.tv_sec < SEM_TIMEOUT_MAX_S ? ts.tv_sec : SEM_TIMEOUT_MAX_S;
 		deadline.tv_nsec += ts.tv_nsec;
 		if (deadline.tv_nsec >= 1000000000L) {
 			deadline.tv_sec++;
@@ -1884,9 +2187,22 @@ semtimedop_general(unsigned hand0, int semid, struct sembuf *tsops, size_t nsops
 	a.sops = sops;
 	a.nsops = (int)nsops;
 	scan_sops(&a);
-	do
+	/* a call that may sleep keeps its timeout and stays interruptible
+	 * while it waits for a lock too (core/lockwait.c) */
+	bounded = may_sleep(&a);
+	if (bounded)
+		lockwait_bound_blocking(has_timeout && timeout ? &deadline : NULL, hand0);
+	/* each retry follows a dead holder reaped: bounded all the same,
+	 * since what says "dead" is in the arena */
+	for (int tries = 0; tries < 4096; tries++) {
 		r = do_semtimedop(ns, &a, has_timeout && timeout ? &deadline : NULL);
-	while (r == SEMOP_RETRY);
+		if (r != SEMOP_RETRY)
+			break;
+	}
+	if (r == SEMOP_RETRY)
+		r = -EIDRM;
+	if (bounded)
+		lockwait_bound_end();
 out:
 	if (sops != fast)
 		free(sops);
@@ -1938,43 +2254,64 @@ static int semctl_stat(struct ns *ns, int semid, int cmd, struct semid_ds *out)
 {
 	struct sem_array *sma;
 	struct uperm *p;
-	int err = 0, locknum;
+	int err = 0, locknum, n, id;
 
 	memset(out, 0, sizeof(*out));
 	p = ipc_obtain_for_stat(ns, IPC_SEM_IDS, semid, cmd != IPC_STAT, cmd == SEM_STAT_ANY, &err);
 	if (!p)
 		return err;
 	sma = sma_of(p);
+	if (!sem_count(ns, sma))
+		return -EIDRM;
 	reap_dead_holders(ns, sma, sma->perm.id);
 	locknum = sem_lock_all(ns, sma);
 	if (locknum < SEM_GLOBAL_LOCK)
 		return locknum;
-	if (atomic_load(&sma->perm.deleted)) {
+	n = sem_count(ns, sma);
+	id = sma->perm.id;
+	/* the caller sizes its GETALL buffer by this: remembered (validate.c) */
+	if (atomic_load(&sma->perm.deleted) || !n || ipc_seen_size(ns, IPC_SEM_IDS, id, (uint64_t)n)) {
 		sem_unlock(ns, sma, locknum);
 		return -EIDRM;
 	}
 	ipc_fill_perm(ns, &sma->perm, &out->sem_perm);
 	out->sem_otime = atomic_load(&sma->otime);
 	out->sem_ctime = sma->ctime;
-	out->sem_nsems = (unsigned long)sma->nsems;
-	err = cmd == IPC_STAT ? 0 : sma->perm.id;
+	out->sem_nsems = (unsigned long)n;
+	err = cmd == IPC_STAT ? 0 : id;
 	sem_unlock(ns, sma, locknum);
 	return err;
 }
 
-static void zero_semadj(struct ns *ns, struct sem_array *sma, int semnum)
+/*
+ * SETVAL of SEMNUM, or SETALL (-1): every undo entry's adjustment of the
+ * array (N semaphores, sem_count) for it is void.  An entry's own count
+ * is trusted only up to N: each zeroed adjustment is a journaled store,
+ * and a forged count would make millions of them.
+ */
+static void zero_semadj(struct ns *ns, struct sem_array *sma, int n, int semnum)
 {
 	uoff_t o = sma->undo_list;
 	int guard = 0;
 
-	while (o && guard++ < 1 << 22) {
+	struct walk w = WALK_INIT;
+
+	while (o && guard++ < UNDO_ARRAY_WALK_MAX && !walk_loops(&w, o)) {
 		struct sem_undo *u = un_at(ns, o);
+		int un_n, lim;
 
 		if (!u)
 			break;
-		for (int i = 0; i < u->nsems; i++)
-			if ((semnum < 0 || i == semnum) && u->semadj[i])
-				J_SET(ns, u->semadj[i], (int16_t)0);
+		un_n = un_count(ns, u);
+		lim = un_n < n ? un_n : n;
+		if (semnum >= 0) {
+			if (semnum < lim && u->semadj[semnum])
+				J_SET(ns, u->semadj[semnum], (int16_t)0);
+		} else {
+			for (int i = 0; i < lim; i++)
+				if (u->semadj[i])
+					J_SET(ns, u->semadj[i], (int16_t)0);
+		}
 		o = u->id_next;
 	}
 }
@@ -1984,14 +2321,14 @@ static int semctl_setval(struct ns *ns, int semid, int semnum, int val)
 	struct sem_array *sma;
 	struct wake_q wq = { 0 };
 	struct sem *s;
-	int err = 0, locknum;
+	int err = 0, locknum, n;
 
 	if (val > SEMVMX_MAX || val < 0)
 		return -ERANGE;
-	sma = sem_obtain_check(ns, semid, &err);
+	sma = sem_obtain_count(ns, semid, &err, &n);
 	if (!sma)
 		return err;
-	if (semnum < 0 || semnum >= sma->nsems)
+	if (semnum < 0 || semnum >= n)
 		return -EINVAL;
 	if (ipcperms(&sma->perm, 0222))
 		return -EACCES;
@@ -2003,7 +2340,7 @@ static int semctl_setval(struct ns *ns, int semid, int semnum, int val)
 		return -EIDRM;
 	}
 	s = &sma->sems[semnum];
-	zero_semadj(ns, sma, semnum);
+	zero_semadj(ns, sma, n, semnum);
 	set_word(ns, s, w_make(atomic_load(&s->word), val, cur_pid()));
 	J_SET(ns, sma->ctime, ipc_now());
 	do_smart_update(ns, sma, NULL, 0, 0, &wq);
@@ -2020,10 +2357,15 @@ static int semctl_main(struct ns *ns, int semid, int semnum, int cmd, void *p)
 	int err = 0, locknum, nsems, i;
 	bool reading;
 
-	sma = sem_obtain_check(ns, semid, &err);
+	/* checked against the array's block; for GETALL and SETALL also
+	 * against what this process knows of it: the caller's buffer holds
+	 * the count the array had when the caller learnt it (validate.c) */
+	sma = sem_obtain_count(ns, semid, &err, &nsems);
 	if (!sma)
 		return err;
-	nsems = sma->nsems;
+	if ((cmd == GETALL || cmd == SETALL) &&
+	    ipc_seen_size(ns, IPC_SEM_IDS, semid, (uint64_t)nsems))
+		return -EIDRM;
 	if (ipcperms(&sma->perm, cmd == SETALL ? 0222 : 0444))
 		return -EACCES;
 	reap_dead_holders(ns, sma, semid);
@@ -2072,7 +2414,7 @@ static int semctl_main(struct ns *ns, int semid, int semnum, int cmd, void *p)
 
 			set_word(ns, s, w_make(atomic_load(&s->word), io[i], cur_pid()));
 		}
-		zero_semadj(ns, sma, -1);
+		zero_semadj(ns, sma, nsems, -1);
 		J_SET(ns, sma->ctime, ipc_now());
 		do_smart_update(ns, sma, NULL, 0, 0, &wq);
 		err = 0;
@@ -2103,16 +2445,36 @@ out:
 	return err;
 }
 
+/* every sleeper of list L fails with EIDRM (freeary) */
+static void fail_list(struct ns *ns, struct sem_array *sma, struct qlist *l, struct wake_q *wq)
+{
+	struct walk w = WALK_INIT;
+	int guard = 0;
+
+	while (!list_empty(l)) {
+		struct semq *q = q_at(ns, l->first);
+
+		if (!q || guard++ >= SEMQ_WALK_MAX || walk_loops(&w, l->first)) {
+			J_SET(ns, *l, ((struct qlist){ 0, 0 }));
+			break;
+		}
+		unlink_queue(ns, sma, q);
+		wake_up_sem_queue_prepare(ns, q, -EIDRM, wq);
+	}
+}
+
 /* freeary: IPC_RMID (ids lock and array lock held) */
 static void freeary(struct ns *ns, struct sem_array *sma, struct wake_q *wq)
 {
+	int i, n = sem_count(ns, sma), guard = 0;
 	uoff_t o;
-	int i;
 
 	/* the undo entries of every process die with the array; each process
 	 * drops its dead entries from its own list (prune_undo, exit) */
 	o = sma->undo_list;
-	while (o) {
+	struct walk w = WALK_INIT;
+
+	while (o && guard++ < UNDO_ARRAY_WALK_MAX && !walk_loops(&w, o)) {
 		struct sem_undo *u = un_at(ns, o);
 
 		if (!u)
@@ -2123,34 +2485,17 @@ static void freeary(struct ns *ns, struct sem_array *sma, struct wake_q *wq)
 	}
 	J_SET(ns, sma->undo_list, (uoff_t)0);
 	/* every sleeper fails with EIDRM */
-	for (i = -1; i < sma->nsems; i++) {
-		struct qlist *ls[2];
+	fail_list(ns, sma, &sma->pend_const, wq);
+	fail_list(ns, sma, &sma->pend_alter, wq);
+	for (i = 0; i < n; i++) {
+		struct sem *s = &sma->sems[i];
 
-		if (i < 0) {
-			ls[0] = &sma->pend_const;
-			ls[1] = &sma->pend_alter;
-		} else {
-			ls[0] = &sma->sems[i].pend_const;
-			ls[1] = &sma->sems[i].pend_alter;
+		if (sem_has_waiters(s)) {
+			fail_list(ns, sma, &s->pend_const, wq);
+			fail_list(ns, sma, &s->pend_alter, wq);
 		}
-		for (int k = 0; k < 2; k++) {
-			while (!list_empty(ls[k])) {
-				struct semq *q = q_at(ns, ls[k]->first);
-
-				if (!q) {
-					J_SET(ns, *ls[k], ((struct qlist){ 0, 0 }));
-					break;
-				}
-				unlink_queue(ns, sma, q);
-				wake_up_sem_queue_prepare(ns, q, -EIDRM, wq);
-			}
-		}
-		if (i >= 0) {
-			struct sem *s = &sma->sems[i];
-
-			/* stop the fast path for good: the tag goes too */
-			set_word(ns, s, W_SLOW);
-		}
+		/* stop the fast path for good: the tag goes too */
+		set_word(ns, s, W_SLOW);
 	}
 	J_SET(ns, *(uint32_t *)&sma->perm.deleted, 1u);
 }
@@ -2199,9 +2544,12 @@ static int semctl_down(struct ns *ns, int semid, int cmd, struct semid_ds *in)
 		 */
 		prev = j_target(ns, &ids->lock);
 		ipc_rmid(ns, IPC_SEM_IDS, &sma->perm);
-		J_SET(ns, ns->hdr->used_sems, ns->hdr->used_sems - sma->nsems);
+		/* unsigned: a forged count must not make this overflow */
+		J_SET(ns, ns->hdr->used_sems, (int64_t)((uint64_t)ns->hdr->used_sems -
+							  (uint64_t)sem_count(ns, sma)));
 		arena_free(ns, ns_off(ns, sma));
 		j_target_restore(prev);
+		ipc_seen_forget(ns, IPC_SEM_IDS, semid);
 		/* commit the ids section first (and free the array), then
 		 * release in order: the kernel's order, and no out-of-order
 		 * release for the journal to sort out */
@@ -2211,12 +2559,12 @@ static int semctl_down(struct ns *ns, int semid, int cmd, struct semid_ds *in)
 		wake_up_q(ns, &wq, NULL);
 		return 0;
 	} else {
-		if (in->sem_perm.uid == (uid_t)-1 || in->sem_perm.gid == (gid_t)-1) {
+		if (in->sem_perm.uid == (uid_t)-1 || in->sem_perm.gid == (gid_t)-1)
 			err = -EINVAL;
-		} else {
-			ipc_update_perm(ns, &sma->perm, &in->sem_perm);
+		else
+			err = ipc_update_perm(ns, &sma->perm, &in->sem_perm);
+		if (!err)   /* (a failed update stored nothing) */
 			J_SET(ns, sma->ctime, ipc_now());
-		}
 		sem_unlock(ns, sma, locknum);
 	}
 out:
@@ -2294,7 +2642,8 @@ void sem_exit_proc(struct ns *ns, struct uproc *p)
 {
 	int guard = 0;
 
-	while (guard++ < 1 << 20) {
+	/* one entry per array at most: a longer list is a corrupt one */
+	while (guard++ < UNDO_PROC_WALK_MAX(ns)) {
 		struct sem_array *sma;
 		struct sem_undo *un;
 		struct wake_q wq = { 0 };
@@ -2314,8 +2663,10 @@ void sem_exit_proc(struct ns *ns, struct uproc *p)
 			if (locknum != SEM_GLOBAL_LOCK)
 				return;
 			if (sma_valid(sma, semid) && un->semid == semid) {
+				int n = sem_count(ns, sma), un_n = un_count(ns, un);
+
 				unlink_undo_id(ns, sma, un);
-				for (i = 0; i < sma->nsems && i < un->nsems; i++) {
+				for (i = 0; i < n && i < un_n; i++) {
 					struct sem *s = &sma->sems[i];
 					uint64_t w = atomic_load(&s->word);
 					int v;
@@ -2353,22 +2704,27 @@ void sem_exit_proc(struct ns *ns, struct uproc *p)
 			*used += (size_t)snprintf(report + *used, len - *used, __VA_ARGS__); \
 	} while (0)
 
-/* one pending list: links both ways, entries waiting, ops in range */
-static int sem_check_list(struct ns *ns, struct sem_array *sma, struct qlist *l, const char *what,
-			  int semnum, int *count, char *report, size_t len, size_t *used)
+/* one pending list: links both ways, entries waiting, ops in range (N:
+ * the array's checked count) */
+static int sem_check_list(struct ns *ns, struct sem_array *sma, int n, struct qlist *l,
+			  const char *what, int semnum, int *count, char *report, size_t len,
+			  size_t *used)
 {
 	uoff_t o = l->first, prev = 0;
 	int bad = 0, guard = 0, id = sma->perm.id;
+	struct walk w = WALK_INIT;
 
 	while (o) {
 		struct semq *q = q_at(ns, o);
+		struct sembuf *sops;
+		int nsops;
 
-		if (!q) {
+		if (!q || !(sops = q_ops(ns, q, &nsops))) {
 			SEM_PROBLEM("sem %d: %s list (sem %d) leads outside the arena (%llu)\n", id, what,
 				    semnum, (unsigned long long)o);
 			return bad;
 		}
-		if (++guard > 1 << 20) {
+		if (++guard > SEMQ_WALK_MAX || walk_loops(&w, o)) {
 			SEM_PROBLEM("sem %d: %s list (sem %d) loops\n", id, what, semnum);
 			return bad;
 		}
@@ -2380,16 +2736,15 @@ static int sem_check_list(struct ns *ns, struct sem_array *sma, struct qlist *l,
 			SEM_PROBLEM("sem %d: %s list (sem %d): entry %llu is not a waiting one (linked %u, status %d)\n",
 				    id, what, semnum, (unsigned long long)o, q->linked,
 				    (int)atomic_load(&q->status));
-		for (int i = 0; i < q->nsops; i++)
-			if (q->sops[i].sem_num >= sma->nsems) {
+		for (int i = 0; i < nsops; i++)
+			if (sops[i].sem_num >= n) {
 				SEM_PROBLEM("sem %d: %s list (sem %d): entry %llu names semaphore %u of %d\n",
-					    id, what, semnum, (unsigned long long)o, q->sops[i].sem_num,
-					    sma->nsems);
+					    id, what, semnum, (unsigned long long)o, sops[i].sem_num, n);
 				break;
 			}
-		if (semnum >= 0 && q->nsops == 1 && q->sops[0].sem_num != semnum)
+		if (semnum >= 0 && nsops == 1 && sops[0].sem_num != semnum)
 			SEM_PROBLEM("sem %d: entry %llu for semaphore %u is on semaphore %d's list\n", id,
-				    (unsigned long long)o, q->sops[0].sem_num, semnum);
+				    (unsigned long long)o, sops[0].sem_num, semnum);
 		(*count)++;
 		prev = o;
 		o = q->next;
@@ -2397,6 +2752,101 @@ static int sem_check_list(struct ns *ns, struct sem_array *sma, struct qlist *l,
 	if (l->last != prev)
 		SEM_PROBLEM("sem %d: %s list (sem %d) ends at %llu, its tail says %llu\n", id, what, semnum,
 			    (unsigned long long)prev, (unsigned long long)l->last);
+	return bad;
+}
+
+/* the multi-op sleepers on the array lists, against complex_count */
+static int sem_check_complex(struct ns *ns, struct sem_array *sma, char *report, size_t len,
+			     size_t *used)
+{
+	struct qlist *ls[2] = { &sma->pend_alter, &sma->pend_const };
+	int bad = 0, multi = 0, id = sma->perm.id;
+
+	for (int k = 0; k < 2; k++) {
+		struct walk w = WALK_INIT;
+		int guard = 0;
+
+		for (uoff_t o = ls[k]->first; o && guard++ < SEMQ_WALK_MAX &&
+		     !walk_loops(&w, o);) {
+			struct semq *q = q_at(ns, o);
+
+			if (!q)
+				break;
+			multi += q->nsops > 1;
+			o = q->next;
+		}
+	}
+	if (multi != sma->complex_count)
+		SEM_PROBLEM("sem %d: %d multi-op sleepers, complex_count says %d\n", id, multi,
+			    sma->complex_count);
+	return bad;
+}
+
+/* is undo entry O on the list of its process P?  (array lock held; takes
+ * P's lock: lock order array, then process, as find_alloc_undo) */
+static bool undo_on_proc_list(struct ns *ns, struct uproc *p, uoff_t o)
+{
+	uoff_t x;
+	int g = 0;
+
+	if (ulock_acquire(ns, &p->lock))
+		return true;    /* cannot tell: not a problem we saw */
+	x = p->undo;
+	while (x && x != o && g++ < UNDO_PROC_WALK_MAX(ns)) {
+		struct sem_undo *pu = un_at(ns, x);
+
+		x = pu ? pu->proc_next : 0;
+	}
+	ulock_release(ns, &p->lock);
+	return x == o;
+}
+
+/* the array's SEM_UNDO list: both links, entries of this array and of a
+ * process slot in use, on that process's list, adjustments in range */
+static int sem_check_undo(struct ns *ns, struct sem_array *sma, int n, char *report, size_t len,
+			  size_t *used)
+{
+	int bad = 0, guard = 0, id = sma->perm.id;
+	struct walk w = WALK_INIT;
+	uoff_t o, prev = 0;
+
+	for (o = sma->undo_list; o;) {
+		struct sem_undo *u = un_at(ns, o);
+		struct uproc *p;
+		int un_n;
+
+		if (!u) {
+			SEM_PROBLEM("sem %d: undo list leads outside the arena (%llu)\n", id,
+				    (unsigned long long)o);
+			break;
+		}
+		if (++guard > UNDO_ARRAY_WALK_MAX || walk_loops(&w, o)) {
+			SEM_PROBLEM("sem %d: undo list loops\n", id);
+			break;
+		}
+		un_n = un_count(ns, u);
+		if (u->id_prev != prev)
+			SEM_PROBLEM("sem %d: undo entry %llu: back link %llu, not %llu\n", id,
+				    (unsigned long long)o, (unsigned long long)u->id_prev,
+				    (unsigned long long)prev);
+		if (u->semid != id || !u->in_array || un_n != n)
+			SEM_PROBLEM("sem %d: undo entry %llu is for id %d (in array %u, %d semaphores)\n",
+				    id, (unsigned long long)o, u->semid, u->in_array, un_n);
+		p = proc_at(ns, u->proc);
+		if (!p || SLOT_STATE(atomic_load(&p->state)) == SLOT_FREE)
+			SEM_PROBLEM("sem %d: undo entry %llu belongs to process slot %u, which is free "
+				    "(its adjustments were never applied)\n", id, (unsigned long long)o,
+				    u->proc);
+		else if (!undo_on_proc_list(ns, p, o))
+			SEM_PROBLEM("sem %d: undo entry %llu is not on the list of its process (slot %u)\n",
+				    id, (unsigned long long)o, u->proc);
+		for (int i = 0; i < un_n && i < n; i++)
+			if (u->semadj[i] < -SEMAEM_MAX)
+				SEM_PROBLEM("sem %d: undo entry %llu: adjustment %d of semaphore %d\n", id,
+					    (unsigned long long)o, u->semadj[i], i);
+		prev = o;
+		o = u->id_next;
+	}
 	return bad;
 }
 
@@ -2410,12 +2860,10 @@ static int sem_check_list(struct ns *ns, struct sem_array *sma, struct qlist *l,
 int sem_check_obj(struct ns *ns, struct uperm *perm, char *report, size_t len, size_t *used)
 {
 	struct sem_array *sma = sma_of(perm);
-	int bad = 0, locknum, id = perm->id, complex = 0, n = 0, guard = 0;
-	uoff_t o, prev = 0;
+	int bad = 0, locknum, id = perm->id, complex = 0, waiting = 0, n = sem_count(ns, sma);
 
-	if (sma->nsems < 1 || sma->nsems > SEMMSL_DEF * 2 ||
-	    !ns_ptr(ns, ns_off(ns, sma), (size_t)sem_array_bytes(sma->nsems))) {
-		SEM_PROBLEM("sem %d: %d semaphores, not inside the arena\n", id, sma->nsems);
+	if (!n) {
+		SEM_PROBLEM("sem %d: %d semaphores, not inside its block\n", id, sma->nsems);
 		return bad;
 	}
 	locknum = sem_lock_all(ns, sma);
@@ -2427,7 +2875,8 @@ int sem_check_obj(struct ns *ns, struct uperm *perm, char *report, size_t len, s
 		sem_unlock(ns, sma, locknum);
 		return 0;       /* removed meanwhile */
 	}
-	for (int i = 0; i < sma->nsems; i++) {
+	n = sem_count(ns, sma);
+	for (int i = 0; i < n; i++) {
 		struct sem *s = &sma->sems[i];
 		uint64_t w = atomic_load(&s->word);
 
@@ -2435,77 +2884,29 @@ int sem_check_obj(struct ns *ns, struct uperm *perm, char *report, size_t len, s
 			SEM_PROBLEM("sem %d: semaphore %d is %d\n", id, i, W_VAL(w));
 		if ((W_TAG(w) & W_TAG_MASK) != (sma->tag & W_TAG_MASK))
 			SEM_PROBLEM("sem %d: semaphore %d carries another array's tag\n", id, i);
-		bad += sem_check_list(ns, sma, &s->pend_alter, "alter", i, &n, report, len, used);
-		bad += sem_check_list(ns, sma, &s->pend_const, "const", i, &n, report, len, used);
+		bad += sem_check_list(ns, sma, n, &s->pend_alter, "alter", i, &waiting, report, len, used);
+		bad += sem_check_list(ns, sma, n, &s->pend_const, "const", i, &waiting, report, len, used);
 	}
-	bad += sem_check_list(ns, sma, &sma->pend_alter, "array alter", -1, &complex, report, len, used);
-	bad += sem_check_list(ns, sma, &sma->pend_const, "array const", -1, &complex, report, len, used);
-	{
-		/* complex_count counts the multi-op sleepers on the array lists */
-		int multi = 0;
-		struct qlist *ls[2] = { &sma->pend_alter, &sma->pend_const };
-
-		for (int k = 0; k < 2; k++)
-			for (o = ls[k]->first, guard = 0; o && guard++ < 1 << 20;) {
-				struct semq *q = q_at(ns, o);
-
-				if (!q)
-					break;
-				multi += q->nsops > 1;
-				o = q->next;
-			}
-		if (multi != sma->complex_count)
-			SEM_PROBLEM("sem %d: %d multi-op sleepers, complex_count says %d\n", id, multi,
-				    sma->complex_count);
-	}
-	for (o = sma->undo_list, guard = 0; o;) {
-		struct sem_undo *u = un_at(ns, o);
-		struct uproc *p;
-
-		if (!u) {
-			SEM_PROBLEM("sem %d: undo list leads outside the arena (%llu)\n", id,
-				    (unsigned long long)o);
-			break;
-		}
-		if (++guard > 1 << 20) {
-			SEM_PROBLEM("sem %d: undo list loops\n", id);
-			break;
-		}
-		if (u->id_prev != prev)
-			SEM_PROBLEM("sem %d: undo entry %llu: back link %llu, not %llu\n", id,
-				    (unsigned long long)o, (unsigned long long)u->id_prev,
-				    (unsigned long long)prev);
-		if (u->semid != id || !u->in_array || u->nsems != sma->nsems)
-			SEM_PROBLEM("sem %d: undo entry %llu is for id %d (in array %u, %d semaphores)\n",
-				    id, (unsigned long long)o, u->semid, u->in_array, u->nsems);
-		p = proc_at(ns, u->proc);
-		if (!p || SLOT_STATE(atomic_load(&p->state)) == SLOT_FREE)
-			SEM_PROBLEM("sem %d: undo entry %llu belongs to process slot %u, which is free "
-				    "(its adjustments were never applied)\n", id, (unsigned long long)o,
-				    u->proc);
-		else if (ulock_acquire(ns, &p->lock) == 0) {
-			/* lock order: array, then process (find_alloc_undo) */
-			uoff_t x = p->undo;
-			int g = 0;
-
-			while (x && x != o && g++ < 1 << 20) {
-				struct sem_undo *pu = un_at(ns, x);
-
-				x = pu ? pu->proc_next : 0;
-			}
-			if (x != o)
-				SEM_PROBLEM("sem %d: undo entry %llu is not on the list of its process (slot %u)\n",
-					    id, (unsigned long long)o, u->proc);
-			ulock_release(ns, &p->lock);
-		}
-		for (int i = 0; i < u->nsems && i < sma->nsems; i++)
-			if (u->semadj[i] < -SEMAEM_MAX)
-				SEM_PROBLEM("sem %d: undo entry %llu: adjustment %d of semaphore %d\n", id,
-					    (unsigned long long)o, u->semadj[i], i);
-		prev = o;
-		o = u->id_next;
-	}
+	bad += sem_check_list(ns, sma, n, &sma->pend_alter, "array alter", -1, &complex, report, len,
+			      used);
+	bad += sem_check_list(ns, sma, n, &sma->pend_const, "array const", -1, &complex, report, len,
+			      used);
+	bad += sem_check_complex(ns, sma, report, len, used);
+	bad += sem_check_undo(ns, sma, n, report, len, used);
 	sem_unlock(ns, sma, locknum);
+	return bad;
+}
+
+/* fsck, before any lock is taken: the semaphores' own locks of array P
+ * whose holder is stopped (namespace.c reports the array's lock) */
+int sem_report_stopped(struct ns *ns, struct uperm *p, lock_report_fn report_one, char *report,
+		       size_t len, size_t *used)
+{
+	struct sem_array *sma = sma_of(p);
+	int bad = 0, n = sem_count(ns, sma), id = p->id;
+
+	for (int i = 0; i < n; i++)
+		bad += report_one(ns, &sma->sems[i].lock, "a semaphore of array", id, report, len, used);
 	return bad;
 }
 

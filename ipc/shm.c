@@ -94,6 +94,8 @@ struct shmid_kernel {
 	uint64_t file;
 };
 
+_Static_assert(sizeof(struct shmid_kernel) == SHM_OBJ_SIZE, "update SHM_OBJ_SIZE in ipc/ipc.h");
+
 /* ---- process-local state ---- */
 
 /* one vma of an attachment: shmdt and SHM_REMAP work on these fragments as
@@ -432,6 +434,14 @@ static off_t seg_map_off(struct ns *ns, uint64_t file)
 static int seg_openat(struct ns *ns, int dfd, const char *name, uint64_t file, int oflag)
 {
 	(void)file;
+	if (anon(ns) && (oflag & O_ACCMODE) == O_RDONLY) {
+		/* a read-only open file of the memfd: what SHM_RDONLY maps, so
+		 * that no mprotect can make it writable (see do_shmat) */
+		char self[64];
+
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", ns->anon_fd);
+		return sys_open(self, O_RDONLY | O_CLOEXEC);
+	}
 	if (anon(ns))      /* where fd_hide would move it */
 		return fcntl(ns->anon_fd, F_DUPFD_CLOEXEC, fd_base());
 	if (dfd < 0) {
@@ -504,11 +514,24 @@ static long seg_pages(struct ns *ns, uint64_t file, uint64_t len)
 	return pages;
 }
 
-static struct shm_att *att_at(struct ns *ns, struct shmid_kernel *shp)
+/*
+ * The attachers table of SHP (segment lock held), with its capacity and
+ * count read once: entries [0, *N) of a table of *CAP, inside the mapping,
+ * *N <= *CAP.  NULL (and 0, 0) if there is none or it is not sane: every
+ * loop below is bounded by these copies, never by a second reading.
+ */
+static struct shm_att *att_at(struct ns *ns, struct shmid_kernel *shp, uint32_t *cap,
+			      uint32_t *n)
 {
-	if (!shp->att || !shp->att_cap)
-		return NULL;
-	return ns_ptr(ns, shp->att, (size_t)shp->att_cap * sizeof(struct shm_att));
+	uoff_t off = __atomic_load_n(&shp->att, __ATOMIC_RELAXED);
+	uint32_t c = __atomic_load_n(&shp->att_cap, __ATOMIC_RELAXED);
+	uint32_t k = __atomic_load_n(&shp->att_n, __ATOMIC_RELAXED);
+	struct shm_att *a = off && c && k <= c ?
+		ns_ptr_aligned(ns, off, (size_t)c * sizeof(struct shm_att)) : NULL;
+
+	*cap = a ? c : 0;
+	*n = a ? k : 0;
+	return a;
 }
 
 static struct shmid_kernel *shm_obtain_check(struct ns *ns, int id, int *err)
@@ -517,8 +540,10 @@ static struct shmid_kernel *shm_obtain_check(struct ns *ns, int id, int *err)
 
 	if (!p)
 		return NULL;
-	if (!ns_ptr(ns, ns_off(ns, p), sizeof(struct shmid_kernel))) {
-		*err = -EINVAL;
+	/* the segment as a whole, inside its block */
+	if (!ipc_obj_fits(ns, p, sizeof(struct shmid_kernel))) {
+		ns_corrupt(ns, "segment outside its block");
+		*err = -EIDRM;
 		return NULL;
 	}
 	return shp_of(p);
@@ -666,42 +691,48 @@ static void fd_unbusy(void)
 
 static int att_add(struct ns *ns, struct shmid_kernel *shp, uint32_t proc, uint32_t n)
 {
-	struct shm_att *a = att_at(ns, shp);
-	uint32_t i;
+	uint32_t cap, cnt, i;
+	struct shm_att *a = att_at(ns, shp, &cap, &cnt);
 
-	for (i = 0; a && i < shp->att_n; i++) {
+	if (!a && (shp->att || shp->att_n)) {
+		ns_corrupt(ns, "segment attachers table");
+		return -EIDRM;
+	}
+	for (i = 0; i < cnt; i++) {
 		if (a[i].proc == proc) {
 			J_SET(ns, a[i].count, a[i].count + n);
 			return 0;
 		}
 	}
-	if (shp->att_n == shp->att_cap) {
-		uint32_t cap = shp->att_cap ? shp->att_cap * 2 : 4;
-		uoff_t off = arena_alloc(ns, (uint64_t)cap * sizeof(struct shm_att), POOL_GENERAL);
-		struct shm_att *na = off ? ns_ptr(ns, off, (size_t)cap * sizeof(*na)) : NULL;
+	if (cnt == cap) {
+		uint32_t ncap = cap ? cap * 2 : 4;
+		uoff_t off = ncap > cap ?
+			arena_alloc(ns, (uint64_t)ncap * sizeof(struct shm_att), POOL_GENERAL) : 0;
+		struct shm_att *na = off ? ns_ptr(ns, off, (size_t)ncap * sizeof(*na)) : NULL;
 
 		if (!na)
 			return -ENOMEM;
 		/* fresh block, nobody sees it yet: plain stores */
 		if (a)
-			memcpy(na, a, (size_t)shp->att_n * sizeof(*na));
+			memcpy(na, a, (size_t)cnt * sizeof(*na));
 		if (shp->att)
 			arena_free(ns, shp->att);
 		J_SET(ns, shp->att, off);
-		J_SET(ns, shp->att_cap, cap);
+		J_SET(ns, shp->att_cap, ncap);
 		a = na;
 	}
-	J_SET(ns, a[shp->att_n], ((struct shm_att){ proc, n }));
-	J_SET(ns, shp->att_n, shp->att_n + 1);
+	J_SET(ns, a[cnt], ((struct shm_att){ proc, n }));
+	J_SET(ns, shp->att_n, cnt + 1);
 	return 0;
 }
 
 /* Drops up to N attachments of PROC (all if N == 0); returns how many. */
 static uint32_t att_del(struct ns *ns, struct shmid_kernel *shp, uint32_t proc, uint32_t n)
 {
-	struct shm_att *a = att_at(ns, shp);
+	uint32_t cap, cnt;
+	struct shm_att *a = att_at(ns, shp, &cap, &cnt);
 
-	for (uint32_t i = 0; a && i < shp->att_n && i < shp->att_cap; i++) {
+	for (uint32_t i = 0; i < cnt; i++) {
 		if (a[i].proc != proc)
 			continue;
 		uint32_t c = a[i].count;
@@ -710,9 +741,9 @@ static uint32_t att_del(struct ns *ns, struct shmid_kernel *shp, uint32_t proc, 
 			J_SET(ns, a[i].count, c - n);
 			return n;
 		}
-		if (i != shp->att_n - 1)
-			J_SET(ns, a[i], a[shp->att_n - 1]);
-		J_SET(ns, shp->att_n, shp->att_n - 1);
+		if (i != cnt - 1)
+			J_SET(ns, a[i], a[cnt - 1]);
+		J_SET(ns, shp->att_n, cnt - 1);
 		return c;
 	}
 	return 0;
@@ -722,9 +753,10 @@ static uint32_t att_del(struct ns *ns, struct shmid_kernel *shp, uint32_t proc, 
  * (Segment lock held; the same arithmetic as att_del and shm_account.) */
 static bool detach_destroys(struct ns *ns, struct shmid_kernel *shp, uint32_t proc, uint32_t n)
 {
-	struct shm_att *a = att_at(ns, shp);
+	uint32_t cap, cnt;
+	struct shm_att *a = att_at(ns, shp, &cap, &cnt);
 
-	for (uint32_t i = 0; a && i < shp->att_n && i < shp->att_cap; i++) {
+	for (uint32_t i = 0; i < cnt; i++) {
 		uint32_t got;
 
 		if (a[i].proc != proc)
@@ -739,14 +771,15 @@ static bool detach_destroys(struct ns *ns, struct shmid_kernel *shp, uint32_t pr
 static bool att_has(struct ns *ns, struct shmid_kernel *shp, uint32_t proc)
 {
 	struct shm_att *a;
+	uint32_t cap, cnt;
 	bool found = false;
 
 	if (!__atomic_load_n(&shp->att_n, __ATOMIC_ACQUIRE) && ulock_is_free(&shp->lock))
 		return false;
 	if (ulock_acquire(ns, &shp->lock))
 		return false;
-	a = att_at(ns, shp);
-	for (uint32_t i = 0; a && i < shp->att_n && i < shp->att_cap && !found; i++)
+	a = att_at(ns, shp, &cap, &cnt);
+	for (uint32_t i = 0; i < cnt && !found; i++)
 		found = a[i].proc == proc;
 	ulock_release(ns, &shp->lock);
 	return found;
@@ -1603,7 +1636,7 @@ static int newseg(struct ns *ns, key_t key, int shmflg, long arg)
 	{
 		struct uproc *me = cur_proc(ns);
 
-		shp->creator = me ? (uint32_t)(((char *)me - (ns->base + h->procs)) /
+		shp->creator = me ? (uint32_t)(((char *)me - (ns->base + ns->lay.procs)) /
 					       (ptrdiff_t)sizeof(struct uproc)) : NO_PROC;
 	}
 	shp->creator_pid = cur_pid();
@@ -1617,6 +1650,8 @@ static int newseg(struct ns *ns, key_t key, int shmflg, long arg)
 		close_guarded(fd);
 		return id;
 	}
+	/* its creator knows its size: a later rewrite of segsz is seen */
+	ipc_seen_size(ns, IPC_SHM_IDS, id, size);
 	J_SET(ns, h->shm_tot, h->shm_tot + numpages);
 	/* kept for our attaches: if another process destroys the segment, it
 	 * truncates the file (we are the creator: fd_shared stays clear) */
@@ -1667,7 +1702,7 @@ int ksys_shmget(key_t key, size_t size, int shmflg)
 
 static uint32_t proc_index(struct ns *ns, struct uproc *p)
 {
-	return (uint32_t)(((char *)p - (ns->base + ns->hdr->procs)) / (ptrdiff_t)sizeof(struct uproc));
+	return (uint32_t)(((char *)p - (ns->base + ns->lay.procs)) / (ptrdiff_t)sizeof(struct uproc));
 }
 
 /* Processes killed without their exit work are detached before anyone
@@ -1684,10 +1719,11 @@ static bool seg_quiet(struct shmid_kernel *shp)
 static int collect_dead(struct ns *ns, struct shmid_kernel *shp, uint32_t *dead, int max)
 {
 	struct uproc *me = cur_proc(ns);
-	struct shm_att *a = att_at(ns, shp);
+	uint32_t cap, cnt;
+	struct shm_att *a = att_at(ns, shp, &cap, &cnt);
 	int n = 0;
 
-	for (uint32_t i = 0; a && i < shp->att_n && i < shp->att_cap && n < max; i++) {
+	for (uint32_t i = 0; i < cnt && n < max; i++) {
 		struct uproc *p = proc_at(ns, a[i].proc);
 
 		if (p && p != me && proc_is_dead(ns, p))
@@ -1770,6 +1806,58 @@ static int open_seg(struct ns *ns, uoff_t off, uint64_t gen, uint64_t file, int 
 	/* cached by the caller once the segment is marked (fd_keep) */
 	*own = true;
 	return fd_hide(fd);
+}
+
+/* A new read-only fd of segment file FILE (SHM_RDONLY: the kernel's vma of
+ * such an attachment lacks VM_MAYWRITE, so even a raw mprotect(PROT_WRITE)
+ * fails with EACCES; a mapping of a read-write fd could be made writable).
+ * The caller's (*OWN true), or -errno. */
+static int open_seg_rdonly(struct ns *ns, uint64_t file, bool *own)
+{
+	char name[4200];
+	int fd, dfd = anon(ns) ? -1 : seg_dirfd(ns);
+
+	if (dfd < 0 && !anon(ns))
+		return -ENOMEM;
+	file_base(ns, file, name, sizeof(name));
+	fd = seg_openat(ns, dfd, name, file, O_RDONLY);
+	if (fd < 0)
+		return errno == ENOENT ? -EIDRM : -errno;
+	*own = true;
+	return fd_hide(fd);
+}
+
+/*
+ * The length to map for segment SHP (id SHMID, file FILE, opened as FD),
+ * or -errno.  Its size comes from the arena, where another member can
+ * rewrite it: checked against what this process was told of the segment
+ * (validate.c: it never changes under a process that knew it), and
+ * against the real file: a file shorter than the mapping would give the
+ * program SIGBUS, a size larger than the file would let SHM_REMAP replace
+ * whatever the program has mapped after its address.
+ */
+static int64_t shmat_length(struct ns *ns, struct shmid_kernel *shp, int shmid, uint64_t file,
+			    int fd)
+{
+	uint64_t segsz = __atomic_load_n(&shp->segsz, __ATOMIC_RELAXED);
+	uint64_t len = PAGE_ALIGN(segsz);
+	struct stat st;
+	off_t at;
+
+	if (segsz < SHMMIN || len < segsz || len > (uint64_t)INT64_MAX)
+		return -EIDRM;
+	if (ipc_seen_size(ns, IPC_SHM_IDS, shmid, segsz))
+		return -EIDRM;
+	if (anon(ns)) {
+		/* its slot of the memfd, whose size is the whole address range */
+		at = seg_map_off(ns, file);
+		return at < 0 || len > ANON_SLOT ? -EIDRM : (int64_t)len;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < len) {
+		ns_corrupt(ns, "segment file shorter than its segment");
+		return -EIDRM;
+	}
+	return (int64_t)len;
 }
 
 static void seg_fd_done(int fd, bool own)
@@ -1917,9 +2005,22 @@ static bool shm_lock_by_mlock(void)
 	return sys_syscall(SYS_sysinfo, &si) != 0 || si.totalswap != 0;
 }
 
+/* SHM_REMAP: move the mapping *M (counted, segment lock held) over TO,
+ * replacing what is there in one step; 0, or -errno with *M untouched */
+static int shmat_remap(void **m, void *to, uint64_t len)
+{
+	void *r = sys_mremap(*m, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to);
+
+	if (r == MAP_FAILED)
+		return errno == ENOMEM ? -ENOMEM : -EINVAL;
+	*m = r;
+	return 0;
+}
+
 static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 {
 	uintptr_t addr = (uintptr_t)shmaddr;
+	void *remap_to = NULL;
 	struct shmid_kernel *shp;
 	int prot, acc, oflag, fd, err = 0, r;
 	uint64_t gen, len, file;
@@ -1965,15 +2066,34 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 		return -EACCES;
 	gen = __atomic_load_n(&shp->gen, __ATOMIC_ACQUIRE);
 	file = __atomic_load_n(&shp->file, __ATOMIC_ACQUIRE);
-	len = PAGE_ALIGN(shp->segsz);
 	if (atomic_load(&shp->perm.deleted) || shp->perm.id != shmid)
 		return -EIDRM;
-	fd = open_seg(ns, ns_off(ns, shp), gen, file, O_RDWR, &own);
-	rw = fd >= 0;
-	if (fd < 0 && oflag == O_RDONLY && fd != -EIDRM)
-		fd = open_seg(ns, ns_off(ns, shp), gen, file, O_RDONLY, &own);
+	/*
+	 * SHM_RDONLY maps a read-only open file (open_seg_rdonly).  A process
+	 * that may not open the file itself (a child that changed its uid
+	 * after fork, attaching through the fd it inherited) maps the fd it
+	 * holds, as before: it can write through that fd anyway, and the
+	 * mprotect hook still refuses PROT_WRITE (shm_mprotect_denied).
+	 */
+	fd = oflag == O_RDONLY ? open_seg_rdonly(ns, file, &own) : -EACCES;
+	rw = false;
+	if (fd == -EACCES || fd == -EPERM) {
+		fd = open_seg(ns, ns_off(ns, shp), gen, file, O_RDWR, &own);
+		rw = fd >= 0;
+		if (fd < 0 && oflag == O_RDONLY && fd != -EIDRM)
+			fd = open_seg(ns, ns_off(ns, shp), gen, file, O_RDONLY, &own);
+	}
 	if (fd < 0)
 		return fd == -EIDRM ? -EIDRM : -EACCES;
+	{
+		int64_t l = shmat_length(ns, shp, shmid, file, fd);
+
+		if (l < 0) {
+			seg_fd_done(fd, own);
+			return l;
+		}
+		len = (uint64_t)l;
+	}
 	if (addr && !(shmflg & SHM_REMAP)) {
 		void *probe;
 
@@ -1992,8 +2112,24 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 		/* the probe reserved the range: replace it atomically */
 	}
 	/* not through the mmap hook: the accounting of what a MAP_FIXED
-	 * attach replaces is done below, after the new attach is counted */
-	m = sys_mmap((void *)addr, len, prot, flags, fd, seg_map_off(ns, file));
+	 * attach replaces is done below, after the new attach is counted.
+	 * SHM_REMAP maps elsewhere first and moves the mapping over ADDR
+	 * only once it is counted (shmat_remap): an attach that fails must
+	 * leave the caller's mapping there as it was. */
+	if (addr && (shmflg & SHM_REMAP)) {
+		remap_to = (void *)addr;
+		m = sys_mmap(NULL, len, prot, MAP_SHARED, fd, seg_map_off(ns, file));
+		if (m != MAP_FAILED && (uintptr_t)m < addr + len && addr < (uintptr_t)m + len) {
+			/* placed over the target itself (it was free): another
+			 * place, while this one keeps the range taken */
+			void *other = sys_mmap(NULL, len, prot, MAP_SHARED, fd, seg_map_off(ns, file));
+
+			sys_munmap(m, len);
+			m = other;
+		}
+	} else {
+		m = sys_mmap((void *)addr, len, prot, flags, fd, seg_map_off(ns, file));
+	}
 	if (m == MAP_FAILED) {
 		err = errno == EACCES || errno == EPERM ? -EACCES : -errno;
 		if (addr && !(shmflg & SHM_REMAP))
@@ -2020,7 +2156,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 		}
 		pthread_mutex_lock(&l_mutex);
 		l_used = true;
-		if (flags & MAP_FIXED)
+		if ((flags & MAP_FIXED) && !remap_to)
 			frag_unmap((uintptr_t)m, len, &ds);
 		pthread_mutex_unlock(&l_mutex);
 		for (int tries = 0;; tries++) {
@@ -2055,6 +2191,8 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 			return -EIDRM;
 		}
 		r = att_add(ns, shp, proc_index(ns, me), 1);
+		if (!r && remap_to)
+			r = shmat_remap(&m, remap_to, len);
 		if (r) {
 			j_abort(ns);
 			ulock_release(ns, &shp->lock);
@@ -2075,6 +2213,8 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 			sys_syscall(SYS_mlock2, m, len, MLOCK_ONFAULT);
 		ulock_release(ns, &shp->lock);
 		pthread_mutex_lock(&l_mutex);
+		if (remap_to)
+			frag_unmap((uintptr_t)m, len, &ds);   /* what it replaced */
 		local_add((struct lattach){ (uintptr_t)m, len, 0, len, prot,
 					    l_vmf_future | (shmflg & SHM_RDONLY ? VMF_NOWRITE : 0),
 					    shmid, ns_off(ns, shp), gen, 0 });
@@ -2771,7 +2911,8 @@ static int shmctl_shm_info(struct ns *ns, struct shm_info *si)
 static int shmctl_stat(struct ns *ns, int shmid, int cmd, struct shmid_ds *out)
 {
 	struct shmid_kernel *shp;
-	int err = 0, r;
+	uint64_t segsz;
+	int err = 0, r, id;
 
 	bool again = true;
 
@@ -2783,8 +2924,8 @@ retry:
 
 		if (!p)
 			return err;
-		if (!ns_ptr(ns, ns_off(ns, p), sizeof(*shp)))
-			return -EINVAL;
+		if (!ipc_obj_fits(ns, p, sizeof(*shp)))
+			return -EIDRM;
 		shp = shp_of(p);
 	}
 	/* a reaped process may have destroyed it: look again */
@@ -2795,19 +2936,22 @@ retry:
 	r = ulock_acquire(ns, &shp->lock);
 	if (r)
 		return lock_err(r);
-	if (atomic_load(&shp->perm.deleted)) {
+	segsz = shp->segsz;
+	id = shp->perm.id;
+	/* the caller may map it by this size: remembered (validate.c) */
+	if (atomic_load(&shp->perm.deleted) || ipc_seen_size(ns, IPC_SHM_IDS, id, segsz)) {
 		ulock_release(ns, &shp->lock);
 		return -EIDRM;
 	}
 	ipc_fill_perm(ns, &shp->perm, &out->shm_perm);
-	out->shm_segsz = shp->segsz;
+	out->shm_segsz = segsz;
 	out->shm_atime = shp->atime;
 	out->shm_dtime = shp->dtime;
 	out->shm_ctime = shp->ctime;
 	out->shm_cpid = shp->cpid;
 	out->shm_lpid = shp->lpid;
 	out->shm_nattch = shp->nattch;
-	err = cmd == IPC_STAT ? 0 : shp->perm.id;
+	err = cmd == IPC_STAT ? 0 : id;
 	ulock_release(ns, &shp->lock);
 	return err;
 }
@@ -2853,14 +2997,15 @@ static int shmctl_down(struct ns *ns, int shmid, int cmd, struct shmid_ds *in)
 			j_target_restore(prev);
 		} else {
 			shm_destroy(ns, shp, &rf);
+			ipc_seen_forget(ns, IPC_SHM_IDS, shmid);
 		}
 	} else {
-		if (in->shm_perm.uid == (uid_t)-1 || in->shm_perm.gid == (gid_t)-1) {
+		if (in->shm_perm.uid == (uid_t)-1 || in->shm_perm.gid == (gid_t)-1)
 			err = -EINVAL;
-		} else {
-			ipc_update_perm(ns, &shp->perm, &in->shm_perm);
+		else
+			err = ipc_update_perm(ns, &shp->perm, &in->shm_perm);
+		if (!err)   /* (a failed update stored nothing) */
 			J_SET(ns, shp->ctime, ipc_now());
-		}
 	}
 	ulock_release(ns, &shp->lock);
 out:
@@ -3351,10 +3496,11 @@ int shm_check_obj(struct ns *ns, struct uperm *perm, char *report, size_t len, s
 {
 	struct shmid_kernel *shp = shp_of(perm);
 	struct shm_att *a;
+	uint32_t cap, cnt;
 	uint64_t sum = 0;
 	int bad = 0, id = perm->id;
 
-	if (!ns_ptr(ns, ns_off(ns, shp), sizeof(*shp))) {
+	if (!ipc_obj_fits(ns, shp, sizeof(*shp))) {
 		SHM_PROBLEM("shm %d: the segment is not inside the arena\n", id);
 		return bad;
 	}
@@ -3368,12 +3514,13 @@ int shm_check_obj(struct ns *ns, struct uperm *perm, char *report, size_t len, s
 	}
 	if (shp->segsz < SHMMIN || PAGE_ALIGN(shp->segsz) < shp->segsz)
 		SHM_PROBLEM("shm %d: size %llu\n", id, (unsigned long long)shp->segsz);
-	a = att_at(ns, shp);
-	if (shp->att_n > shp->att_cap || (shp->att_cap && !a)) {
+	a = att_at(ns, shp, &cap, &cnt);
+	/* one record per process slot at most */
+	if ((!a && (shp->att_n || shp->att)) || cnt > MAX_PROCS) {
 		SHM_PROBLEM("shm %d: %u attachment records of %u, table at %llu\n", id, shp->att_n,
 			    shp->att_cap, (unsigned long long)shp->att);
 	} else {
-		for (uint32_t i = 0; i < shp->att_n; i++) {
+		for (uint32_t i = 0; i < cnt; i++) {
 			struct uproc *p = proc_at(ns, a[i].proc);
 
 			sum += a[i].count;

@@ -32,21 +32,31 @@ bool ipc_owner_or_admin(struct uperm *p)
 	return c->euid == p->cuid || c->euid == p->uid || ((c->caps >> CAP_SYS_ADMIN) & 1);
 }
 
-void ipc_update_perm(struct ns *ns, struct uperm *p, const struct ipc_perm *in)
+/* IPC_SET's new owner and mode (the ids as the caller gives them, kept as
+ * the namespace's owner user namespace sees them, cred.c): 0, or -EINVAL
+ * for an id that has no mapping there, as the kernel's make_kuid */
+int ipc_update_perm(struct ns *ns, struct uperm *p, const struct ipc_perm *in)
 {
-	J_SET(ns, p->uid, (uint32_t)in->uid);
-	J_SET(ns, p->gid, (uint32_t)in->gid);
+	uint32_t uid, gid;
+
+	if (cred_id_from_caller((uint32_t)in->uid, false, &uid) ||
+	    cred_id_from_caller((uint32_t)in->gid, true, &gid))
+		return -EINVAL;
+	J_SET(ns, p->uid, uid);
+	J_SET(ns, p->gid, gid);
 	J_SET(ns, p->mode, (p->mode & ~0777u) | ((uint32_t)in->mode & 0777u));
+	return 0;
 }
 
+/* the ipc_perm a *_STAT returns: ids as the caller sees them (cred.c) */
 void ipc_fill_perm(struct ns *ns, const struct uperm *p, struct ipc_perm *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->__key = p->key;
-	out->uid = p->uid;
-	out->gid = p->gid;
-	out->cuid = p->cuid;
-	out->cgid = p->cgid;
+	out->uid = cred_id_for_caller(p->uid, false);
+	out->gid = cred_id_for_caller(p->gid, true);
+	out->cuid = cred_id_for_caller(p->cuid, false);
+	out->cgid = cred_id_for_caller(p->cgid, true);
 	out->mode = (unsigned short)p->mode;
 	out->__seq = (unsigned short)((uint32_t)p->id >> ns->shift);
 }
@@ -83,7 +93,22 @@ int ipc_ids_init(struct ns *ns, int type, uoff_t entries, uoff_t used, uoff_t po
 	return 0;
 }
 
-static void ipc_settle(struct ns *ns, struct uperm *p);
+/* (ipc.h's lookups, out of line: their usual path stays short) */
+struct uperm *ipc_obj_bad(struct ns *ns, const char *what)
+{
+	ns_corrupt(ns, what);
+	return NULL;
+}
+
+struct uperm *ipc_obtain_gone(struct ns *ns, int type, int id, int *err)
+{
+	*err = -EINVAL;
+	if (id >= 0 && type != IPC_MSG_IDS)
+		ipc_seen_forget(ns, type, id);
+	return NULL;
+}
+
+static int ipc_settle(struct ns *ns, struct uperm *p);
 
 /*
  * The lookup of the *_STAT commands: by index without a sequence check for
@@ -107,7 +132,14 @@ struct uperm *ipc_obtain_for_stat(struct ns *ns, int type, int id, bool by_index
 			return NULL;
 	}
 	if (!any) {
-		ipc_settle(ns, p);
+		/* a lock that cannot be had (held by a stopped member, see
+		 * core/lockwait.c): the call fails, it does not wait twice */
+		int r = ipc_settle(ns, p);
+
+		if (r) {
+			*err = r;
+			return NULL;
+		}
 		if (ipcperms(p, 0444)) {
 			*err = -EACCES;
 			return NULL;
@@ -116,15 +148,19 @@ struct uperm *ipc_obtain_for_stat(struct ns *ns, int type, int id, bool by_index
 	return p;
 }
 
+/* The highest index in use, or -1.  Callers loop up to it, so a value
+ * read from the arena is clamped to the table this process knows
+ * (ns->ipcmni): a forged max_idx makes a walk no longer than the table. */
 int ipc_get_maxidx(struct ns *ns, int type)
 {
 	struct ipc_ids *ids = ids_of(ns, type);
+	int32_t in_use = ids->in_use, max = ids->max_idx;
 
-	if (ids->in_use == 0)
+	if (in_use <= 0)
 		return -1;
-	if (ids->in_use == ns->ipcmni)
+	if (in_use >= ns->ipcmni || max >= ns->ipcmni)
 		return ns->ipcmni - 1;
-	return ids->max_idx;
+	return max < -1 ? -1 : max;
 }
 
 /* lowest clear bit of the used bitmap in [from, to), or -1 */
@@ -217,6 +253,8 @@ void spin_budget_wasted(struct spin_budget *b)
 #define KEY_SLOTS (1u << KEY_SLOTS_SHIFT)
 #define KEY_LINE  64u
 #define KEYS_GAP  ((KEY_LINE - ARENA_BLK_HDR % KEY_LINE) % KEY_LINE)
+/* keys_table's check of whole buckets and 8-aligned slots is one mask */
+_Static_assert(KEY_SLOTS == 8 && KEYS_GAP % 8 == 0, "key table: buckets of 8, slots aligned");
 
 static uint32_t key_hash(uint32_t x)
 {
@@ -237,13 +275,21 @@ static bool keys_shape_ok(uoff_t off, uint32_t cap)
 	return cap && cap % KEY_SLOTS == 0 && !(nb & (nb + 1)) && (off + KEYS_GAP) % KEY_LINE == 0;
 }
 
-/* the slots, NULL if none or not inside the arena (whole buckets: every
- * probe stays within keys_cap, whatever the arena says) */
-static inline uint64_t *keys_table(struct ns *ns, struct ipc_ids *ids)
+/*
+ * The slots of the key table, its offset and capacity read once: every
+ * probe below uses the capacity checked here against the arena, never a
+ * second reading (another member may change the header's at any time).
+ * Whole buckets of 8-aligned slots, so every probe stays within that
+ * capacity, whatever the arena says.  NULL, *CAP 0: none, or not inside
+ * the arena.
+ */
+static inline uint64_t *keys_table(struct ns *ns, struct ipc_ids *ids, uint32_t *cap)
 {
-	char *t = ids->keys && ids->keys_cap % KEY_SLOTS == 0 ?
-		  ns_ptr(ns, ids->keys, KEYS_GAP + (uint64_t)ids->keys_cap * 8) : NULL;
+	uoff_t off = __atomic_load_n(&ids->keys, __ATOMIC_RELAXED);
+	uint32_t c = __atomic_load_n(&ids->keys_cap, __ATOMIC_RELAXED);
+	char *t = off && c && !((off | c) & 7) ? ns_ptr(ns, off, KEYS_GAP + (uint64_t)c * 8) : NULL;
 
+	*cap = t ? c : 0;
 	return t ? (uint64_t *)(t + KEYS_GAP) : NULL;
 }
 
@@ -264,24 +310,27 @@ static uint32_t key_probe(int32_t key, uint32_t home, uint32_t nb, uint32_t i)
 }
 
 /* index of the object with KEY, or -1: key_probe's order, as two loops
- * (the lookup of every *get: a bucket's slots cost a few instructions each) */
+ * (the lookup of every *get: a bucket's slots cost a few instructions each).
+ * At most one round of the buckets the checked capacity holds; an entry's
+ * index is one of the id table's, or no answer. */
 static int key_find(struct ns *ns, struct ipc_ids *ids, int32_t key)
 {
-	uint64_t *t = keys_table(ns, ids);
-	uint32_t nb, b, n, j;
+	uint32_t cap, nb, b, n, j;
+	uint64_t *t = keys_table(ns, ids, &cap);
 
 	/* empty slots and tombstones hold key 0, IPC_PRIVATE, never looked up */
 	if (!t || key == IPC_PRIVATE)
 		return -1;
-	nb = ids->keys_cap / KEY_SLOTS;
+	nb = cap / KEY_SLOTS;
 	for (b = key_home(key, nb), n = 0; n < nb; n++, b = b + 1 < nb ? b + 1 : 0) {
 		const uint64_t *line = t + (size_t)b * KEY_SLOTS;
 
 		for (j = 0; j < KEY_SLOTS; j++) {
-			uint64_t e = line[((uint32_t)key + j) % KEY_SLOTS];
+			uint64_t e = __atomic_load_n(&line[((uint32_t)key + j) % KEY_SLOTS],
+						     __ATOMIC_RELAXED);
 
 			if ((int32_t)(e >> 32) == key)
-				return (int)(uint32_t)e - 1;
+				return (uint32_t)e - 1 < (uint32_t)ns->ipcmni ? (int)(uint32_t)e - 1 : -1;
 			if (e == KEY_EMPTY)
 				return -1;
 		}
@@ -289,8 +338,11 @@ static int key_find(struct ns *ns, struct ipc_ids *ids, int32_t key)
 	return -1;
 }
 
-static void key_put(uint64_t *t, uint32_t cap, int32_t key, uint64_t val,
-		    struct ns *ns, bool journal)
+/* Put VAL in a free slot of T (CAP slots); -ENOMEM when there is none:
+ * the table and its counts come from the arena, and a forged one may be
+ * full, so the probe stops after one round. */
+static int key_put(uint64_t *t, uint32_t cap, int32_t key, uint64_t val,
+		   struct ns *ns, bool journal)
 {
 	uint32_t nb = cap / KEY_SLOTS, home = key_home(key, nb), i, s;
 
@@ -301,9 +353,11 @@ static void key_put(uint64_t *t, uint32_t cap, int32_t key, uint64_t val,
 				J_SET(ns, t[s], val);
 			else
 				t[s] = val;
-			return;
+			return 0;
 		}
 	}
+	ns_corrupt(ns, "key table full");
+	return -ENOMEM;
 }
 
 /* Rebuild the table, without tombstones, with room for the keys in use plus
@@ -317,12 +371,14 @@ static void key_put(uint64_t *t, uint32_t cap, int32_t key, uint64_t val,
 #define KEYS_MIN_BUCKETS 15u
 static int key_table_grow(struct ns *ns, struct ipc_ids *ids)
 {
-	uint64_t *old = keys_table(ns, ids);
-	uint32_t nb = KEYS_MIN_BUCKETS, cap, i;
+	uint32_t old_cap, nb = KEYS_MIN_BUCKETS, cap, i;
+	uint64_t *old = keys_table(ns, ids, &old_cap);
+	/* at most one key per id: a larger count is a forged one */
+	uint64_t used = ids->keys_used < (uint32_t)ns->ipcmni ? ids->keys_used : (uint64_t)ns->ipcmni;
 	uoff_t noff;
 	uint64_t *nt;
 
-	while ((uint64_t)nb * KEY_SLOTS < ((uint64_t)ids->keys_used + 1) * 3)
+	while ((uint64_t)nb * KEY_SLOTS < (used + 1) * 3)
 		nb = nb * 2 + 1;
 	cap = nb * KEY_SLOTS;
 	noff = arena_alloc(ns, KEYS_GAP + (uint64_t)cap * 8, POOL_GENERAL);
@@ -336,9 +392,13 @@ static int key_table_grow(struct ns *ns, struct ipc_ids *ids)
 	if (!nt)
 		return -ENOMEM;
 	/* the new table is unreachable until the switch below commits */
-	for (i = 0; old && i < ids->keys_cap; i++)
-		if (old[i] != KEY_EMPTY && old[i] != KEY_TOMB)
-			key_put(nt, cap, (int32_t)(old[i] >> 32), old[i], ns, false);
+	for (i = 0; old && i < old_cap; i++) {
+		uint64_t e = old[i];
+
+		if (e != KEY_EMPTY && e != KEY_TOMB &&
+		    key_put(nt, cap, (int32_t)(e >> 32), e, ns, false))
+			return -ENOMEM;  /* more keys than keys_used said */
+	}
 	arena_free(ns, ids->keys);
 	J_SET(ns, ids->keys, noff);
 	J_SET(ns, ids->keys_cap, cap);
@@ -348,6 +408,7 @@ static int key_table_grow(struct ns *ns, struct ipc_ids *ids)
 
 static int key_insert(struct ns *ns, struct ipc_ids *ids, int32_t key, int idx)
 {
+	uint32_t cap;
 	uint64_t *t;
 	int r;
 
@@ -356,26 +417,27 @@ static int key_insert(struct ns *ns, struct ipc_ids *ids, int32_t key, int idx)
 		if (r)
 			return r;
 	}
-	t = keys_table(ns, ids);
+	t = keys_table(ns, ids, &cap);
 	if (!t)
 		return -ENOMEM;
-	key_put(t, ids->keys_cap, key, ((uint64_t)(uint32_t)key << 32) | (uint32_t)(idx + 1),
-		ns, true);
+	r = key_put(t, cap, key, ((uint64_t)(uint32_t)key << 32) | (uint32_t)(idx + 1), ns, true);
+	if (r)
+		return r;
 	J_SET(ns, ids->keys_used, ids->keys_used + 1);
 	return 0;
 }
 
 static void key_remove(struct ns *ns, struct ipc_ids *ids, int32_t key, int idx)
 {
-	uint64_t *t = keys_table(ns, ids);
+	uint32_t cap, nb, home, i, s;
+	uint64_t *t = keys_table(ns, ids, &cap);
 	uint64_t want = ((uint64_t)(uint32_t)key << 32) | (uint32_t)(idx + 1);
-	uint32_t nb, home, i, s;
 
 	if (!t)
 		return;
-	nb = ids->keys_cap / KEY_SLOTS;
+	nb = cap / KEY_SLOTS;
 	home = key_home(key, nb);
-	for (i = 0; i < ids->keys_cap; i++) {
+	for (i = 0; i < cap; i++) {
 		s = key_probe(key, home, nb, i);
 		if (t[s] == KEY_EMPTY)
 			return;
@@ -432,7 +494,8 @@ static __thread bool next_id_consumed;
 static int alloc_idx(struct ns *ns, struct ipc_ids *ids, uint32_t *seq)
 {
 	int next_id = ids->next_id;
-	int idx, max;
+	int64_t max, last = ids->last_idx, min_cycle;
+	int idx;
 
 	if (next_id >= 0) {
 		J_SET(ns, ids->next_id, -1);
@@ -440,25 +503,31 @@ static int alloc_idx(struct ns *ns, struct ipc_ids *ids, uint32_t *seq)
 		*seq = (uint32_t)next_id >> ns->shift;
 		return find_free(ns, ids, next_id & (ns->ipcmni - 1), ns->ipcmni);
 	}
-	max = ids->in_use * 3 / 2;
-	if (max < (ns->shift == IPCMNI_EXT_SHIFT ? IPC_MIN_CYCLE_EXT : IPC_MIN_CYCLE))
-		max = ns->shift == IPCMNI_EXT_SHIFT ? IPC_MIN_CYCLE_EXT : IPC_MIN_CYCLE;
+	/* 64-bit: in_use and last_idx come from the arena, any value */
+	min_cycle = ns->shift == IPCMNI_EXT_SHIFT ? IPC_MIN_CYCLE_EXT : IPC_MIN_CYCLE;
+	max = (int64_t)ids->in_use * 3 / 2;
+	if (max < min_cycle)
+		max = min_cycle;
 	if (max > ns->ipcmni)
 		max = ns->ipcmni;
-	idx = find_free(ns, ids, ids->last_idx + 1, max);
-	if (idx < 0 && ids->last_idx + 1 > 0)
-		idx = find_free(ns, ids, 0, max);
+	if (last < -1 || last >= ns->ipcmni)
+		last = -1;
+	idx = find_free(ns, ids, (int)last + 1, (int)max);
+	if (idx < 0 && last + 1 > 0)
+		idx = find_free(ns, ids, 0, (int)max);
 	if (idx < 0)
 		return -1;
-	if (idx <= ids->last_idx) {
+	if (idx <= last) {
 		uint32_t s = ids->seq + 1;
 
-		if ((int)s >= seq_max(ns))
+		if (s >= (uint32_t)seq_max(ns))
 			s = 0;
 		J_SET(ns, ids->seq, s);
 	}
 	J_SET(ns, ids->last_idx, idx);
 	*seq = ids->seq;
+	if (*seq >= (uint32_t)seq_max(ns))
+		*seq = 0;         /* a forged seq: ids stay positive */
 	return idx;
 }
 
@@ -578,12 +647,16 @@ static int ipcget_lockless(struct ns *ns, int type, key_t key, int flg, long arg
  * holder's half-done section is rolled back, a live holder (which cannot be
  * changing these fields: that takes the ids lock) is waited for.
  */
-static void ipc_settle(struct ns *ns, struct uperm *p)
+static int ipc_settle(struct ns *ns, struct uperm *p)
 {
+	int r;
+
 	if (likely(ulock_is_free(ipc_obj_lock(p))))
-		return;
-	if (ulock_acquire(ns, ipc_obj_lock(p)) == 0)
+		return 0;
+	r = ulock_acquire(ns, ipc_obj_lock(p));
+	if (r == 0)
 		ulock_release(ns, ipc_obj_lock(p));
+	return r;
 }
 
 bool ipc_removed(struct ns *ns, struct uperm *p)
@@ -646,7 +719,8 @@ int ipc_ids_check(struct ns *ns, int type, char *report, size_t len, size_t *use
 	static const char *const names[] = { "sem", "msg", "shm" };
 	struct ipc_ids *ids = ids_of(ns, type);
 	uint64_t *bm = bitmap(ns, ids);
-	uint64_t *keys = keys_table(ns, ids);
+	uint32_t keys_cap;
+	uint64_t *keys = keys_table(ns, ids, &keys_cap);
 	int bad = 0, count = 0, max = -1, idx;
 	uint32_t i, nkeys = 0;
 
@@ -686,7 +760,7 @@ int ipc_ids_check(struct ns *ns, int type, char *report, size_t len, size_t *use
 	if (ids->keys && !keys_shape_ok(ids->keys, ids->keys_cap))
 		PROBLEM("%s: key table of %u slots at %llu, not a shape it is made in\n", names[type],
 			ids->keys_cap, (unsigned long long)ids->keys);
-	for (i = 0; keys && i < ids->keys_cap; i++) {
+	for (i = 0; keys && i < keys_cap; i++) {
 		struct uperm *p;
 		int32_t key;
 

@@ -12,7 +12,8 @@ TESTCFLAGS = $(CFLAGS) $(BASECFLAGS)
 
 test-progs: $(TEST_PROGS)
 
-test: all test-progs
+# sanitize: the library built with ASan/UBSan, for tests/unit-sanitize.t
+test: all test-progs sanitize
 	prove -f tests/*.t
 
 .PHONY: test-progs

@@ -20,11 +20,17 @@
 #   UIPC_DIFF_VERBOSE=1   print the whole diff, not only its beginning
 #   DT_UIPC_WRAP="cmd..." (set by a .t) run the uipc side as cmd... PROG ARGS
 #                         (tests/diff-ns.t: `unshare --ipc --`, under uipc)
+#   UIPC_TEST_LIB=path    the library to test instead of build/libuipc.so
+#   UIPC_TEST_PRELOAD=lib preloaded before it (the ASan runtime for the
+#                         sanitizer build: tests/unit-sanitize.t)
+#   UIPC_DIFF_SKIP="prog case,..."  cases reported as skipped, with the
+#                         reason UIPC_DIFF_SKIP_WHY (the sanitizer build:
+#                         ASan intercepts mlock itself)
 set -u
 
 DT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 DT_BIN=$DT_ROOT/build/tests/diff
-DT_LIB=$DT_ROOT/build/libuipc.so
+DT_LIB=${UIPC_TEST_LIB:-$DT_ROOT/build/libuipc.so}
 DT_TIMEOUT=${UIPC_DIFF_TIMEOUT:-10}
 DT_BUDGET=${UIPC_DIFF_BUDGET:-90}
 DT_OVER_BUDGET=0
@@ -98,7 +104,8 @@ dt_run_uipc() {
 	local rc=0
 	DT_UDIR=$(mktemp -d /dev/shm/uipc-diff.XXXXXX)
 	env UIPC_DIFF_MODE=uipc timeout -k 5 "$DT_RUN_TIMEOUT" \
-		env UIPC_DIR="$DT_UDIR" UIPC_NS=diff LD_PRELOAD="$DT_LIB_RUN" ${DT_UIPC_WRAP:-} "$@" \
+		env UIPC_DIR="$DT_UDIR" UIPC_NS=diff LD_PRELOAD="${UIPC_TEST_PRELOAD:+$UIPC_TEST_PRELOAD:}$DT_LIB_RUN" \
+			${DT_UIPC_WRAP:-} "$@" \
 		>"$out" 2>"$out.err" </dev/null || rc=$?
 	rm -rf "$DT_UDIR"
 	DT_UDIR=
@@ -113,6 +120,10 @@ dt_diag() { sed 's/^/# /' | tee /dev/stderr; }
 dt_case() {
 	local name=$1; shift
 	DT_N=$((DT_N + 1))
+	if [[ ",${UIPC_DIFF_SKIP:-}," == *",$name,"* ]]; then
+		echo "ok $DT_N - $name # SKIP ${UIPC_DIFF_SKIP_WHY:-}"
+		return
+	fi
 	local k=$DT_WORK/$DT_N.kernel o=$DT_WORK/$DT_N.$DT_OTHER
 	if [ ! -x "$1" ]; then
 		echo "not ok $DT_N - $name"

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define P 4096UL
@@ -479,7 +480,33 @@ static void handler_munmap(int argc, char **argv)
 	dt_shmctl(hm_id, IPC_RMID);
 }
 
+/* SHM_RDONLY: the vma can never become writable, through libc's mprotect
+ * or the raw system call that no hook sees (EACCES; a raw call that
+ * succeeds and splits the vma is not counted: docs/known-gaps.md) */
+static void rdonly_raw(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	g_id = dt_shmget(IPC_PRIVATE, 2 * P, 0600);
+	char *p = dt_shmat(g_id, ADDR, SHM_RDONLY);
+	long r;
+
+	if (p == (void *)-1)
+		return;
+	errno = 0;
+	r = syscall(SYS_mprotect, p, 2 * P, PROT_READ | PROT_WRITE);
+	dt_out("syscall(SYS_mprotect,%s,2P,RW) = %s", where(p), dt_res((int)r, errno));
+	errno = 0;
+	r = syscall(SYS_mprotect, p + P, P, PROT_WRITE);
+	dt_out("syscall(SYS_mprotect,%s,1P,W) = %s", where(p + P), dt_res((int)r, errno));
+	do_mprotect(p, 2 * P, PROT_READ | PROT_WRITE);
+	dt_shmstat(g_id, IPC_STAT);
+	do_mprotect(p, 2 * P, PROT_READ);
+	dt_shmdt(p, "p");
+	rm();
+}
+
 const struct dt_case dt_cases[] = {
+	{ "rdonly-raw", rdonly_raw, 0 },
 	{ "munmap-whole", munmap_whole, 0 },
 	{ "munmap-part", munmap_part, 0 },
 	{ "mprotect", mprotect_split, 0 },

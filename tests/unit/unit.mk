@@ -17,7 +17,7 @@ UNIT_PROGS := \
 	$(UNIT_DIR)/chaos_mixed \
 	$(UNIT_DIR)/trust_shm $(UNIT_DIR)/crash_aio $(UNIT_DIR)/aio_backend $(UNIT_DIR)/aio_many \
 	$(UNIT_DIR)/ns_life $(UNIT_DIR)/ns_free $(UNIT_DIR)/ns_many $(UNIT_DIR)/ns_crash \
-	$(UNIT_DIR)/lock_hostile \
+	$(UNIT_DIR)/lock_hostile $(UNIT_DIR)/hostile \
 	$(UNIT_DIR)/proc_reclaim \
 	$(UNIT_DIR)/key_table
 TEST_PROGS += $(UNIT_PROGS)
@@ -37,3 +37,8 @@ $(UNIT_DIR)/ids_offset $(UNIT_DIR)/lock_hostile $(UNIT_DIR)/proc_reclaim: core/l
 
 # the crash tests share crashkit.h
 $(UNIT_DIR)/crash_sem $(UNIT_DIR)/crash_msg $(UNIT_DIR)/crash_shm: tests/unit/crashkit.h
+
+# the hostile-member suite reads the namespace layout (core/layout.h,
+# ipc/msgring.h) and mirrors ipc/'s private structures
+$(UNIT_DIR)/hostile: tests/unit/hostile.c tests/unit/hostile_mirror.h core/layout.h ipc/msgring.h | $(UNIT_DIR)
+	$(CC) $(TESTCFLAGS) -I. $< -o $@ -ldl

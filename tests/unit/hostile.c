@@ -895,6 +895,21 @@ static const char *check_mirror(void)
 		    b->magic != M_BLK_MAGIC)
 			return "struct shmid_kernel (ipc/shm.c) or struct blk (core/arena.c)";
 	}
+	for (int t = 0; t < 3; t++) {
+		struct ipc_ids *ids = &C.h->ids[t];
+		int32_t key = KEY_BASE + 0x100 * t;   /* each type's first object */
+		bool found = false;
+
+		if (!ids->keys || !ids->keys_cap || ids->keys_cap % 8 ||
+		    (ids->keys + M_KEYS_GAP) % 64 ||
+		    !inside(ids->keys, M_KEYS_GAP + (uint64_t)ids->keys_cap * 8))
+			return "the key table (ipc/util.c)";
+		for (uint32_t i = 0; i < ids->keys_cap && !found; i++)
+			found = *(uint64_t *)at(ids->keys + M_KEYS_GAP + (uoff_t)i * 8) >> 32 ==
+				(uint32_t)key;
+		if (!found)
+			return "the key table's slots (ipc/util.c)";
+	}
 	return NULL;
 }
 
@@ -1091,9 +1106,11 @@ static bool f_key_slot(uint64_t i, struct field *f)
 {
 	struct ipc_ids *ids = &C.h->ids[i % 3];
 
-	if (!ids->keys || !ids->keys_cap || !inside(ids->keys, (uint64_t)ids->keys_cap * 8))
+	if (!ids->keys || !ids->keys_cap ||
+	    !inside(ids->keys, M_KEYS_GAP + (uint64_t)ids->keys_cap * 8))
 		return false;
-	*f = (struct field){ ids->keys + (uoff_t)((i / 3) % ids->keys_cap) * 8, ids->keys, 8 };
+	*f = (struct field){ ids->keys + M_KEYS_GAP + (uoff_t)((i / 3) % ids->keys_cap) * 8,
+			     ids->keys, 8 };
 	return true;
 }
 
@@ -1368,10 +1385,10 @@ static void fill_keys(int t)
 	struct ipc_ids *ids = &C.h->ids[t];
 
 	if (!ids->keys || !ids->keys_cap || ids->keys_cap > 65536 ||
-	    !inside(ids->keys, (uint64_t)ids->keys_cap * 8))
+	    !inside(ids->keys, M_KEYS_GAP + (uint64_t)ids->keys_cap * 8))
 		return;
 	for (uint32_t i = 0; i < ids->keys_cap; i++)
-		poke(ids->keys + (uoff_t)i * 8, 8, (0x7777ULL + i) << 32 | 5000);
+		poke(ids->keys + M_KEYS_GAP + (uoff_t)i * 8, 8, (0x7777ULL + i) << 32 | 5000);
 	note("[key table %d full of stray keys]", t);
 }
 

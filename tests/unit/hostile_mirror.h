@@ -30,12 +30,12 @@ struct m_sem {
 struct m_sem_array {
 	struct uperm perm;
 	struct ulock glock;
+	int32_t nsems;
+	uint32_t tag;
 	uint32_t locks_magic;
 	int32_t locks_ready;
 	int64_t ctime;
 	int64_t otime;
-	int32_t nsems;
-	uint32_t tag;
 	int32_t use_global_lock;
 	int32_t complex_count;
 	struct m_qlist pend_alter;
@@ -128,6 +128,11 @@ struct m_shmid_kernel {
 	uint32_t pad;
 	uint64_t file;
 };
+
+/* util.c's key table: ids->keys is its block's payload, the slots (key
+ * << 32 | index + 1) start at the next cache line, KEYS_GAP bytes on, in
+ * buckets of 8 */
+#define M_KEYS_GAP 32u
 
 /* arena.c's block header, 32 bytes before every object */
 struct m_blk {

@@ -30,7 +30,11 @@
 
 #include "core/core.h"
 
-#define FAULT_MAPS 8
+/* a process maps its current namespace, one it joins before entering it,
+ * and those it left while other threads of it may still be inside a call
+ * there (nsfile.c keeps them mapped): a few, more after many unshares of
+ * a threaded process */
+#define FAULT_MAPS 64
 #define REPAIR_PAGES 64
 
 static struct {

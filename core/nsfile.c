@@ -1440,6 +1440,9 @@ static void ns_release_old(struct ns *old, bool keep_map)
 	}
 	if (old->hold_fd >= 0)
 		sys_close(old->hold_fd);
+	/* no longer an arena of ours for a SIGBUS to be repaired in (fault.c):
+	 * whatever is mapped there next is not */
+	ns_fault_unregister(old);
 	/* its memory freed off this path when it is big (nsfree.c) */
 	ns_let_go(fd, old->base, old->size);
 	free(old);

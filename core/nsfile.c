@@ -1392,6 +1392,7 @@ void ns_note_shared(void)
 
 void ns_note_shared_fd(int fd)
 {
+	struct ns *view;           /* for fault.c: its base, size and broken */
 	struct uipc_hdr *h;
 	int rw = reopen_fd(fd, O_RDWR | O_CLOEXEC);
 
@@ -1399,12 +1400,23 @@ void ns_note_shared_fd(int fd)
 		return;  /* no right to its memory: no right to join it either */
 	h = sys_mmap(NULL, UIPC_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, rw, 0);
 	sys_close(rw);
-	if (h == MAP_FAILED)
+	view = h == MAP_FAILED ? NULL : calloc(1, sizeof(*view));
+	if (!view) {
+		if (h != MAP_FAILED)
+			sys_munmap(h, UIPC_PAGE);
 		return;
+	}
+	/* a member may have truncated the memfd: the page is then repaired
+	 * to zeros (fault.c) rather than SIGBUS this door opener */
+	view->base = (char *)h;
+	view->size = UIPC_PAGE;
+	ns_fault_register(view);
 	/* (magic 0: its creator is building it again) */
 	if (h->magic == UIPC_MAGIC || h->magic == 0)
 		atomic_store(&h->anon_share, ANON_SHARED);
+	ns_fault_unregister(view);
 	sys_munmap(h, UIPC_PAGE);
+	free(view);
 }
 
 void ns_anon_drop(struct ns *ns)

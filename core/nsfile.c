@@ -43,6 +43,9 @@ static char g_pinned[4096];
 static int g_pinned_fd = -1; /* an anonymous namespace's inherited arena fd */
 static struct ns *g_ns;
 static int g_ns_err;
+/* the namespace g_ns was until its file was found truncated (fault.c):
+ * let go of when the process enters another (ns_switch) */
+static struct ns *g_broken;
 static char g_sel_name[UIPC_NS_NAME_MAX + 1];
 
 /*
@@ -951,6 +954,7 @@ void ns_mark_broken(struct ns *ns)
 	__atomic_store_n(&ns->broken, true, __ATOMIC_RELEASE);
 	if (__atomic_load_n(&g_ns, __ATOMIC_ACQUIRE) == ns) {
 		g_ns_err = EIDRM;
+		__atomic_store_n(&g_broken, ns, __ATOMIC_RELEASE);
 		__atomic_store_n(&g_ns, NULL, __ATOMIC_RELEASE);
 	}
 }
@@ -1478,6 +1482,11 @@ void ns_switch(struct ns *new, bool keep_old_map)
 	new->hold_fd = -1;
 	pthread_mutex_lock(&ns_mutex);
 	old = g_ns;
+	if (!old && (old = __atomic_exchange_n(&g_broken, NULL, __ATOMIC_ACQ_REL)))
+		/* truncated under us: nobody left it (ns_get_existing finds
+		 * none), but its marker must not name it as ours any more; its
+		 * mapping stays while another thread may be inside a call */
+		keep_old_map = keep_old_map || !__libc_single_threaded;
 	__atomic_store_n(&g_ns, new, __ATOMIC_RELEASE);
 	cred_invalidate();       /* judged against its owner now (cred.c) */
 	g_ns_used = true;

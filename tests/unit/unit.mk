@@ -17,6 +17,7 @@ UNIT_PROGS := \
 	$(UNIT_DIR)/chaos_mixed \
 	$(UNIT_DIR)/trust_shm $(UNIT_DIR)/crash_aio $(UNIT_DIR)/aio_backend $(UNIT_DIR)/aio_many \
 	$(UNIT_DIR)/ns_life $(UNIT_DIR)/ns_free $(UNIT_DIR)/ns_many $(UNIT_DIR)/ns_crash \
+	$(UNIT_DIR)/ns_fault \
 	$(UNIT_DIR)/lock_hostile $(UNIT_DIR)/hostile \
 	$(UNIT_DIR)/proc_reclaim \
 	$(UNIT_DIR)/key_table

@@ -516,6 +516,9 @@ UIPC_HIDDEN void cred_invalidate(void);
 UIPC_HIDDEN bool has_cap(int cap);
 /* a new namespace's owner user namespace: this process's (the header's) */
 UIPC_HIDDEN void cred_note_owner(struct owner_userns *o);
+/* the same, and the creator's euid as it sees it, without a system call
+ * when that is the current namespace's owner (nsfile.c's init_tables) */
+UIPC_HIDDEN void cred_note_creator(struct owner_userns *o, uint32_t *euid);
 /* ids between the owner namespace's view (kept in objects) and the
  * caller's: for IPC_STAT; for IPC_SET (-EINVAL: no mapping) */
 UIPC_HIDDEN uint32_t cred_id_for_caller(uint32_t id, bool gid);

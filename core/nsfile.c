@@ -321,6 +321,7 @@ static int run_ns_init_hooks(struct ns *ns)
 static int init_tables(struct ns *ns, int extended, unsigned mode)
 {
 	struct uipc_hdr *h = ns->hdr;
+	uint32_t euid;
 	int r;
 
 	h->version = UIPC_LAYOUT_VERSION;
@@ -330,8 +331,11 @@ static int init_tables(struct ns *ns, int extended, unsigned mode)
 	h->ipcmni_shift = (uint32_t)ns->shift;
 	h->ipcmni = ns->ipcmni;
 	h->min_cycle = extended ? IPC_MIN_CYCLE_EXT : IPC_MIN_CYCLE;
-	h->creator_uid = (uint32_t)cur_cred()->euid;
-	cred_note_owner(&h->owner);
+	/* owned by the creator's user namespace (cred.c); the process's own
+	 * copy too, for one made anew in place (reset_arena) */
+	cred_note_creator(&ns->owner, &euid);
+	h->owner = ns->owner;
+	h->creator_uid = euid;
 	h->mode = mode;
 	ulock_init(&h->ns_lock);
 	h->procs = ns->lay.procs;

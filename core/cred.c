@@ -93,6 +93,8 @@ static uint32_t read_map(const char *path, struct owner_extent *e, uint32_t max)
 /* ID through extents E (N of them): inside to outside (OUT), or back */
 static uint32_t map_id(const struct owner_extent *e, uint32_t n, uint32_t id, bool out)
 {
+	if (n > OWNER_MAP_MAX)     /* (checked at open: nsfile.c's check_header) */
+		n = OWNER_MAP_MAX;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t from = out ? e[i].first : e[i].lower, to = out ? e[i].lower : e[i].first;
 

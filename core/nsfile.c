@@ -583,6 +583,12 @@ static int check_header(int fd, const struct stat *st, const char *path, struct 
 		    "belong)", path);
 		return -EINVAL;
 	}
+	/* the owner's id maps bound cred.c's walks of them (this checked copy
+	 * is the one the process keeps: ns_view) */
+	if (hdr->owner.nuid > OWNER_MAP_MAX || hdr->owner.ngid > OWNER_MAP_MAX) {
+		say("uipc: %s is a damaged uipc namespace (its owner's id maps)", path);
+		return -EINVAL;
+	}
 	return 0;
 }
 

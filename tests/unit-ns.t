@@ -40,6 +40,12 @@ expect_refused ver "layout version 99" "another layout version"
 cp --sparse=always "$dir/uipc-$uid-good" "$dir/uipc-$uid-short"
 truncate -s 200M "$dir/uipc-$uid-short"
 expect_refused short "damaged" "a file shorter than its header says"
+# an owner user namespace with more id map extents than a header holds
+# (cred.c would walk past them)
+cp --sparse=always "$dir/uipc-$uid-good" "$dir/uipc-$uid-owner"
+printf '\xff\xff\xff\x7f' | dd of="$dir/uipc-$uid-owner" bs=1 seek="$("$bin/ids_offset" owner_nuid)" \
+	conv=notrunc status=none
+expect_refused owner "damaged uipc namespace \(its owner's id maps\)" "a header whose owner's id maps are too many"
 printf 'XXXXXXXX' | dd of="$dir/uipc-$uid-good" bs=1 seek=0 conv=notrunc status=none
 expect_refused good "bad magic" "a namespace whose magic was overwritten"
 # a namespace file of another user is refused (a trap in a shared directory)

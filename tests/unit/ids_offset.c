@@ -3,7 +3,8 @@
  * for tests that damage the file on purpose: without an argument the
  * semaphore id table's in_use count (in its header, struct ipc_ids); with
  * heap_start, procs or threads, that field of struct uipc_hdr (the offset
- * of the heap, of the process table, of the thread table).
+ * of the heap, of the process table, of the thread table); with owner_nuid,
+ * the number of uid map extents of the owner user namespace.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -21,6 +22,8 @@ int main(int argc, char **argv)
 		printf("%zu\n", offsetof(struct uipc_hdr, procs));
 	else if (!strcmp(f, "threads"))
 		printf("%zu\n", offsetof(struct uipc_hdr, threads));
+	else if (!strcmp(f, "owner_nuid"))
+		printf("%zu\n", offsetof(struct uipc_hdr, owner) + offsetof(struct owner_userns, nuid));
 	else if (!*f)
 		printf("%zu\n", offsetof(struct uipc_hdr, ids) + offsetof(struct ipc_ids, in_use));
 	else

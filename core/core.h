@@ -153,6 +153,10 @@ UIPC_HIDDEN int ns_select(const char *name);
  * without opening it (NULL: none) */
 UIPC_HIDDEN int ns_anon_new(struct ns **out);
 UIPC_HIDDEN void ns_anon_drop(struct ns *ns);
+/* NS (new, not entered) was made for a process that has since entered a
+ * new user namespace in the same call (CLONE_NEWUSER): that one owns it,
+ * as the kernel's new IPC namespace is owned by the new user namespace */
+UIPC_HIDDEN void ns_anon_reown(struct ns *ns);
 UIPC_HIDDEN void ns_switch(struct ns *new, bool keep_old_map);
 /*
  * An unshare that leaves a namespace nobody else can see (an anonymous one

@@ -125,10 +125,11 @@ struct caller_maps {
 
 static __thread struct caller_maps tls_maps;
 
-static int relation(const struct owner_userns *o, struct caller_maps *self)
+static int relation(const struct owner_userns *o, struct caller_maps *self, uint64_t *ino)
 {
 	uint64_t me = self_userns_ino();
 
+	*ino = me;
 	if (!o || me == o->ino)
 		return REL_SAME;
 	if (me == USERNS_INIT_INO)
@@ -186,6 +187,27 @@ void cred_note_creator(struct owner_userns *o, uint32_t *euid)
 	*euid = (uint32_t)geteuid();
 }
 
+/*
+ * The current namespace is owned by this process's user namespace, whose
+ * maps were not written yet when it was made (unshare(CLONE_NEWUSER |
+ * CLONE_NEWIPC): the maps are written after the call): once they are,
+ * they are recorded, in this process's copy and in the header, for
+ * members in the initial user namespace (REL_ANCESTOR) that open it later.
+ */
+static void owner_maps_written(void)
+{
+	struct ns *ns = ns_current();
+	struct owner_userns o;
+
+	if (!ns)
+		return;
+	cred_note_owner(&o);
+	if (o.ino != ns->owner.ino || !o.nuid || !o.ngid)
+		return;
+	ns->owner = o;
+	ns->hdr->owner = o;
+}
+
 /* cur_cred's refill (core.h): the first call of a thread, after an
  * invalidation, or while the euid has no mapping in the owner namespace */
 const struct ucred_cache *cur_cred_slow(void)
@@ -195,9 +217,12 @@ const struct ucred_cache *cur_cred_slow(void)
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct d[2];
 	const struct owner_userns *o = cur_owner();
+	uint64_t me;
 	int n, k = 0;
 
-	c->rel = relation(o, &tls_maps);
+	c->rel = relation(o, &tls_maps, &me);
+	if (c->rel == REL_SAME && o && me != USERNS_INIT_INO && (!o->nuid || !o->ngid))
+		owner_maps_written();
 	c->euid = to_owner(c, o, geteuid(), false);
 	c->egid = to_owner(c, o, getegid(), true);
 	n = getgroups(256, c->groups);
@@ -216,9 +241,10 @@ const struct ucred_cache *cur_cred_slow(void)
 		c->caps = (uint64_t)d[0].effective | ((uint64_t)d[1].effective << 32);
 	else
 		c->caps = 0;
-	/* a euid with no mapping yet: its user namespace's maps may still be
-	 * written, read them again next time */
-	c->valid = c->rel == REL_SAME || c->euid != OVERFLOW_ID;
+	/* a euid with no mapping yet (outside the initial user namespace):
+	 * its user namespace's maps may still be written, read them again
+	 * next time */
+	c->valid = me == USERNS_INIT_INO || c->euid != OVERFLOW_ID;
 	uipc_tls_cred_gen = gen;
 	return c;
 }

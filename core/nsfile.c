@@ -1217,6 +1217,14 @@ int ns_anon_new(struct ns **out)
 	return 0;
 }
 
+void ns_anon_reown(struct ns *ns)
+{
+	/* nobody else has seen it yet: the header is ours to write */
+	cred_note_owner(&ns->owner);
+	ns->hdr->owner = ns->owner;
+	ns->hdr->creator_uid = (uint32_t)geteuid();
+}
+
 /* ---- an unshare's new namespace made of the old one (seed 003) ----
  *
  * The kernel builds a namespace in about 20 us and frees the old one in a

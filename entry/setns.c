@@ -131,7 +131,7 @@ static long setns_pidfd(int fd, pid_t pid, int flags)
 
 /* setns(FD, NSTYPE) as the raw system call answers: 0 or -errno (also for
  * syscall(SYS_setns, ...), entry/syscall.c) */
-long entry_setns(int fd, int nstype)
+static long any_setns(int fd, int nstype)
 {
 	pid_t pid;
 
@@ -143,6 +143,17 @@ long entry_setns(int fd, int nstype)
 	if (ns_fd_is_ns(fd))
 		return setns_file(fd, nstype);
 	return kernel_setns(fd, nstype);
+}
+
+long entry_setns(int fd, int nstype)
+{
+	long r = any_setns(fd, nstype);
+
+	/* into a user namespace (NSTYPE 0: whatever FD is): credentials are
+	 * judged anew (core/cred.c) */
+	if (r == 0 && (!nstype || (nstype & CLONE_NEWUSER)))
+		cred_invalidate();
+	return r;
 }
 
 int setns(int fd, int nstype)

@@ -76,6 +76,8 @@ static long new_ipc_ns(int other_flags)
 		ns_anon_drop(new);
 		return r;
 	}
+	if (other_flags & CLONE_NEWUSER)
+		ns_anon_reown(new);   /* the new user namespace owns it */
 	old = ns_get_existing();  /* the namespace being left, if there is one */
 	if (old)
 		proc_leave_ns(old, &keep);
@@ -88,12 +90,19 @@ static long new_ipc_ns(int other_flags)
  * syscall(SYS_unshare, ...), entry/syscall.c) */
 long entry_unshare(int flags)
 {
-	/* a new user namespace: credentials are judged anew (core/cred.c) */
+	long r;
+
+	/* a new user namespace: credentials are judged anew (core/cred.c),
+	 * also if another thread refilled them while the call was made */
 	if (flags & CLONE_NEWUSER)
 		cred_invalidate();
 	if (!(flags & CLONE_NEWIPC))
-		return sys_raw6(SYS_unshare, flags, 0, 0, 0, 0, 0);
-	return new_ipc_ns(flags & ~CLONE_NEWIPC);
+		r = sys_raw6(SYS_unshare, flags, 0, 0, 0, 0, 0);
+	else
+		r = new_ipc_ns(flags & ~CLONE_NEWIPC);
+	if (flags & CLONE_NEWUSER)
+		cred_invalidate();
+	return r;
 }
 
 int unshare(int flags)
@@ -114,6 +123,7 @@ struct clone_start {
 	int (*fn)(void *);
 	void *arg;
 	struct ns *new;            /* built by the parent, entered by the child */
+	bool newuser;              /* the child is in a new user namespace */
 	void *robust_head;         /* the cloning thread's, for the child */
 	size_t robust_len;
 	pid_t *tid_addr;           /* where glibc keeps the thread's tid */
@@ -140,6 +150,8 @@ static int clone_child(void *p)
 {
 	struct clone_start *st = p;
 
+	if (st->newuser)
+		ns_anon_reown(st->new);   /* the child's new user namespace owns it */
 	proc_clone_child(st->new, st->robust_head, st->robust_len, st->tid_addr);
 	return st->fn(st->arg);
 }
@@ -191,7 +203,7 @@ static enum clone_kind clone_kind(unsigned long flags, bool has_stack)
 
 int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 {
-	struct clone_start st = { fn, arg, NULL, NULL, 0, NULL };
+	struct clone_start st = { .fn = fn, .arg = arg, .newuser = (flags & CLONE_NEWUSER) != 0 };
 	pid_t *ptid, *ctid;
 	void *tls;
 	va_list ap;
@@ -232,12 +244,13 @@ struct clone3_args {
 	uint64_t rest[3];          /* set_tid, set_tid_size, cgroup */
 };
 
-/* a raw fork-like clone or clone3 with CLONE_NEWIPC: the call DO makes
- * with the flags less CLONE_NEWIPC; in the child (0) it enters its
- * namespace before returning, as glibc's clone does for FN */
-static long raw_forklike(long (*do_clone)(const void *ctx), const void *ctx)
+/* a raw fork-like clone or clone3 with CLONE_NEWIPC (and NEWUSER: with
+ * CLONE_NEWUSER): the call DO makes with the flags less CLONE_NEWIPC; in
+ * the child (0) it enters its namespace before returning, as glibc's clone
+ * does for FN */
+static long raw_forklike(long (*do_clone)(const void *ctx), const void *ctx, bool newuser)
 {
-	struct clone_start st = { NULL, NULL, NULL, NULL, 0, NULL };
+	struct clone_start st = { .newuser = newuser };
 	long pid;
 	int r = clone_prepare(&st);
 
@@ -245,6 +258,8 @@ static long raw_forklike(long (*do_clone)(const void *ctx), const void *ctx)
 		return r;
 	pid = do_clone(ctx);
 	if (pid == 0) {
+		if (st.newuser)
+			ns_anon_reown(st.new);
 		proc_clone_child(st.new, st.robust_head, st.robust_len, st.tid_addr);
 		return 0;
 	}
@@ -270,7 +285,7 @@ bool entry_clone_raw(const long *args, long *ret)
 		return false;
 	case CLONE_FORKLIKE:
 		if (!args[1]) {
-			*ret = raw_forklike(do_raw_clone, args);
+			*ret = raw_forklike(do_raw_clone, args, (args[0] & CLONE_NEWUSER) != 0);
 			return true;
 		}
 		/* fall through: a child on a new stack cannot return through C */
@@ -311,7 +326,7 @@ bool entry_clone3(const void *uargs, size_t size, long *ret)
 		return false;
 	case CLONE_FORKLIKE:
 		if (!c.a.stack) {
-			*ret = raw_forklike(do_raw_clone3, &c);
+			*ret = raw_forklike(do_raw_clone3, &c, (c.a.flags & CLONE_NEWUSER) != 0);
 			return true;
 		}
 		/* fall through: a child on a new stack cannot return through C */

@@ -497,6 +497,8 @@ struct ucred_cache {
 	int ngroups;
 	gid_t groups[256];
 	uint64_t caps;             /* effective capabilities, low 64 bits */
+	uint64_t caps_global;      /* the same, in the initial user namespace
+				      only (the kernel's capable()) */
 	int valid;
 	int rel;                   /* to the owner user namespace (cred.c) */
 };
@@ -518,6 +520,10 @@ static inline const struct ucred_cache *cur_cred(void)
 /* the credentials may have changed (entry/'s set*id and capset wrappers) */
 UIPC_HIDDEN void cred_invalidate(void);
 UIPC_HIDDEN bool has_cap(int cap);
+/* the kernel's capable(): the capability in the initial user namespace,
+ * whoever owns the namespace (msgctl's CAP_SYS_RESOURCE, SHM_HUGETLB's
+ * CAP_IPC_LOCK); has_cap is its ns_capable over the owner */
+UIPC_HIDDEN bool has_cap_global(int cap);
 /* a new namespace's owner user namespace: this process's (the header's) */
 UIPC_HIDDEN void cred_note_owner(struct owner_userns *o);
 /* the same, and the creator's euid as it sees it, without a system call

@@ -245,6 +245,7 @@ const struct ucred_cache *cur_cred_slow(void)
 	 * its user namespace's maps may still be written, read them again
 	 * next time */
 	c->valid = me == USERNS_INIT_INO || c->euid != OVERFLOW_ID;
+	c->caps_global = me == USERNS_INIT_INO ? c->caps : 0;
 	uipc_tls_cred_gen = gen;
 	return c;
 }
@@ -252,6 +253,11 @@ const struct ucred_cache *cur_cred_slow(void)
 bool has_cap(int cap)
 {
 	return (cur_cred()->caps >> cap) & 1;
+}
+
+bool has_cap_global(int cap)
+{
+	return (cur_cred()->caps_global >> cap) & 1;
 }
 
 /*

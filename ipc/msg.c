@@ -1974,8 +1974,10 @@ static int msgctl_down(struct ns *ns, int msqid, int cmd, struct msqid_ds *in)
 		err = -EPERM;
 		goto out;
 	}
+	/* the kernel's capable(CAP_SYS_RESOURCE): not over the owner user
+	 * namespace, in the initial one */
 	if (cmd == IPC_SET && in->msg_qbytes > (msglen_t)ns->hdr->lim.msgmnb &&
-	    !has_cap(CAP_SYS_RESOURCE)) {
+	    !has_cap_global(CAP_SYS_RESOURCE)) {
 		err = -EPERM;
 		goto out;
 	}

@@ -1532,7 +1532,7 @@ static int hugetlb_check(uint64_t size, int shmflg)
 		return -EINVAL;
 	if (log == 30)
 		hsize = 1ULL << 30;
-	if (!has_cap(CAP_IPC_LOCK)) {
+	if (!has_cap_global(CAP_IPC_LOCK)) {    /* the kernel's capable() */
 		char buf[32];
 		int fd = sys_open("/proc/sys/vm/hugetlb_shm_group", O_RDONLY | O_CLOEXEC);
 		long g = -1;

@@ -292,6 +292,13 @@ int cred_id_from_caller(uint32_t id, bool gid, uint32_t *out)
 
 	if (likely(c->rel == REL_SAME) || !o) {
 		*out = id;
+		/* in the owner user namespace, not the initial one: an id its
+		 * maps (the caller's own) do not map is the kernel's make_kuid
+		 * failing too */
+		if (unlikely(o && o->ino != USERNS_INIT_INO) &&
+		    map_id(gid ? o->gid_map : o->uid_map, gid ? o->ngid : o->nuid, id, true) ==
+			    OVERFLOW_ID)
+			return -EINVAL;
 		return 0;
 	}
 	*out = to_owner(c, o, id, gid);

@@ -9,19 +9,23 @@
  * initial user namespace.  Also: how B sees owners in IPC_STAT (A's ids
  * have no mapping: 65534; its own: 0), IPC_SET with an id it cannot map
  * (EINVAL), its own objects (the owner's rights), and writing a sysctl
- * (only root outside may).
+ * (only root outside may).  And an IPC namespace B makes in its user
+ * namespace (unshare -r --ipc, or in two steps, or a clone child), which
+ * that user namespace owns: there B has the capabilities.
  */
 #include "dt.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/msg.h>
 #include <sys/prctl.h>
 #include <sys/shm.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef MSG_COPY
@@ -237,8 +241,127 @@ static void own_inside(int argc, char **argv)
 	dt_stat(sem_id, IPC_STAT);
 }
 
+/* ---- an IPC namespace owned by a user namespace made later ----
+ *
+ * unshare(CLONE_NEWUSER | CLONE_NEWIPC) in one call (as `unshare -r
+ * --ipc`), unshare(CLONE_NEWIPC) once in a new user namespace, or a
+ * clone(CLONE_NEWUSER | CLONE_NEWIPC) child: the new IPC namespace belongs
+ * to the new user namespace, where B is root with every capability, so B
+ * passes the checks that take a capability over it, may write its sysctls,
+ * and sees its own ids as 0.  A second unshare(CLONE_NEWIPC) there makes
+ * another such namespace (under uipc: made anew in place). */
+
+/* write the maps of a user namespace entered just now: uid and gid 0
+ * inside are UID and GID outside */
+static void write_maps(uid_t uid, gid_t gid)
+{
+	char map[64];
+
+	write_file("/proc/self/setgroups", "deny");
+	snprintf(map, sizeof(map), "0 %d 1", (int)uid);
+	write_file("/proc/self/uid_map", map);
+	snprintf(map, sizeof(map), "0 %d 1", (int)gid);
+	write_file("/proc/self/gid_map", map);
+}
+
+/* what root of the user namespace that owns the IPC namespace may do */
+static void probe_owned(void)
+{
+	int q = msgget(IPC_PRIVATE, 0600), s = dt_semget(IPC_PRIVATE, 1, 0600);
+	struct msqid_ds mds;
+	int fd;
+
+	dt_out("uid %d gid %d", (int)getuid(), (int)getgid());
+	SHOW("msgctl(IPC_STAT)", msgctl(q, IPC_STAT, &mds));
+	dt_out("  uid=%d gid=%d cuid=%d cgid=%d", (int)mds.msg_perm.uid, (int)mds.msg_perm.gid,
+	       (int)mds.msg_perm.cuid, (int)mds.msg_perm.cgid);
+	/* over msgmnb: capable(CAP_SYS_RESOURCE), in the initial user
+	 * namespace only (not over the IPC namespace's owner) */
+	mds.msg_qbytes = 1 << 20;
+	SHOW("msgctl(IPC_SET, qbytes 1 MiB)", msgctl(q, IPC_SET, &mds));
+	msgctl(q, IPC_STAT, &mds);
+	mds.msg_perm.uid = 5;                          /* no mapping: EINVAL */
+	SHOW("msgctl(IPC_SET, uid 5)", msgctl(q, IPC_SET, &mds));
+	dt_ipcset(s, 0, 0, 0);                         /* mode 0: CAP_IPC_OWNER still reads */
+	dt_get(s, 0, GETVAL);
+	dt_stat(s, IPC_STAT);
+	fd = open("/proc/sys/kernel/msgmni", O_WRONLY);
+	dt_out("open(/proc/sys/kernel/msgmni, O_WRONLY) = %s", dt_res(fd < 0 ? -1 : 0, errno));
+	if (fd >= 0) {
+		SHOW("write(msgmni, 100)", write(fd, "100", 3));
+		close(fd);
+	}
+	msgctl(q, IPC_RMID, NULL);
+	dt_rmid(s);
+}
+
+static void userns_ipc_once(void *arg)
+{
+	(void)arg;
+	dt_drop_privs(1001, 1001, 1001);
+	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	if (unshare(CLONE_NEWUSER | CLONE_NEWIPC) < 0) {
+		dt_fail("unshare(CLONE_NEWUSER | CLONE_NEWIPC): %s", strerror(errno));
+		exit(1);
+	}
+	write_maps(1001, 1001);
+	probe_owned();
+	SHOW("unshare(CLONE_NEWIPC)", unshare(CLONE_NEWIPC));
+	probe_owned();
+	exit(dt_exit_code);
+}
+
+static void userns_ipc_later(void *arg)
+{
+	(void)arg;
+	enter_userns(1001, 1001);
+	SHOW("unshare(CLONE_NEWIPC)", unshare(CLONE_NEWIPC));
+	probe_owned();
+	SHOW("unshare(CLONE_NEWIPC)", unshare(CLONE_NEWIPC));
+	probe_owned();
+	exit(dt_exit_code);
+}
+
+static char clone_stack[256 << 10] __attribute__((aligned(16)));
+
+static int cloned(void *arg)
+{
+	(void)arg;
+	write_maps(1001, 1001);
+	probe_owned();
+	fflush(stdout);
+	return dt_exit_code;
+}
+
+static void userns_ipc_clone(void *arg)
+{
+	pid_t pid;
+	int st;
+
+	(void)arg;
+	dt_drop_privs(1001, 1001, 1001);
+	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	pid = clone(cloned, clone_stack + sizeof(clone_stack),
+		    CLONE_NEWUSER | CLONE_NEWIPC | SIGCHLD, NULL);
+	if (pid < 0 || waitpid(pid, &st, 0) != pid) {
+		dt_fail("clone(CLONE_NEWUSER | CLONE_NEWIPC): %s", strerror(errno));
+		exit(1);
+	}
+	dt_out("the clone child: %s", WIFEXITED(st) ? "exited" : "killed");
+	exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
+}
+
+static void ipc_owned_by_userns(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	dt_wait(dt_fork(userns_ipc_once, NULL));
+	dt_wait(dt_fork(userns_ipc_later, NULL));
+	dt_wait(dt_fork(userns_ipc_clone, NULL));
+}
+
 const struct dt_case dt_cases[] = {
 	{ "unshare-r", unshare_r, 0 },
 	{ "own-inside", own_inside, 0 },
+	{ "ipc-owned-by-userns", ipc_owned_by_userns, 0 },
 	{ NULL, NULL, 0 },
 };

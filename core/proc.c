@@ -1151,8 +1151,14 @@ void proc_leave_ns(struct ns *ns, bool *keep_map)
 	/* (a process that never made a thread need not read /proc to know) */
 	*keep_map = !__libc_single_threaded && nr_threads() != 1;
 	run_leave_hooks(ns);          /* what the process keeps of NS */
-	if (p)
-		run_exit_hooks(ns, p);    /* exit_sem, exit_shm: as unshare does */
+	/* exit_sem, exit_shm: as unshare does; bounded as the exit work is
+	 * (a member stopped holding a lock must not hold up the unshare or
+	 * setns: what is left undone, the survivors' reaper does) */
+	if (p) {
+		lockwait_bound_max(EXIT_LOCK_WAIT_NS);
+		run_exit_hooks(ns, p);
+		lockwait_bound_end();
+	}
 	leave_registration(ns, p);
 }
 
@@ -1179,9 +1185,11 @@ void proc_undo_ns(struct ns *ns)
 
 	if (!p)
 		return;
+	lockwait_bound_max(EXIT_LOCK_WAIT_NS);   /* as leaving (above) */
 	for_each_hooks(h)
 		if (h->proc_undo)
 			h->proc_undo(ns, p);
+	lockwait_bound_end();
 }
 
 __attribute__((constructor)) static void proc_init(void)

@@ -9,7 +9,9 @@
 # return (an error is fine), never crash, never hang past the watchdog,
 # and the canaries around its buffers and mappings stay intact
 # (tests/unit/hostile.c says how).  Then H holds a lock and stops: V's
-# calls stay bounded, and uipc fsck names H.  Needs root (the two users).
+# calls stay bounded, and uipc fsck names H; V's setns and unshare, which
+# apply its SEM_UNDO there, are bounded as its exit work is.  Needs root
+# (the two users).
 # UIPC_HOSTILE_SEED=N replays the truncation rounds of seed N.
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/tests/unit/hostile.sh"
@@ -86,6 +88,38 @@ if [[ "$out" == *"$qkey"* ]]; then
 else
 	failed=$((failed+1)); echo "not ok $n - after H died: $out"
 fi
+
+# ---- leaving a namespace while H holds a lock the leaving needs ----
+# V has a SEM_UNDO adjustment on an array whose lock H holds, stopped:
+# V's setns into its own namespace (which applies it) and its unshare
+# (which leaves, its exit work done) each return within the exit work's
+# bound (2 s a lock), not after UIPC_LOCK_WAIT_MS (30 s by default)
+hostile_ns t4
+as "$uv" env UIPC_DIR="$D" UIPC_NS=shared:t4 LD_PRELOAD="$lib" ipcmk -S 1 -p 0666 >/dev/null 2>&1
+skey=$(as "$uv" env UIPC_DIR="$D" UIPC_NS=shared:t4 LD_PRELOAD="$lib" ipcs -s 2>/dev/null | awk '/^0x/ { print $1; exit }')
+lout=$D/leave.out
+timeout 120 setpriv --reuid="$VU" --regid="$VG" --clear-groups -- env UIPC_DIR="$D" \
+	UIPC_NS=shared:t4 LD_PRELOAD="$lib" "$bin/hostile" leave "$skey" >"$lout" 2>&1 &
+lwpid=$!
+for _ in $(seq 50); do grep -q "undo taken" "$lout" 2>/dev/null && break; sleep 0.1; done
+lpid=$(awk '/^undo taken by/ { print $4 }' "$lout")
+fifo=$D/holdstop-sem.out
+as "$uh" env UIPC_DIR="$D" UIPC_NS=shared:t4 LD_PRELOAD="$lib" "$bin/hostile" holdstop "$skey" sem >"$fifo" 2>&1 &
+wpid=$!
+for _ in $(seq 50); do grep -q held "$fifo" 2>/dev/null && break; sleep 0.1; done
+hpid=$(awk '/^held by/ { print $3 }' "$fifo")
+kill -CONT "${lpid:-0}" 2>/dev/null
+wait "$lwpid"
+out=$(cat "$lout")
+n=$((n+1))
+if [ -n "$hpid" ] && [[ "$out" =~ "setns into its own namespace: returned in "[0-4]" s" ]] &&
+   [[ "$out" =~ "unshare: returned in "[0-4]" s" ]]; then
+	echo "ok $n - V's setns and unshare while H holds the array's lock: each within the exit work's bound"
+else
+	failed=$((failed+1)); echo "not ok $n - V's setns and unshare while H (pid '$hpid') holds the array's lock:"
+	echo "$out" | sed 's/^/# /'
+fi
+kill -KILL "$hpid" 2>/dev/null; wait "$wpid" 2>/dev/null
 
 echo "1..$n"
 [ $failed -eq 0 ]

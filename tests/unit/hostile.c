@@ -28,10 +28,11 @@
  * Every byte is fair game, lock words and alive words included: nothing
  * in a lock is followed as a pointer (core/layout.h).
  *
- *   hostile holdstop KEY       (preloaded, as the hostile user)
- * takes the message queue KEY's lock word for itself (its own thread
- * slot) and stops (SIGSTOP): unit-hostile.t checks that the victim's calls stay
- * bounded and that uipc fsck names it.
+ *   hostile holdstop KEY [sem] (preloaded, as the hostile user)
+ * takes the message queue KEY's lock word (or the semaphore array's) for
+ * itself (its own thread slot) and stops (SIGSTOP): unit-hostile.t checks
+ * that the victim's calls stay bounded (hostile bounded KEY; hostile leave
+ * KEY: its setns and unshare) and that uipc fsck names it.
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -40,6 +41,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1898,8 +1900,11 @@ static uint64_t own_lock_word(void *m, struct uipc_hdr *h)
 
 static int holdstop(int argc, char **argv)
 {
-	int id = msgget((key_t)strtol(argv[1], NULL, 0), 0);
+	bool sem = argc > 2 && !strcmp(argv[2], "sem");
+	key_t key = (key_t)strtol(argv[1], NULL, 0);
+	int id = sem ? semget(key, 0, 0) : msgget(key, 0);
 	struct msqid_ds ds;
+	struct semid_ds sds;
 	char path[4200];
 	const char *dir = getenv("UIPC_DIR"), *ns = getenv("UIPC_NS");
 	struct uipc_hdr *h;
@@ -1907,9 +1912,9 @@ static int holdstop(int argc, char **argv)
 	void *m;
 	int fd;
 
-	(void)argc;
 	/* a call first: this thread is a registered, live member */
-	if (id < 0 || msgctl(id, IPC_STAT, &ds) < 0 || !dir || !ns || strncmp(ns, "shared:", 7))
+	if (id < 0 || (sem ? semctl(id, 0, IPC_STAT, &sds) : msgctl(id, IPC_STAT, &ds)) < 0 ||
+	    !dir || !ns || strncmp(ns, "shared:", 7))
 		die("holdstop: msgget");
 	snprintf(path, sizeof(path), "%s/uipc-shared-%s", dir, ns + 7);
 	fd = open(path, O_RDWR);
@@ -1920,11 +1925,12 @@ static int holdstop(int argc, char **argv)
 		die("mmap");
 	h = m;
 	{
-		int idx = id & (h->ipcmni - 1);
-		uoff_t off = *(uoff_t *)((char *)m + h->ids[IPC_MSG_IDS].entries + (uoff_t)idx * 8);
-		struct m_msg_queue *q = (struct m_msg_queue *)((char *)m + off);
+		int idx = id & (h->ipcmni - 1), t = sem ? IPC_SEM_IDS : IPC_MSG_IDS;
+		uoff_t off = *(uoff_t *)((char *)m + h->ids[t].entries + (uoff_t)idx * 8);
+		struct ulock *l = sem ? &((struct m_sem_array *)((char *)m + off))->glock :
+					&((struct m_msg_queue *)((char *)m + off))->lock;
 
-		atomic_store_explicit(&q->lock.word, own_lock_word(m, h), memory_order_release);
+		atomic_store_explicit(&l->word, own_lock_word(m, h), memory_order_release);
 	}
 	printf("held by %d\n", (int)getpid());
 	fflush(stdout);
@@ -1987,6 +1993,35 @@ static int bounded(char **argv)
 	return 0;
 }
 
+/*
+ * leave KEY (preloaded, as the victim): with a SEM_UNDO adjustment on the
+ * semaphore array KEY, stop until continued (meanwhile holdstop takes the
+ * array's lock), then setns into its own namespace (its SEM_UNDO applied,
+ * as the kernel's exit_sem at setns) and unshare (the namespace left, its
+ * exit work done): each must return within the exit work's bound (2 s a
+ * lock), as the kernel's would at once, not wait UIPC_LOCK_WAIT_MS.
+ */
+static int leave(char **argv)
+{
+	int id = semget((key_t)strtol(argv[1], NULL, 0), 0, 0), door;
+	struct sembuf up = { 0, 1, SEM_UNDO };
+	struct timespec t0;
+
+	if (id < 0 || semop(id, &up, 1) < 0)
+		die("leave: semop");
+	printf("undo taken by %d\n", (int)getpid());
+	fflush(stdout);
+	raise(SIGSTOP);
+	door = open("/proc/self/ns/ipc", O_RDONLY | O_CLOEXEC);
+	if (door < 0)
+		die("leave: /proc/self/ns/ipc");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	report_call("setns into its own namespace", setns(door, CLONE_NEWIPC), &t0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	report_call("unshare", unshare(CLONE_NEWIPC), &t0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -2001,5 +2036,7 @@ int main(int argc, char **argv)
 		return holdstop(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "bounded") && argc > 2)
 		return bounded(argv + 1);
+	if (!strcmp(argv[1], "leave") && argc > 2)
+		return leave(argv + 1);
 	return 2;
 }

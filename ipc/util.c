@@ -287,7 +287,8 @@ static inline uint64_t *keys_table(struct ns *ns, struct ipc_ids *ids, uint32_t 
 {
 	uoff_t off = __atomic_load_n(&ids->keys, __ATOMIC_RELAXED);
 	uint32_t c = __atomic_load_n(&ids->keys_cap, __ATOMIC_RELAXED);
-	char *t = off && c && !((off | c) & 7) ? ns_ptr(ns, off, KEYS_GAP + (uint64_t)c * 8) : NULL;
+	/* (ns_ptr refuses offset 0; a capacity of 0 is a table of no bucket) */
+	char *t = !((off | c) & 7) ? ns_ptr(ns, off, KEYS_GAP + (uint64_t)c * 8) : NULL;
 
 	*cap = t ? c : 0;
 	return t ? (uint64_t *)(t + KEYS_GAP) : NULL;
@@ -311,8 +312,9 @@ static uint32_t key_probe(int32_t key, uint32_t home, uint32_t nb, uint32_t i)
 
 /* index of the object with KEY, or -1: key_probe's order, as two loops
  * (the lookup of every *get: a bucket's slots cost a few instructions each).
- * At most one round of the buckets the checked capacity holds; an entry's
- * index is one of the id table's, or no answer. */
+ * At most one round of the buckets the checked capacity holds; each slot
+ * read once.  The index is the arena's: the callers check it against the
+ * id table (key_obj) before they use it. */
 static int key_find(struct ns *ns, struct ipc_ids *ids, int32_t key)
 {
 	uint32_t cap, nb, b, n, j;
@@ -326,11 +328,10 @@ static int key_find(struct ns *ns, struct ipc_ids *ids, int32_t key)
 		const uint64_t *line = t + (size_t)b * KEY_SLOTS;
 
 		for (j = 0; j < KEY_SLOTS; j++) {
-			uint64_t e = __atomic_load_n(&line[((uint32_t)key + j) % KEY_SLOTS],
-						     __ATOMIC_RELAXED);
+			uint64_t e = ((const volatile uint64_t *)line)[((uint32_t)key + j) % KEY_SLOTS];
 
 			if ((int32_t)(e >> 32) == key)
-				return (uint32_t)e - 1 < (uint32_t)ns->ipcmni ? (int)(uint32_t)e - 1 : -1;
+				return (int)(uint32_t)e - 1;
 			if (e == KEY_EMPTY)
 				return -1;
 		}
@@ -609,6 +610,13 @@ void ipc_rmid(struct ns *ns, int type, struct uperm *p)
  */
 #define LOCKED_PATH INT32_MIN
 
+/* the object at index IDX that key_find gave (an arena value): one of the
+ * id table's, else none (ipc_obtain alone would take it modulo the table) */
+static inline struct uperm *key_obj(struct ns *ns, int type, int idx)
+{
+	return (uint32_t)idx < (uint32_t)ns->ipcmni ? ipc_obtain(ns, type, idx) : NULL;
+}
+
 static int ipcget_lockless(struct ns *ns, int type, key_t key, int flg, long arg,
 			   const struct ipc_ops *ops)
 {
@@ -620,7 +628,7 @@ static int ipcget_lockless(struct ns *ns, int type, key_t key, int flg, long arg
 	if (!ids_read_begin(ns, type, &seq))
 		return LOCKED_PATH;
 	idx = key_find(ns, ids, key);
-	p = idx >= 0 ? ipc_obtain(ns, type, idx) : NULL;
+	p = key_obj(ns, type, idx);
 	/* a held lock may be a dead holder's, whose half-done IPC_SET or
 	 * IPC_RMID only the locked path rolls back (ipc_settle) */
 	if (!p || p->key != key || atomic_load_explicit(&p->deleted, memory_order_acquire) ||
@@ -686,7 +694,7 @@ int ipcget(struct ns *ns, int type, key_t key, int flg, long arg, const struct i
 		goto out;
 	}
 	idx = key_find(ns, ids, key);
-	p = idx >= 0 ? ipc_obtain(ns, type, idx) : NULL;
+	p = key_obj(ns, type, idx);
 	if (p && (p->key != key || ipc_removed(ns, p)))
 		p = NULL;
 	if (!p) {

@@ -26,7 +26,8 @@ dt_run_uipc() {
 	chown "$NS_USER" "$DT_UDIR"
 	env UIPC_DIFF_MODE=uipc timeout -k 5 "$DT_RUN_TIMEOUT" \
 		setpriv --reuid="$NS_USER" --regid=nogroup --clear-groups --inh-caps=-all \
-		env UIPC_DIR="$DT_UDIR" UIPC_NS=diff LD_PRELOAD="$DT_LIB_RUN" "$@" \
+		env UIPC_DIR="$DT_UDIR" UIPC_NS=diff \
+		LD_PRELOAD="${UIPC_TEST_PRELOAD:+$UIPC_TEST_PRELOAD:}$DT_LIB_RUN" "$@" \
 		>"$out" 2>"$out.err" </dev/null || rc=$?
 	local left
 	left=$(ls -A "$DT_UDIR" | grep -e '-anon-')

@@ -28,7 +28,7 @@ export UIPC_DIFF_TIMEOUT=30 UIPC_DIFF_BUDGET=600
 export UIPC_HOSTILE_ROUNDS=${UIPC_SANITIZE_ROUNDS:-2000}
 
 n=0 failed=0
-for t in diff-sem diff-msg diff-shm diff-ns diff-ns-anon diff-userns diff-doors \
+for t in diff-sem diff-msg diff-shm diff-ns diff-ns-anon diff-ns-join diff-userns diff-doors \
 	 diff-sem-random diff-msg-random diff-shm-random unit-hostile unit-hostile-random; do
 	[ -x "$top/tests/$t.t" ] || continue
 	out=$("$top/tests/$t.t" 2>&1)

@@ -1,8 +1,9 @@
 #!/bin/bash
 # tests/unit-sanitize.t - the library built with AddressSanitizer and
 # UndefinedBehaviorSanitizer (make sanitize: build-asan/libuipc.so, every
-# undefined behaviour aborts) runs the differential suites and the
-# hostile-member suite (issue 14): an out-of-bounds access, a use after
+# undefined behaviour aborts) runs the differential suites, the
+# hostile-member suite (issue 14) and the anonymous namespaces' truncation
+# and teardown tests (issue 15): an out-of-bounds access, a use after
 # free or an overflow that the normal build survives by luck is found
 # here.  The ASan runtime is preloaded first; leaks are not checked (the
 # programs under test are not built for it).  UIPC_SANITIZE_ROUNDS sets
@@ -29,7 +30,8 @@ export UIPC_HOSTILE_ROUNDS=${UIPC_SANITIZE_ROUNDS:-2000}
 
 n=0 failed=0
 for t in diff-sem diff-msg diff-shm diff-ns diff-ns-anon diff-ns-join diff-userns diff-doors \
-	 diff-sem-random diff-msg-random diff-shm-random unit-hostile unit-hostile-random; do
+	 diff-sem-random diff-msg-random diff-shm-random unit-hostile unit-hostile-random \
+	 unit-ns-fault unit-ns-free; do
 	[ -x "$top/tests/$t.t" ] || continue
 	out=$("$top/tests/$t.t" 2>&1)
 	rc=$?

@@ -7,7 +7,10 @@
 # "user:", renumbered, plus one "nothing left in UIPC_DIR" line per run;
 # a run that prints fewer than NTESTS lines fails the missing ones.
 AB_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-AB_LIB=$AB_TOP/build/libuipc.so
+AB_LIB=${UIPC_TEST_LIB:-$AB_TOP/build/libuipc.so}
+# UIPC_TEST_LIB, and UIPC_TEST_PRELOAD before it: another library to test
+# (the sanitizer build and its runtime, tests/unit-sanitize.t)
+AB_PRE=${UIPC_TEST_PRELOAD:+$UIPC_TEST_PRELOAD:}
 AB_N=0
 AB_FAILED=0
 
@@ -37,12 +40,12 @@ as_both() {
 		# timeout outside the preload: a preloaded parent that forks makes
 		# its namespace file
 		if [ "$who" = root ]; then
-			out=$(timeout 300 env UIPC_DIR="$AB_DIR" LD_PRELOAD="$AB_WORK/libuipc.so" \
+			out=$(timeout 300 env UIPC_DIR="$AB_DIR" LD_PRELOAD="$AB_PRE$AB_WORK/libuipc.so" \
 				"$AB_WORK/$(basename "$prog")" "$@" 2>&1)
 		else
 			chown "$AB_USER" "$AB_DIR"
 			out=$(timeout 300 setpriv --reuid="$AB_USER" --regid=nogroup --clear-groups \
-				--inh-caps=-all env UIPC_DIR="$AB_DIR" LD_PRELOAD="$AB_WORK/libuipc.so" \
+				--inh-caps=-all env UIPC_DIR="$AB_DIR" LD_PRELOAD="$AB_PRE$AB_WORK/libuipc.so" \
 				"$AB_WORK/$(basename "$prog")" "$@" 2>&1)
 		fi
 		got=0

@@ -168,6 +168,8 @@ static inline bool ipc_obj_fits(struct ns *ns, const void *p, uint64_t len)
 UIPC_HIDDEN int ipc_seen_size(struct ns *ns, int type, int id, uint64_t size);
 UIPC_HIDDEN void ipc_seen_forget(struct ns *ns, int type, int id);
 UIPC_HIDDEN void ipc_seen_forget_all(void);
+/* a fork child: the table's lock, taken for the fork, is free again */
+UIPC_HIDDEN void ipc_seen_fork_child(void);
 
 /* the fixed part of each type's object (sem: without its semaphores),
  * for util.c's lookups: an object found in an id table is inside the

@@ -59,6 +59,14 @@ static void ipc_proc_exit(struct ns *ns, struct uproc *p)
 	shm_exit_proc(ns, p);
 }
 
+/* a fork child: the sizes' table usable again first (validate.c: shm's
+ * work may reap a dead process), then the attachments it inherits */
+static void ipc_fork_child(void)
+{
+	ipc_seen_fork_child();
+	shm_fork_child();
+}
+
 /* this process leaves NS: what it keeps that names NS's objects goes */
 static void ipc_ns_leave(struct ns *ns)
 {
@@ -70,7 +78,7 @@ static void ipc_ns_leave(struct ns *ns)
 CORE_HOOKS(ipc_hooks) = {
 	.ns_init = ipc_ns_init,
 	.proc_exit = ipc_proc_exit,
-	.fork_child = shm_fork_child,     /* the child inherits the attachments */
+	.fork_child = ipc_fork_child,     /* the child inherits the attachments */
 	.exec_note = shm_note_exec,       /* the old image's attachments are gone */
 	.ns_leave = ipc_ns_leave,         /* unshare, setns: NS is left */
 	.proc_undo = sem_exit_proc,       /* setns into its own namespace */

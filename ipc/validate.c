@@ -217,7 +217,16 @@ bool ipc_obj_fits_slow(struct ns *ns, const void *p, uint64_t len, struct fits_m
 	return true;
 }
 
-/* a fork child must not inherit the lock held by another thread */
+/*
+ * A fork child must not inherit the lock held by another thread: fork
+ * takes it (this prepare handler runs first, registered last) and gives
+ * it back.  In the child it is given back by the ipc layer's fork_child
+ * hook (ipc_seen_fork_child, namespace.c), before shm_fork_child: glibc
+ * runs the child handlers in registration order, core/proc.c's (which runs
+ * the hooks, and whose work may reap a dead process and so forget sizes)
+ * before this file's, which would be too late (the child spun on the lock
+ * forever, holding the shm ids lock: tests/unit-chaos-mixed.t).
+ */
 static void seen_atfork_prepare(void)
 {
 	seen_spin_lock();
@@ -228,7 +237,12 @@ static void seen_atfork_release(void)
 	seen_spin_unlock();
 }
 
+void ipc_seen_fork_child(void)
+{
+	seen_spin_unlock();
+}
+
 __attribute__((constructor)) static void seen_init(void)
 {
-	pthread_atfork(seen_atfork_prepare, seen_atfork_release, seen_atfork_release);
+	pthread_atfork(seen_atfork_prepare, seen_atfork_release, NULL);
 }

@@ -458,7 +458,9 @@ UIPC_HIDDEN uint32_t *proc_alive_word(struct ns *ns, struct uproc *p);
  * with something else) */
 UIPC_HIDDEN void alive_word_wake_all(uint32_t *w, uint32_t v);
 UIPC_HIDDEN void proc_note_continue(void);
-UIPC_HIDDEN void proc_reap(struct ns *ns, struct uproc *p);
+/* the exit work of the dead process P, unless someone else does it: true
+ * if this call did it */
+UIPC_HIDDEN bool proc_reap(struct ns *ns, struct uproc *p);
 /* unshare: this process leaves NS (the kernel's exit_sem and exit_shm run
  * for it there).  *KEEP_MAP: other threads may still hold slots in it, so
  * it must stay mapped. */

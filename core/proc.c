@@ -916,14 +916,15 @@ bool proc_is_dead(struct ns *ns, struct uproc *p)
 	}
 }
 
-/* The exit work of a process that died without doing it (SIGKILL). */
-void proc_reap(struct ns *ns, struct uproc *p)
+/* The exit work of a process that died without doing it (SIGKILL): true
+ * if this call did it (false: not dead, or another reaper is at it). */
+bool proc_reap(struct ns *ns, struct uproc *p)
 {
 	uint64_t w = atomic_load(&p->state);
 	int32_t me = (int32_t)cur_tid(), r;
 
 	if (p == cur_proc(ns))
-		return;
+		return false;
 	/*
 	 * One reaper per dead process: the state word becomes (reaper tid,
 	 * DEAD) in one CAS.  A reaper killed in the middle is replaced (the
@@ -934,16 +935,16 @@ void proc_reap(struct ns *ns, struct uproc *p)
 		 * have been reaped and taken by a new process since: look again
 		 * at this incarnation (the CAS fails if the slot changes) */
 		if (!proc_is_dead(ns, p))
-			return;
+			return false;
 	} else if (SLOT_STATE(w) == SLOT_DEAD) {
 		r = SLOT_ID(w);
 		if (r == me || (r != 0 && !(kill(r, 0) < 0 && errno == ESRCH)))
-			return;
+			return false;
 	} else {
-		return;
+		return false;
 	}
 	if (!atomic_compare_exchange_strong(&p->state, &w, SLOT_WORD(me, SLOT_DEAD)))
-		return;
+		return false;
 	{
 		/* the kernel woke one sleeper of the death (maybe us): the others */
 		uint32_t *aw = proc_holder_word(ns, p);
@@ -953,6 +954,7 @@ void proc_reap(struct ns *ns, struct uproc *p)
 	}
 	run_exit_hooks(ns, p);
 	atomic_store(&p->state, SLOT_WORD(0, SLOT_FREE));
+	return true;
 }
 
 /* Called from the SIGCONT handler: let others see that this process was

@@ -1426,21 +1426,25 @@ static bool reap_may_help(struct sem_array *sma)
 	return __atomic_load_n(&sma->undo_list, __ATOMIC_ACQUIRE) || !ulock_is_free(&sma->glock);
 }
 
-static int reap_some_holders(struct ns *ns, struct sem_array *sma, int semid);
+static int reap_some_holders(struct ns *ns, struct sem_array *sma, int semid, int *reaped);
 
+/* Did this call reap a dead holder?  One another process is reaping does
+ * not count: a semop that retried at once for it would spin through its
+ * tries while that reaper works (EIDRM when they ran out); it sleeps
+ * instead, and that reaper's SEM_UNDO wakes it. */
 static bool reap_dead_holders(struct ns *ns, struct sem_array *sma, int semid)
 {
-	int n, total = 0, rounds = 0;
+	int n, reaped = 0, rounds = 0;
 
 	/* a batch at a time, until a batch finds nobody more */
 	do {
-		n = reap_some_holders(ns, sma, semid);
-		total += n;
+		n = reap_some_holders(ns, sma, semid, &reaped);
 	} while (n == 16 && ++rounds < 4096);
-	return total > 0;
+	return reaped > 0;
 }
 
-static int reap_some_holders(struct ns *ns, struct sem_array *sma, int semid)
+/* the dead holders of a batch found (up to 16); *REAPED: those reaped here */
+static int reap_some_holders(struct ns *ns, struct sem_array *sma, int semid, int *reaped)
 {
 	uint32_t dead[16];
 	int n = 0, locknum;
@@ -1476,7 +1480,7 @@ static int reap_some_holders(struct ns *ns, struct sem_array *sma, int semid)
 	}
 	sem_unlock(ns, sma, locknum);
 	for (int i = 0; i < n; i++)
-		proc_reap(ns, proc_at(ns, dead[i]));
+		*reaped += proc_reap(ns, proc_at(ns, dead[i]));
 	return n;
 }
 

@@ -53,7 +53,7 @@ static uint64_t self_userns_ino(void)
 {
 	struct stat st;
 
-	return stat("/proc/self/ns/user", &st) == 0 ? (uint64_t)st.st_ino : USERNS_INIT_INO;
+	return sys_stat("/proc/self/ns/user", &st) == 0 ? (uint64_t)st.st_ino : USERNS_INIT_INO;
 }
 
 /* the extents of /proc/self/{uid,gid}_map (inside, outside, count), at

@@ -1506,7 +1506,11 @@ void ns_switch(struct ns *new, bool keep_old_map)
 		 * mapping stays while another thread may be inside a call */
 		keep_old_map = keep_old_map || !__libc_single_threaded;
 	__atomic_store_n(&g_ns, new, __ATOMIC_RELEASE);
-	cred_invalidate();       /* judged against its owner now (cred.c) */
+	/* credentials are judged against the owner user namespace (cred.c):
+	 * anew only when that changed (a new namespace usually has the old
+	 * one's: the first call in it then makes no system call for them) */
+	if (!old || memcmp(&old->owner, &new->owner, sizeof(new->owner)))
+		cred_invalidate();
 	g_ns_used = true;
 	g_ns_err = 0;
 	g_pinned_fd = new->anon_fd;

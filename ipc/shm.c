@@ -1849,9 +1849,16 @@ static int64_t shmat_length(struct ns *ns, struct shmid_kernel *shp, int shmid, 
 	if (ipc_seen_size(ns, IPC_SHM_IDS, shmid, segsz))
 		return -EIDRM;
 	if (anon(ns)) {
-		/* its slot of the memfd, whose size is the whole address range */
+		/* its slot of the memfd, whose size is the whole address range
+		 * unless a member truncated it (any member holds the memfd) */
 		at = seg_map_off(ns, file);
-		return at < 0 || len > ANON_SLOT ? -EIDRM : (int64_t)len;
+		if (at < 0 || len > ANON_SLOT)
+			return -EIDRM;
+		if (fstat(fd, &st) < 0 || (uint64_t)st.st_size < (uint64_t)at + len) {
+			ns_corrupt(ns, "namespace memfd shorter than a segment's slot");
+			return -EIDRM;
+		}
+		return (int64_t)len;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < len) {
 		ns_corrupt(ns, "segment file shorter than its segment");

@@ -22,7 +22,9 @@
  *   5. a clone(CLONE_NEWIPC) child in its namespace, truncated under it;
  *   6. opening /proc/PID/ns/ipc of a process whose memfd was truncated
  *      does not kill the opener, which is given its namespace;
- *   7. setns into a named namespace's file, then truncated: EIDRM.
+ *   7. the memfd truncated after the arena, before a segment's slot: a
+ *      new attachment of that segment fails with EIDRM;
+ *   8. setns into a named namespace's file, then truncated: EIDRM.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sem.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -308,9 +311,35 @@ static int door_of_truncated(void)
 	return fd < 0;             /* alive, and given the namespace */
 }
 
+/* the memfd truncated after the arena, before a segment's slot: a new
+ * attachment fails with EIDRM (its pages would be gone: SIGBUS), and the
+ * namespace itself still works */
+static int slot_truncated(void)
+{
+	int id, fd;
+	void *p;
+
+	if (unshare(CLONE_NEWIPC) < 0 || (id = shmget(IPC_PRIVATE, 65536, 0600)) < 0)
+		return 1;
+	fd = ns_fd();
+	/* slot 0 is the arena; the segments' slots follow (2^48 bytes each) */
+	if (fork() == 0)
+		_exit(ftruncate(fd, (off_t)1 << 48) == 0 ? 0 : 1);
+	wait(NULL);
+	errno = 0;
+	p = shmat(id, NULL, 0);
+	if (p != (void *)-1 || errno != EIDRM) {
+		printf("# shmat: %p (%s)\n", p, strerror(errno));
+		if (p != (void *)-1)
+			*(volatile char *)p = 1;   /* SIGBUS: the check fails loudly */
+		return 1;
+	}
+	return semget(IPC_PRIVATE, 1, 0600) < 0;
+}
+
 int main(void)
 {
-	printf("1..7\n");
+	printf("1..8\n");
 	check("unshare, memfd truncated by a member: EIDRM, and a new unshare works",
 	      after_unshare);
 	check("after 20 unshares that each made a new memfd: EIDRM", after_many_unshares);
@@ -319,6 +348,7 @@ int main(void)
 	check("a clone(CLONE_NEWIPC) child, its memfd truncated: EIDRM", in_clone_child);
 	check("opening /proc/PID/ns/ipc of a member of a truncated memfd: the opener lives",
 	      door_of_truncated);
+	check("the memfd truncated before a segment's slot: shmat gives EIDRM", slot_truncated);
 	/* last: it truncates and removes the named namespace the others start in */
 	check("setns into a named namespace's file, truncated: EIDRM", after_setns_named);
 	return failed != 0;

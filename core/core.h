@@ -267,6 +267,8 @@ struct lockwait_bound {
 	int64_t max_ns;            /* MAX: the longest wait */
 	unsigned hand0;            /* BLOCKING: the handler count when the call began */
 	int suspended;             /* waits that must not fail (lockwait_suspend) */
+	unsigned failed;           /* planned waits that gave up, ever (the exit
+				      work: was any of it left undone?) */
 };
 UIPC_HIDDEN extern __thread struct lockwait_bound lockwait_tls;
 /* the deadline and ulock flags of a wait that starts now: 1, or 0 for no

@@ -886,6 +886,8 @@ static __attribute__((noinline)) int take_contended(struct ns *ns, struct ulock 
 
 	if (plan > 0)
 		r = lockwait_result(r);
+	if (r < 0 && plan)
+		lockwait_tls.failed++;
 	if (r == -EDEADLK && plan <= 0)
 		ns_corrupt(ns, "a lock taken twice");
 	if (r <= 0)

@@ -61,6 +61,21 @@ static void run_exit_hooks(struct ns *ns, struct uproc *p)
 			h->proc_exit(ns, p);
 }
 
+/* This process's own exit work (at its exit, or as it leaves NS): each
+ * lock wait bounded, so that a member stopped holding a lock cannot hold
+ * it up.  False: a wait gave up, and some of the work is left undone (the
+ * slot is then handed to the survivors' reapers: free_own_slot). */
+#define EXIT_LOCK_WAIT_NS 2000000000LL
+static bool run_own_exit_hooks(struct ns *ns, struct uproc *p)
+{
+	unsigned failed = lockwait_tls.failed;
+
+	lockwait_bound_max(EXIT_LOCK_WAIT_NS);
+	run_exit_hooks(ns, p);
+	lockwait_bound_end();
+	return lockwait_tls.failed == failed;
+}
+
 static void run_fork_child_hooks(void)
 {
 	for_each_hooks(h)
@@ -1049,9 +1064,11 @@ void proc_clone_child(struct ns *new, void *robust_head, size_t robust_len, pid_
 	ns_switch(new, false);
 }
 
+/* the exit work gave up a lock wait: the slot goes to the reapers */
+static bool g_exit_undone;
+
 /* The kernel's exit work (exit_sem, exit_shm, ...): every layer's
  * proc_exit for this process. */
-#define EXIT_LOCK_WAIT_NS 2000000000LL
 void proc_exit_work(void)
 {
 	struct ns *ns;
@@ -1069,15 +1086,17 @@ void proc_exit_work(void)
 	/* a lock held by a stopped or hostile member must not keep this
 	 * process from exiting: each wait is bounded (what is left undone,
 	 * a survivor's reaper does) */
-	lockwait_bound_max(EXIT_LOCK_WAIT_NS);
-	run_exit_hooks(ns, p);
-	lockwait_bound_end();
+	if (!run_own_exit_hooks(ns, p))
+		g_exit_undone = true;
 }
 
-/* Give back this process's slot in NS (its exit work done), and this
- * thread's.  Leaving NS (not EXITING) while another of our threads stands
- * for the process there: the slot stays, reaped after our death. */
-static void free_own_slot(struct ns *ns, bool exiting)
+/* Give back this process's slot in NS, and this thread's.  Leaving NS (not
+ * EXITING) while another of our threads stands for the process there: the
+ * slot stays, reaped after our death.  DONE: its exit work was done whole;
+ * else the slot is handed over as a dead process's, with no reaper yet, so
+ * that a survivor's reaper finishes it (its SEM_UNDO adjustments, its
+ * attachments) once the lock it could not have is free again. */
+static void free_own_slot(struct ns *ns, bool exiting, bool done)
 {
 	struct uproc *p = proc_at(ns, g_proc_idx);
 
@@ -1085,7 +1104,7 @@ static void free_own_slot(struct ns *ns, bool exiting)
 	if (!p || (!exiting && proc_holder_alive(ns, p, NULL)))
 		return;
 	atomic_store(&p->holder, 0);
-	atomic_store(&p->state, SLOT_WORD(0, SLOT_FREE));
+	atomic_store(&p->state, SLOT_WORD(0, done ? SLOT_FREE : SLOT_DEAD));
 }
 
 static void exit_hook(void)
@@ -1098,7 +1117,7 @@ static void exit_hook(void)
 	ns = ns_get();
 	if (!ns)
 		return;
-	free_own_slot(ns, true);
+	free_own_slot(ns, true, !g_exit_undone);
 }
 
 /* threads of this process (field 20 of /proc/self/stat); 0: unknown */
@@ -1131,11 +1150,11 @@ static void run_leave_hooks(struct ns *ns)
 /* The process is no longer registered in NS: its slots there are given
  * back (P: its process slot, if it has one), and nothing of them is kept
  * here. */
-static void leave_registration(struct ns *ns, struct uproc *p)
+static void leave_registration(struct ns *ns, struct uproc *p, bool done)
 {
 	pthread_mutex_lock(&reg_mutex);
 	if (p)
-		free_own_slot(ns, false);
+		free_own_slot(ns, false, done);
 	__atomic_store_n(&g_proc_idx, UINT32_MAX, __ATOMIC_RELEASE);
 	g_stale_idx = UINT32_MAX;
 	g_nreap = 0;
@@ -1156,12 +1175,7 @@ void proc_leave_ns(struct ns *ns, bool *keep_map)
 	/* exit_sem, exit_shm: as unshare does; bounded as the exit work is
 	 * (a member stopped holding a lock must not hold up the unshare or
 	 * setns: what is left undone, the survivors' reaper does) */
-	if (p) {
-		lockwait_bound_max(EXIT_LOCK_WAIT_NS);
-		run_exit_hooks(ns, p);
-		lockwait_bound_end();
-	}
-	leave_registration(ns, p);
+	leave_registration(ns, p, !p || run_own_exit_hooks(ns, p));
 }
 
 void proc_forget_ns(struct ns *ns)
@@ -1169,7 +1183,7 @@ void proc_forget_ns(struct ns *ns)
 	uint32_t idx = __atomic_load_n(&g_proc_idx, __ATOMIC_ACQUIRE);
 
 	run_leave_hooks(ns);
-	leave_registration(ns, idx == UINT32_MAX ? NULL : proc_at(ns, idx));
+	leave_registration(ns, idx == UINT32_MAX ? NULL : proc_at(ns, idx), true);
 }
 
 bool proc_ns_busy(struct ns *ns)
@@ -1187,7 +1201,9 @@ void proc_undo_ns(struct ns *ns)
 
 	if (!p)
 		return;
-	lockwait_bound_max(EXIT_LOCK_WAIT_NS);   /* as leaving (above) */
+	/* bounded as leaving (above); what is left undone stays its own, done
+	 * when it leaves or exits */
+	lockwait_bound_max(EXIT_LOCK_WAIT_NS);
 	for_each_hooks(h)
 		if (h->proc_undo)
 			h->proc_undo(ns, p);

@@ -120,6 +120,16 @@ else
 	echo "$out" | sed 's/^/# /'
 fi
 kill -KILL "$hpid" 2>/dev/null; wait "$wpid" 2>/dev/null
+# what V's leaving could not do, a survivor's reaper does once H is gone:
+# V's +1 with SEM_UNDO is taken back, as the kernel's exit_sem would have
+out=$(timeout 60 setpriv --reuid="$VU" --regid="$VG" --clear-groups -- env UIPC_DIR="$D" \
+	UIPC_NS=shared:t4 LD_PRELOAD="$lib" "$bin/hostile" getval "$skey" 2>&1)
+n=$((n+1))
+if [ "$out" = "semval 0" ]; then
+	echo "ok $n - once H is gone, V's SEM_UNDO left undone at its unshare is applied by a survivor"
+else
+	failed=$((failed+1)); echo "not ok $n - after H died, the array V left: $out"
+fi
 
 echo "1..$n"
 [ $failed -eq 0 ]

@@ -2022,6 +2022,17 @@ static int leave(char **argv)
 	return 0;
 }
 
+/* getval KEY: semaphore 0 of array KEY (a call that reaps dead holders
+ * first, as any semctl of the array does) */
+static int getval(char **argv)
+{
+	int id = semget((key_t)strtol(argv[1], NULL, 0), 0, 0);
+	int v = id < 0 ? -1 : semctl(id, 0, GETVAL);
+
+	printf("semval %d%s%s\n", v, v < 0 ? " " : "", v < 0 ? strerror(errno) : "");
+	return v < 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -2038,5 +2049,7 @@ int main(int argc, char **argv)
 		return bounded(argv + 1);
 	if (!strcmp(argv[1], "leave") && argc > 2)
 		return leave(argv + 1);
+	if (!strcmp(argv[1], "getval") && argc > 2)
+		return getval(argv + 1);
 	return 2;
 }

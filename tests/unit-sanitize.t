@@ -42,7 +42,11 @@ for t in diff-sem diff-msg diff-shm diff-ns diff-ns-anon diff-ns-join diff-usern
 	else
 		failed=$((failed+1))
 		echo "not ok $n - tests/$t.t with the sanitizer build (status $rc)"
-		echo "$out" | grep -A12 '^not ok' | head -60 | sed 's/^/# /'
+		if echo "$out" | grep -q '^not ok'; then
+			echo "$out" | grep -A12 '^not ok' | head -60 | sed 's/^/# /'
+		else    # no failed case: what ended it (the plan, a message)
+			echo "$out" | grep -v '^ok ' | tail -20 | sed 's/^/# /'
+		fi
 	fi
 done
 echo "1..$n"

@@ -43,6 +43,7 @@ static char g_pinned[4096];
 static int g_pinned_fd = -1; /* an anonymous namespace's inherited arena fd */
 static struct ns *g_ns;
 static int g_ns_err;
+__thread struct ns *uipc_tls_nsov;
 static char g_sel_name[UIPC_NS_NAME_MAX + 1];
 
 /*
@@ -604,6 +605,7 @@ static struct ns *ns_view(void *m, const struct uipc_hdr *hdr, const struct stat
 	ns->dev = st->st_dev;
 	ns->ino = st->st_ino;
 	ns->hold_fd = -1;
+	ns->proc_idx = ns->stale_idx = UINT32_MAX;
 	compute_layout(ns->shift, &ns->lay, &eager_end);
 	snprintf(ns->path, sizeof(ns->path), "%s", path);
 	return ns;
@@ -903,15 +905,19 @@ void ns_open_for_fork(void)
 		g_quiet = false;
 	}
 	note_shared(g_ns);     /* the child holds it too */
+	note_shared(uipc_tls_nsov);   /* (this thread's, if its own) */
 	pthread_mutex_unlock(&ns_mutex);
 	errno = saved;
 }
 
 struct ns *ns_get(void)
 {
-	struct ns *ns = __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
+	struct ns *ns = uipc_tls_nsov;
 	int r, saved_errno;
 
+	if (unlikely(ns))
+		return ns;     /* this thread's own (proc.c) */
+	ns = __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
 	if (likely(ns)) {
 		if (unlikely(!g_ns_used))
 			g_ns_used = true;
@@ -1392,12 +1398,69 @@ void ns_anon_drop(struct ns *ns)
 	ns_unmap(ns);
 }
 
+/* the memfds of the anonymous namespaces threads of ours are in besides
+ * the process's (ns_guard_fd) */
+#define GUARD_MAX 64
+static _Atomic int g_guard[GUARD_MAX];
+static _Atomic int g_nguard;
+
+void ns_guard_fd(int fd, bool on)
+{
+	if (fd < 0)
+		return;
+	for (int i = 0; i < GUARD_MAX; i++) {
+		int want = on ? 0 : fd + 1, cur = want;
+
+		if (atomic_compare_exchange_strong(&g_guard[i], &cur, on ? fd + 1 : 0)) {
+			atomic_fetch_add(&g_nguard, on ? 1 : -1);
+			return;
+		}
+	}
+}
+
 bool ns_fd_guarded(int fd)
 {
 	struct ns *ns = __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
 
-	return fd >= 0 && ((ns && ns->anon_fd == fd) ||
-			   (!ns && fd == __atomic_load_n(&g_pinned_fd, __ATOMIC_RELAXED)));
+	if (fd < 0)
+		return false;
+	if ((ns && ns->anon_fd == fd) ||
+	    (!ns && fd == __atomic_load_n(&g_pinned_fd, __ATOMIC_RELAXED)))
+		return true;
+	if (likely(!atomic_load_explicit(&g_nguard, memory_order_relaxed)))
+		return false;
+	for (int i = 0; i < GUARD_MAX; i++)
+		if (atomic_load(&g_guard[i]) == fd + 1)
+			return true;
+	return false;
+}
+
+/* an exec by a thread whose namespace is not the process's: the exec'd
+ * image is in the thread's namespace only, so the fds of the others are
+ * closed by the exec (set close-on-exec here; ns_exec_failed undoes it).
+ * Returns the fds changed in SAVED (at most N). */
+int ns_exec_prepare(int *saved, int n)
+{
+	struct ns *me = uipc_tls_nsov, *pr = __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
+	int k = 0;
+
+	if (!me)
+		return 0;
+	if (pr && pr->anon_fd >= 0 && k < n && fcntl(pr->anon_fd, F_SETFD, FD_CLOEXEC) == 0)
+		saved[k++] = pr->anon_fd;
+	for (int i = 0; i < GUARD_MAX && k < n; i++) {
+		int fd = atomic_load(&g_guard[i]) - 1;
+
+		if (fd >= 0 && fd != me->anon_fd && fcntl(fd, F_SETFD, FD_CLOEXEC) == 0)
+			saved[k++] = fd;
+	}
+	return k;
+}
+
+void ns_exec_failed(const int *saved, int n)
+{
+	for (int i = 0; i < n; i++)
+		fcntl(saved[i], F_SETFD, 0);
 }
 
 /* Leaving OLD (the caller's registration is gone): its arena goes from
@@ -1405,10 +1468,11 @@ bool ns_fd_guarded(int fd)
  * member lets go of it.  The mapping is kept while another thread may
  * still hold a slot in it (thread_exit_hook).  Deliberately no teardown
  * work here: the leaver does not pay for the namespace (seed 003). */
-static void ns_release_old(struct ns *old, bool keep_map)
+void ns_release(struct ns *old, bool keep_map)
 {
 	int fd = old->anon_fd;
 
+	ns_guard_fd(fd, false);
 	ns_unmark(old);
 	old->anon_fd = -1;
 	if (keep_map) {
@@ -1423,18 +1487,37 @@ static void ns_release_old(struct ns *old, bool keep_map)
 	free(old);
 }
 
+void ns_unpin(struct ns *ns)
+{
+	ns_guard_fd(ns->anon_fd, false);
+	ns_unmark(ns);
+	if (ns->anon_fd >= 0)
+		sys_close(ns->anon_fd);
+	ns->anon_fd = -1;
+	if (ns->hold_fd >= 0)
+		sys_close(ns->hold_fd);
+	ns->hold_fd = -1;
+}
+
+struct ns *ns_process(void)
+{
+	return __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
+}
+
 /* the process entered a named namespace by setns: its exec'd images must
  * be told, whatever their environment says (ns_exec_env) */
 static bool g_joined;
 
-/* Switch this process to NEW (from ns_anon_new or ns_open_fd): the
- * kernel's unshare or setns of the IPC namespace, per process.  The caller
- * left the old one first (proc_leave_ns). */
-void ns_switch(struct ns *new, bool keep_old_map)
+/* Make NEW (from ns_anon_new or ns_open_fd, or a namespace a thread of
+ * ours is in) the process's: the kernel's unshare or setns of the IPC
+ * namespace for the last thread in the old one.  The old one is
+ * returned, unmarked (proc.c decides what to keep of it). */
+struct ns *ns_switch(struct ns *new)
 {
 	char fdbuf[16] = "";
 	struct ns *old;
 
+	ns_guard_fd(new->anon_fd, false);
 	ns_mark(new, new->anon_fd >= 0 ? new->anon_fd : new->hold_fd);
 	if (new->hold_fd >= 0)
 		sys_close(new->hold_fd);
@@ -1453,7 +1536,8 @@ void ns_switch(struct ns *new, bool keep_old_map)
 	setenv("UIPC_NS_FILE", new->path, 1);
 	pthread_mutex_unlock(&ns_mutex);
 	if (old)
-		ns_release_old(old, keep_old_map);
+		ns_unmark(old);
+	return old;
 }
 
 /* a spawn-like child's namespace (ns_spawn_child): the child runs on this
@@ -1623,7 +1707,9 @@ int ns_reopen(struct ns *ns, int flags, bool hold)
 
 struct ns *ns_current(void)
 {
-	return __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
+	struct ns *ns = uipc_tls_nsov;
+
+	return ns ? ns : __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
 }
 
 /* The namespace to leave at an unshare: the current one, opened if it

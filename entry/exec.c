@@ -86,7 +86,11 @@ static char *const *fix_env(char *const envp[], char **out, char *fdv, size_t fd
 #define EXEC_CALL(call)                                  \
 	do {                                             \
 		int prep_ = trap_exec_prepare();         \
+		int nsfd_[16], nns_;                     \
+		proc_exec_prepare();                     \
+		nns_ = ns_exec_prepare(nsfd_, 16);       \
 		int r_ = (call);                         \
+		ns_exec_failed(nsfd_, nns_);             \
 		trap_exec_failed(prep_);                 \
 		return r_;                               \
 	} while (0)

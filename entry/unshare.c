@@ -9,8 +9,9 @@
  * (SEM_UNDO applied, as the kernel's exit_sem at unshare) and enter the new
  * one.  CLONE_NEWIPC itself never goes to the kernel, for root neither:
  * under uipc the kernel's IPC is not used, and root's unshare must behave
- * as everyone else's.  Per process: every thread follows (the kernel moves
- * only the calling thread); see docs/namespaces.md.
+ * as everyone else's.  Per thread, as the kernel's: the other threads
+ * stay where they are, a thread made later starts in its creator's, a
+ * fork child in its forking thread's (core/proc.c, docs/namespaces.md).
  *
  * clone(CLONE_NEWIPC), glibc's wrapper and the raw clone and clone3 that
  * programs make through syscall(): a child with memory and fd table of its
@@ -31,7 +32,9 @@
  * cannot read its flags: ENOSYS, and libc falls back to clone).
  */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <sys/prctl.h>
@@ -61,8 +64,7 @@ static bool recycle(int other_flags, long *r)
 
 static long new_ipc_ns(int other_flags)
 {
-	struct ns *new, *old;
-	bool keep = false;
+	struct ns *new;
 	int saved = errno, r;
 	long rr;
 
@@ -76,10 +78,7 @@ static long new_ipc_ns(int other_flags)
 		ns_anon_drop(new);
 		return r;
 	}
-	old = ns_get_existing();  /* the namespace being left, if there is one */
-	if (old)
-		proc_leave_ns(old, &keep);
-	ns_switch(new, keep);
+	proc_switch_ns(new);      /* this thread's, as the kernel's */
 	errno = saved;            /* the leaving's own calls leave no trace */
 	return 0;
 }
@@ -100,10 +99,58 @@ int unshare(int flags)
 
 typedef int (*clone_fn)(int (*)(void *), void *, int, void *, ...);
 static clone_fn real_clone;
+typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+static pthread_create_fn real_pthread_create;
 
 __attribute__((constructor)) static void clone_init(void)
 {
 	real_clone = (clone_fn)dlsym(RTLD_NEXT, "clone");
+	real_pthread_create = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+}
+
+/* ---- pthread_create: a new thread starts in its creator's namespace ----
+ *
+ * The kernel's namespaces are per thread, and a thread starts in its
+ * creator's.  A thread that unshared or joined on its own (core/proc.c)
+ * is in a namespace that is not the process's: the threads it makes start
+ * there.  Costs nothing to a thread in the process's namespace. */
+struct thread_start {
+	void *(*fn)(void *);
+	void *arg;
+	struct ns *ns;
+};
+
+static void *thread_start(void *p)
+{
+	struct thread_start st = *(struct thread_start *)p;
+
+	free(p);
+	proc_thread_ns_start(st.ns);
+	return st.fn(st.arg);
+}
+
+int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	struct thread_start *st;
+	struct ns *ns;
+	int r;
+
+	if (unlikely(!real_pthread_create))
+		real_pthread_create = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+	if (likely(!uipc_tls_nsov))
+		return real_pthread_create(t, attr, fn, arg);
+	st = malloc(sizeof(*st));
+	if (!st)
+		return EAGAIN;
+	ns = proc_thread_ns_hold();
+	*st = (struct thread_start){ fn, arg, ns };
+	r = real_pthread_create(t, attr, thread_start, st);
+	if (r) {
+		if (ns)
+			proc_thread_ns_unhold(ns);
+		free(st);
+	}
+	return r;
 }
 
 /* what a fork-like child of clone(CLONE_NEWIPC) needs from its parent */

@@ -51,6 +51,8 @@ struct ns {
 	unsigned file_mode;
 	bool shared;               /* a shared namespace (uipc-shared-NAME) */
 	int anon_fd;               /* an anonymous namespace's memfd, else -1 */
+	int cnt_fd;                /* its count of user.max_ipc_namespaces: the
+				      fd holding its slot's lock, else -1 */
 	bool created_here;         /* an anonymous one this process image made */
 	int hold_fd;               /* a named one joined by setns: its file until
 				      it is entered (the marker), else -1 */
@@ -191,6 +193,10 @@ UIPC_HIDDEN void ns_exec_failed(const int *saved, int n);
  * (then it is claimed, and nobody may join it until finish or abort)?
  */
 UIPC_HIDDEN bool ns_recycle_begin(struct ns *ns);
+/* is there room under user.max_ipc_namespaces for a new namespace made of
+ * counted namespace NS, which the kernel would count with the new one for a
+ * moment: 0 or -ENOSPC */
+UIPC_HIDDEN int ns_count_room(struct ns *ns);
 UIPC_HIDDEN void ns_recycle_abort(struct ns *ns);
 UIPC_HIDDEN void ns_recycle_finish(struct ns *ns);
 /* this process's forks and execs may go unseen from now on (trap mode:
@@ -226,7 +232,8 @@ UIPC_HIDDEN struct ns *ns_get_existing(void);  /* never creates one */
 /* the environment entries (UIPC_NS_FD=..., UIPC_NS_FILE=...) an exec'd
  * image needs to find the current anonymous namespace: 1, or 0 when the
  * current namespace is not anonymous.  No allocation (vfork children). */
-UIPC_HIDDEN int ns_exec_env(char *fdvar, size_t fdlen, char *filevar, size_t filelen);
+UIPC_HIDDEN int ns_exec_env(char *fdvar, size_t fdlen, char *filevar, size_t filelen,
+			    char *cntvar, size_t cntlen);
 /* the namespace a child that borrows this thread's memory until its exec
  * (clone with CLONE_VM | CLONE_VFORK) takes with it: ns_exec_env's answer
  * in it while set (NULL: the current one) */

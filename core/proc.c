@@ -1150,6 +1150,7 @@ static void thread_enter_own(struct ns *ns)
 	ns->left = false;
 	held_add(ns);
 	ns_guard_fd(ns->anon_fd, true);
+	ns_guard_fd(ns->cnt_fd, true);
 }
 
 void proc_switch_ns(struct ns *new)

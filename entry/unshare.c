@@ -52,6 +52,10 @@ static bool recycle(int other_flags, long *r)
 
 	if (!old || !ns_recycle_begin(old))
 		return false;
+	if ((*r = ns_count_room(old)) < 0) {
+		ns_recycle_abort(old);
+		return true;
+	}
 	if (other_flags && (*r = sys_raw6(SYS_unshare, other_flags, 0, 0, 0, 0, 0)) < 0) {
 		ns_recycle_abort(old);
 		return true;

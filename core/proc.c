@@ -16,6 +16,8 @@
  * stands for the process, and its SEM_UNDO list; it survives exec, as
  * SEM_UNDO state does in the kernel.
  */
+#include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1315,6 +1317,55 @@ static void mark_thread_key(void)
 	pthread_once(&key_once, make_key);
 	if (!pthread_getspecific(thread_key))
 		pthread_setspecific(thread_key, &g_nov);
+}
+
+/* ---- pthread_create: a new thread starts in its creator's namespace ----
+ *
+ * (Here, not in entry/, though it is a libc name: aio/ makes threads with
+ * it, and the layers above core may call only down.)  The kernel's
+ * namespaces are per thread, and a thread starts in its creator's.  A thread that unshared or joined on its own (core/proc.c)
+ * is in a namespace that is not the process's: the threads it makes start
+ * there.  Costs nothing to a thread in the process's namespace. */
+struct thread_start {
+	void *(*fn)(void *);
+	void *arg;
+	struct ns *ns;
+};
+
+static void *thread_start(void *p)
+{
+	struct thread_start st = *(struct thread_start *)p;
+
+	free(p);
+	proc_thread_ns_start(st.ns);
+	return st.fn(st.arg);
+}
+
+typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+static pthread_create_fn real_pthread_create;
+
+__attribute__((visibility("default"))) int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	struct thread_start *st;
+	struct ns *ns;
+	int r;
+
+	if (unlikely(!real_pthread_create))
+		real_pthread_create = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+	if (likely(!uipc_tls_nsov))
+		return real_pthread_create(t, attr, fn, arg);
+	st = malloc(sizeof(*st));
+	if (!st)
+		return EAGAIN;
+	ns = proc_thread_ns_hold();
+	*st = (struct thread_start){ fn, arg, ns };
+	r = real_pthread_create(t, attr, thread_start, st);
+	if (r) {
+		if (ns)
+			proc_thread_ns_unhold(ns);
+		free(st);
+	}
+	return r;
 }
 
 /* ---- lifecycle ---- */

@@ -32,9 +32,7 @@
  * cannot read its flags: ENOSYS, and libc falls back to clone).
  */
 #include <dlfcn.h>
-#include <pthread.h>
 #include <sched.h>
-#include <stdlib.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <sys/prctl.h>
@@ -103,59 +101,12 @@ int unshare(int flags)
 
 typedef int (*clone_fn)(int (*)(void *), void *, int, void *, ...);
 static clone_fn real_clone;
-typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-static pthread_create_fn real_pthread_create;
 
 __attribute__((constructor)) static void clone_init(void)
 {
 	real_clone = (clone_fn)dlsym(RTLD_NEXT, "clone");
-	real_pthread_create = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
 }
 
-/* ---- pthread_create: a new thread starts in its creator's namespace ----
- *
- * The kernel's namespaces are per thread, and a thread starts in its
- * creator's.  A thread that unshared or joined on its own (core/proc.c)
- * is in a namespace that is not the process's: the threads it makes start
- * there.  Costs nothing to a thread in the process's namespace. */
-struct thread_start {
-	void *(*fn)(void *);
-	void *arg;
-	struct ns *ns;
-};
-
-static void *thread_start(void *p)
-{
-	struct thread_start st = *(struct thread_start *)p;
-
-	free(p);
-	proc_thread_ns_start(st.ns);
-	return st.fn(st.arg);
-}
-
-int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
-{
-	struct thread_start *st;
-	struct ns *ns;
-	int r;
-
-	if (unlikely(!real_pthread_create))
-		real_pthread_create = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
-	if (likely(!uipc_tls_nsov))
-		return real_pthread_create(t, attr, fn, arg);
-	st = malloc(sizeof(*st));
-	if (!st)
-		return EAGAIN;
-	ns = proc_thread_ns_hold();
-	*st = (struct thread_start){ fn, arg, ns };
-	r = real_pthread_create(t, attr, thread_start, st);
-	if (r) {
-		if (ns)
-			proc_thread_ns_unhold(ns);
-		free(st);
-	}
-	return r;
-}
 
 /* what a fork-like child of clone(CLONE_NEWIPC) needs from its parent */
 struct clone_start {

@@ -197,6 +197,8 @@ UIPC_HIDDEN bool ns_recycle_begin(struct ns *ns);
  * counted namespace NS, which the kernel would count with the new one for a
  * moment: 0 or -ENOSPC */
 UIPC_HIDDEN int ns_count_room(struct ns *ns);
+/* let go of the user.max_ipc_namespaces count held by FD (-1: none) */
+UIPC_HIDDEN void ns_count_let_go(int fd);
 UIPC_HIDDEN void ns_recycle_abort(struct ns *ns);
 UIPC_HIDDEN void ns_recycle_finish(struct ns *ns);
 /* this process's forks and execs may go unseen from now on (trap mode:

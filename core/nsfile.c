@@ -1218,22 +1218,26 @@ static long max_ipc_namespaces(void)
 	return g_max_ipcns;
 }
 
-/* the user's count file, opened anew (a new open file description: its
- * locks are its own), or -1: not counted (a file not the user's own) */
-static int count_open(void)
+/* the path of the user's count file */
+static void count_path(char *path, size_t len)
 {
 	const char *d = getenv("UIPC_NSCOUNT_DIR");
-	char path[4096];
-	struct stat st;
-	uid_t euid = cur_cred()->euid;
-	int fd;
 
-	snprintf(path, sizeof(path), "%s/.uipc-%u-ipcns", d && *d ? d : "/dev/shm",
-		 (unsigned)euid);
-	fd = sys_open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	snprintf(path, len, "%s/.uipc-%u-ipcns", d && *d ? d : "/dev/shm",
+		 (unsigned)cur_cred()->euid);
+}
+
+/* the user's count file, opened anew (a new open file description: its
+ * locks are its own; O_CREAT in FLAGS makes a missing one), or -1: none,
+ * or not counted (a file not the user's own) */
+static int count_open(const char *path, int flags)
+{
+	struct stat st;
+	int fd = sys_open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | flags, 0600);
+
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != euid ||
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != cur_cred()->euid ||
 	    (st.st_mode & 022)) {
 		sys_close(fd);
 		return -1;
@@ -1253,17 +1257,49 @@ static bool byte_lock(int fd, long k, short type, int cmd, struct flock *out)
 	return true;
 }
 
-/* live namespaces other than the caller's (locks at K and past) */
-static long count_live(int fd, long k)
+/* live namespaces other than the caller's (locks at K and past), counted
+ * up to CAP: enough to compare with a limit, one system call a namespace */
+static long count_live(int fd, long k, long cap)
 {
 	struct flock fl;
 	long n = 0;
 
-	while (byte_lock(fd, k, F_WRLCK, F_OFD_GETLK, &fl) && fl.l_type != F_UNLCK) {
+	while (n < cap && byte_lock(fd, k, F_WRLCK, F_OFD_GETLK, &fl) && fl.l_type != F_UNLCK) {
 		n++;
 		k = fl.l_start + 1;
 	}
 	return n;
+}
+
+/* Lock the first free byte of the count file FD below MAX, from the
+ * process's hint: 0 (*K the byte), -ENOSPC, -EAGAIN (the file is being
+ * removed: count_file_tidy holds all of it), -1 (not counted) */
+static int claim_byte(int fd, long max, long *k)
+{
+	static _Atomic long hint;
+	long start = atomic_load(&hint), i;
+	struct flock fl;
+
+	if (start >= max)
+		start = 0;
+	for (i = start;;) {
+		if (byte_lock(fd, i, F_WRLCK, F_OFD_SETLK, NULL))
+			break;
+		if (errno != EAGAIN && errno != EACCES)
+			return -1;
+		/* one-byte locks are namespaces; one over the whole file is a
+		 * remover's */
+		if (byte_lock(fd, i, F_WRLCK, F_OFD_GETLK, &fl) && fl.l_type != F_UNLCK &&
+		    fl.l_start == 0 && fl.l_len == 0)
+			return -EAGAIN;
+		if (++i >= max)
+			i = 0;
+		if (i == start)
+			return -ENOSPC;
+	}
+	atomic_store(&hint, i + 1);
+	*k = i;
+	return 0;
 }
 
 /* A count for a new anonymous namespace: the fd holding it (at or above
@@ -1271,43 +1307,76 @@ static long count_live(int fd, long k)
  * -ENOSPC past the limit */
 static int ns_count_claim(void)
 {
-	static _Atomic long hint;
-	long max = max_ipc_namespaces(), start, k;
-	int fd, hi;
+	long max = max_ipc_namespaces(), k;
+	char path[4096];
+	struct stat st;
+	int fd = -1, hi, r = -1, tries;
 
 	if (max < 0)
 		return -1;
 	if (max == 0)
 		return -ENOSPC;
-	fd = count_open();
+	count_path(path, sizeof(path));
+	/* a file removed under us (its last count gone, count_file_tidy) is
+	 * no count: open the new one */
+	for (tries = 0; tries < 64; tries++) {
+		fd = count_open(path, O_CREAT);
+		if (fd < 0)
+			return -1;
+		r = claim_byte(fd, max, &k);
+		if (r == 0 && fstat(fd, &st) == 0 && st.st_nlink > 0)
+			break;
+		sys_close(fd);
+		fd = -1;
+		if (r == -ENOSPC)
+			return r;
+		if (r == -1)
+			return -1;
+		sched_yield();
+	}
 	if (fd < 0)
 		return -1;
-	start = atomic_load(&hint);
-	if (start >= max)
-		start = 0;
-	for (k = start;;) {
-		if (byte_lock(fd, k, F_WRLCK, F_OFD_SETLK, NULL))
-			break;
-		if (errno != EAGAIN && errno != EACCES) {
-			sys_close(fd);
-			return -1;
-		}
-		if (++k >= max)
-			k = 0;
-		if (k == start) {
-			sys_close(fd);
-			return -ENOSPC;
-		}
-	}
 	/* live ones at or past the limit (it was higher when they were made) */
-	if (count_live(fd, max) && count_live(fd, 0) + 1 > max) {
+	if (count_live(fd, max, 1) && count_live(fd, 0, max) + 1 > max) {
 		sys_close(fd);
 		return -ENOSPC;
 	}
-	atomic_store(&hint, k + 1);
 	hi = fcntl(fd, F_DUPFD, ANON_FD_BASE);
 	sys_close(fd);
 	return hi < 0 ? -1 : hi;
+}
+
+/* The count file goes with the user's last counted namespace, so that
+ * /dev/shm is left as the user found it: whoever lets go of a count and
+ * then finds no byte locked (a lock over the whole file succeeds) removes
+ * the file while holding that lock; a claimer that meets the lock, or
+ * locked a byte of a removed file, opens the file anew.  A count whose
+ * last holder was killed leaves the file until the user's next count is
+ * let go of. */
+static void count_file_tidy(void)
+{
+	struct flock all = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	struct stat a, b;
+	char path[4096];
+	int fd;
+
+	count_path(path, sizeof(path));
+	fd = count_open(path, 0);
+	if (fd < 0)
+		return;
+	if (fcntl(fd, F_OFD_SETLK, &all) == 0 && fstat(fd, &a) == 0 &&
+	    lstat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		unlink(path);
+	sys_close(fd);
+}
+
+/* let go of the count held by FD (a namespace this process leaves) */
+void ns_count_let_go(int fd)
+{
+	if (fd < 0)
+		return;
+	sys_close(fd);
+	count_file_tidy();
 }
 
 int ns_count_room(struct ns *ns)
@@ -1318,7 +1387,7 @@ int ns_count_room(struct ns *ns)
 		return 0;
 	/* the kernel builds the new one before it frees the old one: both
 	 * are counted for a moment */
-	return count_live(ns->cnt_fd, 0) + 2 > max ? -ENOSPC : 0;
+	return count_live(ns->cnt_fd, 0, max) + 2 > max ? -ENOSPC : 0;
 }
 
 int ns_anon_new(struct ns **out)
@@ -1565,8 +1634,8 @@ void ns_note_shared_fd(int fd)
 
 void ns_anon_drop(struct ns *ns)
 {
-	if (ns->cnt_fd >= 0)
-		sys_close(ns->cnt_fd);
+	ns_count_let_go(ns->cnt_fd);
+	ns->cnt_fd = -1;
 	if (ns->anon_fd >= 0)
 		sys_close(ns->anon_fd);
 	ns_unmap(ns);
@@ -1660,8 +1729,7 @@ void ns_release(struct ns *old, bool keep_map)
 
 	ns_guard_fd(fd, false);
 	ns_guard_fd(old->cnt_fd, false);
-	if (old->cnt_fd >= 0)
-		sys_close(old->cnt_fd);
+	ns_count_let_go(old->cnt_fd);
 	old->cnt_fd = -1;
 	ns_unmark(old);
 	old->anon_fd = -1;

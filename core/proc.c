@@ -1500,6 +1500,12 @@ void proc_exit_work(void)
 		if (p)
 			run_exit_hooks(all[i], p);
 	}
+	/* the namespaces' counts go now, not at the kernel's close of the
+	 * fds: the last one out removes the user's count file */
+	for (int i = 0; i < n; i++) {
+		ns_count_let_go(all[i]->cnt_fd);
+		all[i]->cnt_fd = -1;
+	}
 }
 
 static void exit_hook(void)

@@ -37,3 +37,5 @@ $(UNIT_DIR)/ids_offset $(UNIT_DIR)/lock_hostile $(UNIT_DIR)/proc_reclaim: core/l
 
 # the crash tests share crashkit.h
 $(UNIT_DIR)/crash_sem $(UNIT_DIR)/crash_msg $(UNIT_DIR)/crash_shm: tests/unit/crashkit.h
+# ok() from tap.h
+$(UNIT_DIR)/ns_free $(UNIT_DIR)/ns_many: tests/unit/tap.h

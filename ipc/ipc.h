@@ -234,6 +234,8 @@ UIPC_HIDDEN int shm_check_tot(struct ns *ns, char *report, size_t len, size_t *u
 
 /* ---- shm.c ---- */
 UIPC_HIDDEN void shm_exit_proc(struct ns *ns, struct uproc *p); /* exit, reaper */
+/* the last thread of this process leaves NS: its segments orphaned */
+UIPC_HIDDEN void shm_leave_proc(struct ns *ns, struct uproc *p);
 UIPC_HIDDEN void shm_note_exec(uint32_t proc_idx);  /* register_proc after exec */
 UIPC_HIDDEN void shm_fork_child(void);              /* atfork child */
 UIPC_HIDDEN void shm_ns_leave(struct ns *ns);       /* unshare: NS left */

@@ -44,6 +44,8 @@ struct kioctx {
 	_Atomic int dead;            /* io_destroy began */
 	_Atomic uint32_t seq;        /* futex word: bumped by every completion */
 	_Atomic uint32_t waiters;    /* sleepers on seq */
+	_Atomic uint32_t ring_reqs;  /* requests in the io_uring (uring.c) */
+	_Atomic uint32_t ring_waiters; /* io_getevents sleeping in the io_uring for it */
 	pthread_mutex_t completion_lock;  /* writers of tail */
 	pthread_mutex_t ring_lock;        /* readers of head (io_getevents) */
 	pthread_mutex_t active_lock;      /* the list below */
@@ -57,6 +59,7 @@ struct aio_kiocb {
 	uint64_t data, obj;          /* aio_data, the iocb's address */
 	int opcode;
 	int fd;                      /* our own dup when queued */
+	int borrowed_fd;             /* the program's, while io_submit runs (uring.c, direct) */
 	int resfd;                   /* eventfd, or -1 */
 	int rw_flags;
 	int64_t pos;
@@ -104,6 +107,10 @@ UIPC_HIDDEN void aio_poll_cancel_all(struct kioctx *ctx);
 /* run REQ in the background (the chosen backend).  0 or -errno (not
  * queued).  The uring backend starts it at the next aio_queue_flush. */
 UIPC_HIDDEN int aio_queue_work(struct aio_kiocb *req);
+/* or, before that: REQ goes to the io_uring at the end of this io_submit
+ * with the program's FD, which needs no dup (the submission takes the
+ * file).  Whether it was taken. */
+UIPC_HIDDEN bool aio_queue_direct(struct aio_kiocb *req, int fd);
 /* start what aio_queue_work queued (once per io_submit) */
 UIPC_HIDDEN void aio_queue_flush(void);
 UIPC_HIDDEN void aio_backend_fork_child(void);
@@ -120,6 +127,23 @@ UIPC_HIDDEN void aio_threads_fork_child(void);
 UIPC_HIDDEN int aio_uring_start(void);
 UIPC_HIDDEN void aio_uring_queue(struct aio_kiocb *req);
 UIPC_HIDDEN void aio_uring_kick(void);
+/* io_submit enters the ring itself (UIPC_AIO_SUBMIT, uring.c) */
+UIPC_HIDDEN bool aio_uring_direct(void);
+/* this thread entered requests itself: their completion work may end its
+ * waits that the kernel does not restart (entry/aio.c) */
+UIPC_HIDDEN bool aio_uring_entered(void);
+/* this thread waits elsewhere than in io_getevents: the ring thread
+ * enters its requests again (auto) */
+UIPC_HIDDEN void aio_uring_not_reaper(void);
+UIPC_HIDDEN void aio_uring_batch_add(struct aio_kiocb *req, int fd);
+UIPC_HIDDEN void aio_uring_batch_flush(void);
+/* io_getevents sleeping in the ring (uring.c has why) */
+UIPC_HIDDEN bool aio_uring_can_wait(struct kioctx *ctx);
+UIPC_HIDDEN int aio_uring_wait(struct kioctx *ctx, uint32_t seq, int64_t deadline,
+			       unsigned hand0, unsigned cont0);
+/* someone other than this thread sleeps in the ring for CTX */
+UIPC_HIDDEN bool aio_uring_waited(struct kioctx *ctx);
+UIPC_HIDDEN void aio_uring_nudge(void);
 UIPC_HIDDEN void aio_uring_fork_child(void);
 /* the ring's own descriptors, which the program's close must not close;
  * the lowest of them >= LO, or INT_MAX */

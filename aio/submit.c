@@ -98,8 +98,12 @@ static void note_memfs(int fd, bool memfs)
 
 /* hand REQ to the workers with a descriptor of its own (the kernel holds
  * a reference to the file: the program may close its fd meanwhile) */
-static int queue_req(struct aio_kiocb *req, int fd)
+static int queue_req(struct aio_kiocb *req, int fd, int fl)
 {
+	/* io_uring answers O_NONBLOCK's -EAGAIN: such a file needs a dup for
+	 * the threads backend */
+	if (!(fl & O_NONBLOCK) && aio_queue_direct(req, fd))
+		return 0;
 	req->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	if (req->fd < 0)
 		return -errno;
@@ -163,7 +167,7 @@ static int issue_rw(struct aio_kiocb *req, int fd, int fl, int64_t total)
 	int64_t n;
 
 	if (fl & O_DIRECT)
-		return queue_req(req, fd);
+		return queue_req(req, fd, fl);
 	req->fd = fd;
 	if (!user_nowait && known_memfs(fd)) {
 		blocking = true;
@@ -187,7 +191,7 @@ static int issue_rw(struct aio_kiocb *req, int fd, int fl, int64_t total)
 		return 0;
 	}
 	req->done = n > 0 ? n : 0;       /* the rest, blocking, in a worker */
-	return queue_req(req, fd);
+	return queue_req(req, fd, fl);
 }
 
 /* ---- checks of a read or write (aio_prep_rw, aio_setup_rw) ---- */
@@ -270,7 +274,7 @@ static int aio_rw(struct aio_kiocb *req, const struct iocb *cb, int fd, int fl, 
 }
 
 /* aio_fsync: IOCB_CMD_FSYNC, IOCB_CMD_FDSYNC, always in the background */
-static int aio_fsync(struct aio_kiocb *req, const struct iocb *cb, int fd)
+static int aio_fsync(struct aio_kiocb *req, const struct iocb *cb, int fd, int fl)
 {
 	struct stat st;
 
@@ -280,7 +284,7 @@ static int aio_fsync(struct aio_kiocb *req, const struct iocb *cb, int fd)
 	if (fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) ||
 				    S_ISBLK(st.st_mode)))
 		return -EINVAL;
-	return queue_req(req, fd);
+	return queue_req(req, fd, fl);
 }
 
 /* the eventfd of IOCB_FLAG_RESFD: -EBADF, -EINVAL (not an eventfd) or 0 */
@@ -325,7 +329,7 @@ static int submit_req(struct kioctx *ctx, struct aio_kiocb *req, const struct io
 	case IOCB_CMD_PREADV:  return aio_rw(req, cb, fd, fl, false, true);
 	case IOCB_CMD_PWRITEV: return aio_rw(req, cb, fd, fl, true, true);
 	case IOCB_CMD_FSYNC:
-	case IOCB_CMD_FDSYNC:  return aio_fsync(req, cb, fd);
+	case IOCB_CMD_FDSYNC:  return aio_fsync(req, cb, fd, fl);
 	case IOCB_CMD_POLL:    return aio_poll(req, cb, fd);
 	default:               return -EINVAL;
 	}
@@ -352,6 +356,7 @@ static int io_submit_one(struct kioctx *ctx, struct iocb *user_iocb)
 		return -EAGAIN;
 	}
 	req->fd = -1;
+	req->borrowed_fd = -1;
 	req->resfd = -1;
 	req->cancel_fd = -1;
 	err = submit_req(ctx, req, &cb, user_iocb);

@@ -120,6 +120,8 @@ UIPC_HIDDEN void aio_backend_fork_child(void);
 UIPC_HIDDEN int aio_threads_queue(struct aio_kiocb *req);
 /* perform REQ now, blocking; its result (bytes or -errno) */
 UIPC_HIDDEN int64_t aio_do_io(struct aio_kiocb *req, int extra_flags);
+/* one call for REQ past req->done: the bytes it moved, or -errno */
+UIPC_HIDDEN int64_t aio_do_io_once(struct aio_kiocb *req, int extra_flags);
 UIPC_HIDDEN void aio_threads_fork_child(void);
 
 /* ---- uring.c: the io_uring backend ---- */
@@ -156,7 +158,10 @@ UIPC_HIDDEN void aio_req_free(struct aio_kiocb *req);
 /* ---- the system calls (fs/aio.c's), for entry/ ---- */
 UIPC_HIDDEN long ksys_io_setup(unsigned nr_events, aio_context_t *ctxp);
 UIPC_HIDDEN long ksys_io_destroy(aio_context_t ctx);
-UIPC_HIDDEN long ksys_io_submit(aio_context_t ctx, long nr, struct iocb **iocbpp);
+/* HAND0: the program's handler count when the call began (a pipe's or
+ * socket's wait inside it ends with -EINTR when a handler runs) */
+UIPC_HIDDEN long ksys_io_submit(unsigned hand0, aio_context_t ctx, long nr,
+				struct iocb **iocbpp);
 UIPC_HIDDEN long ksys_io_cancel(aio_context_t ctx, struct iocb *iocb, struct io_event *result);
 /* HAND0: the program's handler count when the call began (uipc_handler_gen) */
 UIPC_HIDDEN long ksys_io_getevents(unsigned hand0, aio_context_t ctx, long min_nr, long nr,

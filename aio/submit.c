@@ -14,6 +14,7 @@
  */
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
@@ -136,6 +137,69 @@ static int64_t nowait_refused(struct aio_kiocb *req, int fd, bool *blocking, boo
 	return -EOPNOTSUPP;
 }
 
+/* the program's handler count when this thread's io_submit began */
+static __thread unsigned submit_hand0;
+
+/* sleep until FD has EV or a handler of the program runs (or a stop and
+ * continue): 0 or -EINTR.  The signal mask is the program's only inside
+ * ppoll (pselect's way), so a handler that runs before the sleep is seen */
+static int stream_wait(int fd, short ev, unsigned hand0, unsigned cont0)
+{
+	struct pollfd p = { fd, ev, 0 };
+	sigset_t all, old;
+	int ret = 0;
+
+	sigfillset(&all);
+	sig_strip_unblockable(&all);
+	uipc_sigmask(SIG_SETMASK, &all, &old);
+	if (uipc_handler_gen() == hand0 && uipc_cont_gen() == cont0)
+		sys_raw6(SYS_ppoll, (long)&p, 1, 0, (long)&old, _NSIG / 8, 0);
+	uipc_sigmask(SIG_SETMASK, &old, NULL);   /* a handler held off runs here */
+	if (uipc_handler_gen() != hand0 || uipc_cont_gen() != cont0)
+		ret = -EINTR;
+	return ret;
+}
+
+/*
+ * A pipe's or a socket's read or write as the kernel's AIO performs it
+ * (read_iter, write_iter inside io_submit): at once, else waiting for the
+ * file there, all of a write moved unless the file stops taking it.  The
+ * kernel's wait ends when a signal is pending, and its AIO cannot restart
+ * one request of a batch: the event says -EINTR (SA_RESTART or not), or
+ * the bytes moved before.  So the wait here is ppoll's, which ends when a
+ * handler runs, between tries that do not block (RWF_NOWAIT); without
+ * RWF_NOWAIT on the file, the blocking call as it is.
+ */
+static int64_t stream_io(struct aio_kiocb *req, int fl, int64_t total)
+{
+	bool wr = req->opcode == IOCB_CMD_PWRITE || req->opcode == IOCB_CMD_PWRITEV;
+	bool nowait_ok = !(req->rw_flags & RWF_NOWAIT) && !(fl & O_NONBLOCK);
+	unsigned hand0 = submit_hand0, cont0;
+	int64_t n;
+
+	uipc_sleep_begin();
+	cont0 = uipc_cont_gen();
+	for (;;) {
+		n = aio_do_io_once(req, nowait_ok ? RWF_NOWAIT : 0);
+		if (n == -EOPNOTSUPP && nowait_ok) {
+			nowait_ok = false;
+			continue;
+		}
+		if (n > 0) {
+			req->done += n;
+			if (wr && req->done < total)
+				continue;
+			break;
+		}
+		if (n != -EAGAIN || !nowait_ok)
+			break;
+		n = stream_wait(req->fd, wr ? POLLOUT : POLLIN, hand0, cont0);
+		if (n < 0)
+			break;
+	}
+	return n < 0 && !req->done ? n : req->done;
+}
+
 /*
  * A pipe or a socket (the inline try's pread said ESPIPE): the kernel runs
  * the request on the file as read(2) and write(2) do, inside io_submit,
@@ -143,7 +207,7 @@ static int64_t nowait_refused(struct aio_kiocb *req, int fd, bool *blocking, boo
  * by a pipe and refused by a socket (-ESPIPE in the event).  So here.
  * Another file that said ESPIPE (a device without a position) keeps it.
  */
-static int issue_stream(struct aio_kiocb *req, int fd)
+static int issue_stream(struct aio_kiocb *req, int fd, int fl, int64_t total)
 {
 	struct stat st;
 	int64_t n = -ESPIPE;
@@ -152,7 +216,7 @@ static int issue_stream(struct aio_kiocb *req, int fd)
 				    (S_ISSOCK(st.st_mode) && req->pos == 0))) {
 		req->stream = true;
 		req->fd = fd;
-		n = aio_do_io(req, 0);
+		n = stream_io(req, fl, total);
 		req->fd = -1;
 	}
 	aio_complete(req, n, 0);
@@ -179,7 +243,7 @@ static int issue_rw(struct aio_kiocb *req, int fd, int fl, int64_t total)
 	}
 	req->fd = -1;
 	if (n == -ESPIPE && !req->done)
-		return issue_stream(req, fd);
+		return issue_stream(req, fd, fl, total);
 	if (refuse || (blocking && n == -EOPNOTSUPP))
 		return -EOPNOTSUPP;
 	/* final: the whole count, a blocking call's short count (end of
@@ -376,7 +440,7 @@ static int io_submit_one(struct kioctx *ctx, struct iocb *user_iocb)
  * if iocbpp, an iocb or a buffer range is bad; -EBADF if an fd is bad or
  * not open for the operation; -EAGAIN if the ring has no room.
  */
-long ksys_io_submit(aio_context_t ctx_id, long nr, struct iocb **iocbpp)
+long ksys_io_submit(unsigned hand0, aio_context_t ctx_id, long nr, struct iocb **iocbpp)
 {
 	struct kioctx *ctx;
 	struct iocb *user_iocb;
@@ -387,6 +451,7 @@ long ksys_io_submit(aio_context_t ctx_id, long nr, struct iocb **iocbpp)
 	ctx = lookup_ioctx(ctx_id);
 	if (!ctx)
 		return -EINVAL;
+	submit_hand0 = hand0;
 	if (nr > ctx->nr_events)
 		nr = ctx->nr_events;
 	for (i = 0; i < nr; i++) {

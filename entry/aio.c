@@ -44,7 +44,9 @@ int io_destroy(io_context_t ctx)
 
 int io_submit(io_context_t ctx, long nr, struct iocb **ios)
 {
-	return (int)ksys_io_submit((aio_context_t)(uintptr_t)ctx, nr, ios);
+	unsigned hand0 = uipc_handler_gen();
+
+	return (int)ksys_io_submit(hand0, (aio_context_t)(uintptr_t)ctx, nr, ios);
 }
 
 int io_cancel(io_context_t ctx, struct iocb *iocb, struct io_event *evt)

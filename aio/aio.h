@@ -67,6 +67,7 @@ struct aio_kiocb {
 	int64_t prior;               /* bytes moved before iov and pos (uring.c advanced them) */
 	int cancel_fd;               /* poll: an eventfd io_cancel writes, or -1 */
 	short events;                /* poll: the events asked for */
+	uint8_t poll_kind;           /* poll: the file's kind (poll.c) */
 	bool on_active;              /* poll: in ctx->active (active_lock) */
 	bool stream;                 /* a pipe or socket: no position (submit.c) */
 	struct aio_kiocb *next_active;
@@ -96,7 +97,7 @@ UIPC_HIDDEN void aio_wake(struct kioctx *ctx);
 
 /* ---- poll.c ---- */
 /* IOCB_CMD_POLL for REQ on FD.  0 (completed or pending) or -errno. */
-UIPC_HIDDEN int aio_poll(struct aio_kiocb *req, const struct iocb *cb, int fd);
+UIPC_HIDDEN int aio_poll(struct aio_kiocb *req, const struct iocb *cb, int fd, int fl);
 /* io_cancel of the pending poll whose iocb is at OBJ: -EINPROGRESS (its
  * event follows), or -EINVAL when there is none */
 UIPC_HIDDEN int aio_poll_cancel(struct kioctx *ctx, uint64_t obj);

@@ -394,7 +394,7 @@ static int submit_req(struct kioctx *ctx, struct aio_kiocb *req, const struct io
 	case IOCB_CMD_PWRITEV: return aio_rw(req, cb, fd, fl, true, true);
 	case IOCB_CMD_FSYNC:
 	case IOCB_CMD_FDSYNC:  return aio_fsync(req, cb, fd, fl);
-	case IOCB_CMD_POLL:    return aio_poll(req, cb, fd);
+	case IOCB_CMD_POLL:    return aio_poll(req, cb, fd, fl);
 	default:               return -EINVAL;
 	}
 }

@@ -7,4 +7,4 @@
 dt_require_lib
 DT_UIPC_WRAP="UIPC_AIO_BACKEND=${UIPC_AIO_BACKEND:-uring}"
 
-dt_run_programs "aio_setup aio_submit aio_events aio_sys aio_sysctl aio_stream aio_depth"
+dt_run_programs "aio_setup aio_submit aio_events aio_sys aio_sysctl aio_stream aio_depth aio_poll"

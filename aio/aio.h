@@ -37,6 +37,7 @@ struct kioctx {
 	uint32_t nr_events;          /* ring->nr, our copy (the ring is writable by all) */
 	uint32_t max_reqs;           /* what io_setup asked: fs.aio-nr's share */
 	unsigned acct_gen;           /* the accounting it was made under (ctx.c) */
+	struct departed *dep;        /* made in a namespace since left (ctx.c), or NULL */
 	uint32_t reqs_limit;         /* requests in flight or unread, at most */
 	uint32_t tail;               /* our copy of ring->tail (completion lock) */
 	_Atomic uint32_t inflight;   /* submitted, not yet in the ring */
@@ -78,6 +79,10 @@ struct aio_kiocb {
 };
 
 /* ---- ctx.c ---- */
+/* around an exec (entry/exec.c): the share of contexts counted in
+ * namespaces the process left goes back there, taken again if it fails */
+UIPC_HIDDEN void aio_exec_prepare(void);
+UIPC_HIDDEN void aio_exec_failed(void);
 /* the context at CTX with a reference taken (drop with put_ioctx), or NULL */
 UIPC_HIDDEN struct kioctx *lookup_ioctx(uint64_t ctx);
 UIPC_HIDDEN void put_ioctx(struct kioctx *ctx);

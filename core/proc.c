@@ -1033,11 +1033,16 @@ void proc_exit_work(void)
 static void free_own_slot(struct ns *ns, bool exiting)
 {
 	struct uproc *p = proc_at(ns, g_proc_idx);
+	/* AIO contexts made in NS go on counting there (core/aionr.c): the
+	 * slot stays, holderless, while the process lives */
+	bool keep = !exiting && p && ns_aio_keeps_slot(ns, p);
 
 	release_thread_slots(ns);
 	if (!p || (!exiting && proc_holder_alive(ns, p, NULL)))
 		return;
 	atomic_store(&p->holder, 0);
+	if (keep)
+		return;
 	atomic_store(&p->state, SLOT_WORD(0, SLOT_FREE));
 }
 

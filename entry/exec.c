@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "aio/aio.h"
 #include "entry/entry.h"
 
 extern char **environ;
@@ -86,7 +87,10 @@ static char *const *fix_env(char *const envp[], char **out, char *fdv, size_t fd
 #define EXEC_CALL(call)                                  \
 	do {                                             \
 		int prep_ = trap_exec_prepare();         \
-		int r_ = (call);                         \
+		int r_;                                  \
+		aio_exec_prepare();                      \
+		r_ = (call);                             \
+		aio_exec_failed();                       \
 		trap_exec_failed(prep_);                 \
 		return r_;                               \
 	} while (0)

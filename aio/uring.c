@@ -483,9 +483,11 @@ static unsigned reap(void)
 {
 	unsigned n;
 
+	uipc_crit_enter();               /* a handler calling io_submit waits for the end */
 	pthread_mutex_lock(&reap_lock);
 	n = reap_locked();
 	pthread_mutex_unlock(&reap_lock);
+	uipc_crit_exit();
 	if (n && atomic_load(&backlogged))
 		kick_thread();
 	return n;
@@ -499,6 +501,7 @@ void aio_uring_nudge(void)
 
 	if (!room_take(1))
 		return;                  /* the ring is full: completions will come */
+	uipc_crit_enter();
 	pthread_mutex_lock(&sq_lock);
 	sqe = sqe_get();
 	if (sqe) {
@@ -509,6 +512,7 @@ void aio_uring_nudge(void)
 	if (!sqe || !sq_enter())
 		atomic_fetch_sub(&in_ring, 1);
 	pthread_mutex_unlock(&sq_lock);
+	uipc_crit_exit();
 }
 
 /* ---- the ring thread ---- */
@@ -719,6 +723,7 @@ void aio_uring_batch_flush(void)
 	reaper_enter();
 	while (batch) {
 		n = 0;
+		uipc_crit_enter();
 		pthread_mutex_lock(&sq_lock);
 		while (batch && n < SQ_ENTRIES && room_take(1)) {
 			req = batch;
@@ -728,6 +733,7 @@ void aio_uring_batch_flush(void)
 		}
 		took = n ? sq_enter() : 0;
 		pthread_mutex_unlock(&sq_lock);
+		uipc_crit_exit();
 		if (took)
 			t_entered = true;
 		if (took < n) {

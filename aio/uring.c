@@ -817,6 +817,8 @@ int aio_uring_wait(struct kioctx *ctx, uint32_t seq, int64_t deadline, unsigned 
 		ret = -EINTR;
 	else if (r == -ETIME)
 		ret = -ETIMEDOUT;
+	else if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY)
+		waitable = false;        /* the ring refuses to be waited on: the futex from now on */
 	if (cq_nonempty())
 		reap();
 out:

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
@@ -141,23 +142,46 @@ static int64_t nowait_refused(struct aio_kiocb *req, int fd, bool *blocking, boo
 static __thread unsigned submit_hand0;
 
 /* sleep until FD has EV or a handler of the program runs (or a stop and
- * continue): 0 or -EINTR.  The signal mask is the program's only inside
+ * continue), or DEADLINE (mono_ns; -1 none) passes: 0, -EINTR or -EAGAIN.  The signal mask is the program's only inside
  * ppoll (pselect's way), so a handler that runs before the sleep is seen */
-static int stream_wait(int fd, short ev, unsigned hand0, unsigned cont0)
+static int stream_wait(int fd, short ev, unsigned hand0, unsigned cont0, int64_t deadline)
 {
 	struct pollfd p = { fd, ev, 0 };
+	struct timespec ts, *tsp = NULL;
 	sigset_t all, old;
 	int ret = 0;
 
+	if (deadline >= 0) {
+		int64_t left = deadline - mono_ns();
+
+		if (left <= 0)
+			return -EAGAIN;
+		ts.tv_sec = left / 1000000000;
+		ts.tv_nsec = left % 1000000000;
+		tsp = &ts;
+	}
 	sigfillset(&all);
 	sig_strip_unblockable(&all);
 	uipc_sigmask(SIG_SETMASK, &all, &old);
 	if (uipc_handler_gen() == hand0 && uipc_cont_gen() == cont0)
-		sys_raw6(SYS_ppoll, (long)&p, 1, 0, (long)&old, _NSIG / 8, 0);
+		sys_raw6(SYS_ppoll, (long)&p, 1, (long)tsp, (long)&old, _NSIG / 8, 0);
 	uipc_sigmask(SIG_SETMASK, &old, NULL);   /* a handler held off runs here */
 	if (uipc_handler_gen() != hand0 || uipc_cont_gen() != cont0)
 		ret = -EINTR;
 	return ret;
+}
+
+/* a socket's SO_RCVTIMEO (reads) or SO_SNDTIMEO (writes) as a deadline,
+ * or -1 (none, or not a socket) */
+static int64_t sock_deadline(int fd, bool wr)
+{
+	struct timeval tv;
+	socklen_t l = sizeof(tv);
+
+	if (getsockopt(fd, SOL_SOCKET, wr ? SO_SNDTIMEO : SO_RCVTIMEO, &tv, &l) ||
+	    (!tv.tv_sec && !tv.tv_usec))
+		return -1;
+	return mono_ns() + tv.tv_sec * 1000000000LL + tv.tv_usec * 1000LL;
 }
 
 /*
@@ -175,7 +199,7 @@ static int64_t stream_io(struct aio_kiocb *req, int fl, int64_t total)
 	bool wr = req->opcode == IOCB_CMD_PWRITE || req->opcode == IOCB_CMD_PWRITEV;
 	bool nowait_ok = !(req->rw_flags & RWF_NOWAIT) && !(fl & O_NONBLOCK);
 	unsigned hand0 = submit_hand0, cont0;
-	int64_t n;
+	int64_t n, deadline = -2;        /* -2: not asked yet */
 
 	uipc_sleep_begin();
 	cont0 = uipc_cont_gen();
@@ -193,7 +217,9 @@ static int64_t stream_io(struct aio_kiocb *req, int fl, int64_t total)
 		}
 		if (n != -EAGAIN || !nowait_ok)
 			break;
-		n = stream_wait(req->fd, wr ? POLLOUT : POLLIN, hand0, cont0);
+		if (deadline == -2)       /* a socket's own timeout ends the wait: -EAGAIN */
+			deadline = sock_deadline(req->fd, wr);
+		n = stream_wait(req->fd, wr ? POLLOUT : POLLIN, hand0, cont0, deadline);
 		if (n < 0)
 			break;
 	}

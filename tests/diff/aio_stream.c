@@ -309,6 +309,17 @@ static void stream_eintr(int argc, char **argv)
 	pthread_join(t, NULL);
 	close(p[0]);
 	close(p[1]);
+	/* a socket's own timeout: the wait ends with it, -EAGAIN */
+	{
+		struct timeval tv = { 0, 200000 };
+		long long t0;
+
+		setsockopt(so[1], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		io_prep_pread(&cb, so[1], buf, 8, 0);
+		t0 = dt_now_ms();
+		one("pread of an empty socket with SO_RCVTIMEO 200 ms", &cb);
+		dt_out("  waited about 200 ms: %s", dt_now_ms() - t0 >= 150 ? "yes" : "no");
+	}
 	close(so[0]);
 	close(so[1]);
 }

@@ -351,6 +351,9 @@ static struct departed *depart(struct ns *ns)
  * exec fails) */
 void aio_exec_prepare(void)
 {
+	/* a vfork child (our memory, another pid): the contexts are its parent's */
+	if (!departures || sys_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0) != cur_pid())
+		return;
 	pthread_mutex_lock(&table_lock);
 	for (struct departed *d = departures; d; d = d->next)
 		ns_aio_release_departed(d->held, d->idx, d->starttime, d->left, false);
@@ -359,6 +362,8 @@ void aio_exec_prepare(void)
 
 void aio_exec_failed(void)
 {
+	if (!departures || sys_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0) != cur_pid())
+		return;
 	pthread_mutex_lock(&table_lock);
 	for (struct departed *d = departures; d; d = d->next)
 		ns_aio_readd_departed(d->held, d->idx, d->starttime, d->left);

@@ -456,6 +456,20 @@ UIPC_HIDDEN int ns_aio_nr(struct ns *ns, uint64_t *out);
 UIPC_HIDDEN int ns_aio_reserve(struct ns *ns, uint64_t n);
 /* give back N events of this process's (io_destroy) */
 UIPC_HIDDEN void ns_aio_release(struct ns *ns, uint64_t n);
+/* this process leaves NS (unshare, setns) with contexts made there, which
+ * go on counting there: its slot there is kept for them (free_own_slot
+ * asks ns_aio_keeps_slot).  The slot's index (its start time in
+ * *STARTTIME), or UINT32_MAX when the process has no share there. */
+UIPC_HIDDEN uint32_t ns_aio_depart(struct ns *ns, uint64_t *starttime);
+UIPC_HIDDEN bool ns_aio_keeps_slot(struct ns *ns, struct uproc *p);
+/* give back N events of contexts made in the namespace HELD maps, which
+ * the process left (slot IDX, STARTTIME); the slot goes free with the
+ * last if MAY_FREE.  ns_aio_readd_departed takes them again (an exec that
+ * failed). */
+UIPC_HIDDEN void ns_aio_release_departed(struct ns *held, uint32_t idx, uint64_t starttime,
+					 uint64_t n, bool may_free);
+UIPC_HIDDEN void ns_aio_readd_departed(struct ns *held, uint32_t idx, uint64_t starttime,
+				       uint64_t n);
 
 /* ---- cred.c: the caller's credentials, cached ---- */
 struct ucred_cache {

@@ -1068,6 +1068,10 @@ static void free_own_slot(struct ns *ns)
 	if (!p)
 		return;
 	atomic_store(&p->holder, 0);
+	/* AIO contexts made in NS go on counting there after we left it
+	 * (core/aionr.c): the slot stays, holderless, while the process lives */
+	if (ns_aio_keeps_slot(ns, p))
+		return;
 	atomic_store(&p->state, SLOT_WORD(0, SLOT_FREE));
 }
 

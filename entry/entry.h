@@ -56,6 +56,14 @@ static inline int procfs_dup(int oldfd, int newfd)
 	return newfd;
 }
 
+/* ---- aio.c: epoll_pwait (trap.c's) made again after an EINTR that a
+ * completion of the thread's own io_uring requests caused ---- */
+struct epoll_event;
+UIPC_HIDDEN int aio_epoll_pwait(int (*real)(int, struct epoll_event *, int, int,
+					    const sigset_t *),
+				int epfd, struct epoll_event *ev, int max, int tmo,
+				const sigset_t *mask);
+
 /* ---- syscall.c and trap.c: system calls by number ---- */
 
 /* the arguments, as the kernel receives them: six registers */

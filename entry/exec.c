@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "aio/aio.h"
 #include "entry/entry.h"
 
 extern char **environ;
@@ -88,10 +89,12 @@ static char *const *fix_env(char *const envp[], char **out, char *fdv, size_t fd
 #define EXEC_CALL(call)                                  \
 	do {                                             \
 		int prep_ = trap_exec_prepare();         \
-		int nsfd_[16], nns_;                     \
+		int nsfd_[16], nns_, r_;                 \
 		proc_exec_prepare();                     \
 		nns_ = ns_exec_prepare(nsfd_, 16);       \
-		int r_ = (call);                         \
+		aio_exec_prepare();                      \
+		r_ = (call);                             \
+		aio_exec_failed();                       \
 		ns_exec_failed(nsfd_, nns_);             \
 		trap_exec_failed(prep_);                 \
 		return r_;                               \

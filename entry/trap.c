@@ -690,7 +690,7 @@ int epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo, const sigset
 	sigset_t c;
 
 	NEXT("epoll_pwait", epoll_pwait_fn);
-	return real_(epfd, ev, max, tmo, keep_sigsys(mask, &c));
+	return aio_epoll_pwait(real_, epfd, ev, max, tmo, keep_sigsys(mask, &c));
 }
 
 /* a SIGSYS held while the program blocks it is pending, for it */

@@ -111,26 +111,37 @@ static uint64_t read_starttime(pid_t pid)
 	return g_starttime;
 }
 
+/* /proc/PID/stat read into BUF (LEN bytes): what follows the command's
+ * closing parenthesis (") S ...": field 3 starts 2 bytes on), or NULL */
+static char *stat_after_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/stat");
+	fd = sys_open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	n = read(fd, buf, len - 1);
+	sys_close(fd);
+	if (n <= 0)
+		return NULL;
+	buf[n] = 0;
+	return strrchr(buf, ')');
+}
+
 /* /proc/PID/stat: the start time (field 22), the state (field 3) and the
  * kernel's task flags (field 9) */
 static uint64_t read_stat(pid_t pid, char *state, unsigned long *flags)
 {
-	char path[64], buf[1024];
-	ssize_t n;
-	int fd;
-	char *p;
+	char buf[1024];
+	char *p = stat_after_comm(pid, buf, sizeof(buf));
 	int field;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = sys_open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	sys_close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	p = strrchr(buf, ')');
 	if (!p)
 		return 0;
 	if (state && p[1] == ' ')
@@ -1078,18 +1089,9 @@ static void free_own_slot(struct ns *ns)
 /* threads of this process (field 20 of /proc/self/stat); 0: unknown */
 static long nr_threads(void)
 {
-	char buf[1024], *p;
-	ssize_t n;
-	int fd = sys_open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	char buf[1024];
+	char *p = stat_after_comm(0, buf, sizeof(buf));
 
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	sys_close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	p = strrchr(buf, ')');
 	for (int field = 2; field < 20 && p; field++)
 		p = strchr(p + 1, ' ');
 	return p ? strtol(p + 1, NULL, 10) : 0;

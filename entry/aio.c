@@ -147,15 +147,6 @@ static bool again_check(const struct again *a, int64_t *left_ns)
 	return true;
 }
 
-#define NEXT_FN(name, type)                                  \
-	static type real_;                                   \
-	if (!real_)                                          \
-		real_ = (type)dlsym(RTLD_NEXT, name);        \
-	if (!real_) {                                        \
-		errno = ENOSYS;                              \
-		return -1;                                   \
-	}
-
 static int ms_left(int64_t ns)
 {
 	return ns < 0 ? -1 : (int)((ns + 999999) / 1000000);

@@ -93,4 +93,15 @@ UIPC_HIDDEN long entry_setns(int fd, int nstype);
 UIPC_HIDDEN bool entry_clone_raw(const long *args, long *ret);
 UIPC_HIDDEN bool entry_clone3(const void *uargs, size_t size, long *ret);
 
+/* in a wrapper of libc's NAME (of TYPE): real_, the next definition of
+ * NAME after ours; -1 with ENOSYS where there is none */
+#define NEXT_FN(name, type)                                  \
+	static type real_;                                   \
+	if (!real_)                                          \
+		real_ = (type)dlsym(RTLD_NEXT, name);        \
+	if (!real_) {                                        \
+		errno = ENOSYS;                              \
+		return -1;                                   \
+	}
+
 #endif /* UIPC_ENTRY_H */

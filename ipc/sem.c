@@ -1353,20 +1353,26 @@ static __thread struct spin_budget sem_spin = { .ns = SPIN_NS, .max = SPIN_NS };
 /*
  * A yield to a waker on our CPU pays when the scheduler runs the waker
  * next: it posts, and we are back within microseconds, with no system call
- * on either side.  With a third task runnable on the CPU, a yield can give
- * that task a whole time slice (milliseconds; ping-pong on one CPU beside a
- * busy loop: 0.01x the kernel), where a sleep is woken by the post with
- * the precedence the scheduler gives a woken sleeper, as the kernel's
- * sleeper is.  So a yield that comes back late stops this thread's yields
- * for a while, twice as long at each late probe (16 ms up to 1 s), and one
- * that comes back in time with the post allows them again.
+ * on either side.  With a task that keeps its CPU busy beside us, every
+ * yield gives it a whole time slice (milliseconds: the scheduler pushes
+ * the yielder's deadline back a slice at each yield; ping-pong on one CPU
+ * beside a busy loop ran at 0.01x the kernel), where a sleep is woken by
+ * the post with the precedence the scheduler gives a woken sleeper, as the
+ * kernel's sleeper is.  Other work on the machine makes a yield late now
+ * and then, and sleeping instead would cost more than it saves (a futex
+ * wait and wake per hand-off).  So when 3 of this thread's last 8 yields
+ * came back late, its yields stop for a while, twice as long at each late
+ * probe (16 ms up to 1 s); one that comes back in time with the post
+ * makes the next stop short again.
  */
-#define YIELD_SLOW_NS        50000LL
+#define YIELD_SLOW_NS       500000LL
+#define YIELD_SLOW_OF_8      3
 #define YIELD_OFF_MIN_NS  16000000LL
 #define YIELD_OFF_MAX_NS 1000000000LL
 struct yield_policy {
 	int64_t off_until;         /* no yields before (mono_ns) */
-	int64_t off_ns;            /* how long the next late yield stops them */
+	int64_t off_ns;            /* how long the next stop lasts */
+	uint8_t late;              /* the last 8 yields, 1 = late */
 };
 static __thread struct yield_policy sem_yield;
 
@@ -1375,15 +1381,18 @@ static bool yield_allowed(const struct yield_policy *y, int64_t now)
 	return now >= y->off_until;
 }
 
-/* a yield took NS (from NOW back); PAID: the post came meanwhile */
+/* a yield took NS (until NOW); PAID: the post came meanwhile */
 static void yield_result(struct yield_policy *y, int64_t now, int64_t ns, bool paid)
 {
-	if (ns > YIELD_SLOW_NS) {
+	bool late = ns > YIELD_SLOW_NS;
+
+	y->late = (uint8_t)(y->late << 1 | late);
+	if (late && __builtin_popcount(y->late) >= YIELD_SLOW_OF_8) {
 		if (y->off_ns < YIELD_OFF_MIN_NS)
 			y->off_ns = YIELD_OFF_MIN_NS;
 		y->off_until = now + y->off_ns;
 		y->off_ns = y->off_ns * 2 > YIELD_OFF_MAX_NS ? YIELD_OFF_MAX_NS : y->off_ns * 2;
-	} else if (paid) {
+	} else if (!late && paid) {
 		y->off_ns = 0;
 	}
 }

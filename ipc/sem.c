@@ -1361,9 +1361,10 @@ static __thread struct spin_budget sem_spin = { .ns = SPIN_NS, .max = SPIN_NS };
  * kernel's sleeper is.  Other work on the machine makes a yield late now
  * and then, and sleeping instead would cost more than it saves (a futex
  * wait and wake per hand-off).  So when 3 of this thread's last 8 yields
- * came back late, its yields stop for a while, twice as long at each late
- * probe (16 ms up to 1 s); one that comes back in time with the post
- * makes the next stop short again.
+ * came back late, its yields stop for a while, twice as long each time
+ * (16 ms up to 1 s: the yields after a stop cost a slice each while the
+ * busy task is still there); 8 in time in a row make the next stop short
+ * again.
  */
 #define YIELD_SLOW_NS       500000LL
 #define YIELD_SLOW_OF_8      3
@@ -1381,8 +1382,8 @@ static bool yield_allowed(const struct yield_policy *y, int64_t now)
 	return now >= y->off_until;
 }
 
-/* a yield took NS (until NOW); PAID: the post came meanwhile */
-static void yield_result(struct yield_policy *y, int64_t now, int64_t ns, bool paid)
+/* a yield took NS (until NOW) */
+static void yield_result(struct yield_policy *y, int64_t now, int64_t ns)
 {
 	bool late = ns > YIELD_SLOW_NS;
 
@@ -1392,7 +1393,7 @@ static void yield_result(struct yield_policy *y, int64_t now, int64_t ns, bool p
 			y->off_ns = YIELD_OFF_MIN_NS;
 		y->off_until = now + y->off_ns;
 		y->off_ns = y->off_ns * 2 > YIELD_OFF_MAX_NS ? YIELD_OFF_MAX_NS : y->off_ns * 2;
-	} else if (!late && paid) {
+	} else if (!y->late) {
 		y->off_ns = 0;
 	}
 }
@@ -1412,7 +1413,7 @@ static int yield_to_waker(struct semq *q, uint32_t seq, unsigned hand0, int64_t 
 		sched_yield();
 		woken = atomic_load_explicit(&q->wake, memory_order_acquire) == seq;
 		now = mono_ns();
-		yield_result(&sem_yield, now, now - t, woken);
+		yield_result(&sem_yield, now, now - t);
 		if (woken)
 			return 0;
 		if (uipc_handler_gen() != hand0)

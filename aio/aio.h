@@ -37,6 +37,7 @@ struct kioctx {
 	uint32_t nr_events;          /* ring->nr, our copy (the ring is writable by all) */
 	uint32_t max_reqs;           /* what io_setup asked: fs.aio-nr's share */
 	unsigned acct_gen;           /* the accounting it was made under (ctx.c) */
+	struct departed *dep;        /* made in a namespace since left (ctx.c), or NULL */
 	uint32_t reqs_limit;         /* requests in flight or unread, at most */
 	uint32_t tail;               /* our copy of ring->tail (completion lock) */
 	_Atomic uint32_t inflight;   /* submitted, not yet in the ring */
@@ -44,6 +45,8 @@ struct kioctx {
 	_Atomic int dead;            /* io_destroy began */
 	_Atomic uint32_t seq;        /* futex word: bumped by every completion */
 	_Atomic uint32_t waiters;    /* sleepers on seq */
+	_Atomic uint32_t ring_reqs;  /* requests in the io_uring (uring.c) */
+	_Atomic uint32_t ring_waiters; /* io_getevents sleeping in the io_uring for it */
 	pthread_mutex_t completion_lock;  /* writers of tail */
 	pthread_mutex_t ring_lock;        /* readers of head (io_getevents) */
 	pthread_mutex_t active_lock;      /* the list below */
@@ -57,6 +60,7 @@ struct aio_kiocb {
 	uint64_t data, obj;          /* aio_data, the iocb's address */
 	int opcode;
 	int fd;                      /* our own dup when queued */
+	int borrowed_fd;             /* the program's, while io_submit runs (uring.c, direct) */
 	int resfd;                   /* eventfd, or -1 */
 	int rw_flags;
 	int64_t pos;
@@ -64,6 +68,7 @@ struct aio_kiocb {
 	int64_t prior;               /* bytes moved before iov and pos (uring.c advanced them) */
 	int cancel_fd;               /* poll: an eventfd io_cancel writes, or -1 */
 	short events;                /* poll: the events asked for */
+	uint8_t poll_kind;           /* poll: the file's kind (poll.c) */
 	bool on_active;              /* poll: in ctx->active (active_lock) */
 	bool stream;                 /* a pipe or socket: no position (submit.c) */
 	struct aio_kiocb *next_active;
@@ -74,6 +79,10 @@ struct aio_kiocb {
 };
 
 /* ---- ctx.c ---- */
+/* around an exec (entry/exec.c): the share of contexts counted in
+ * namespaces the process left goes back there, taken again if it fails */
+UIPC_HIDDEN void aio_exec_prepare(void);
+UIPC_HIDDEN void aio_exec_failed(void);
 /* the context at CTX with a reference taken (drop with put_ioctx), or NULL */
 UIPC_HIDDEN struct kioctx *lookup_ioctx(uint64_t ctx);
 UIPC_HIDDEN void put_ioctx(struct kioctx *ctx);
@@ -93,7 +102,7 @@ UIPC_HIDDEN void aio_wake(struct kioctx *ctx);
 
 /* ---- poll.c ---- */
 /* IOCB_CMD_POLL for REQ on FD.  0 (completed or pending) or -errno. */
-UIPC_HIDDEN int aio_poll(struct aio_kiocb *req, const struct iocb *cb, int fd);
+UIPC_HIDDEN int aio_poll(struct aio_kiocb *req, const struct iocb *cb, int fd, int fl);
 /* io_cancel of the pending poll whose iocb is at OBJ: -EINPROGRESS (its
  * event follows), or -EINVAL when there is none */
 UIPC_HIDDEN int aio_poll_cancel(struct kioctx *ctx, uint64_t obj);
@@ -104,6 +113,10 @@ UIPC_HIDDEN void aio_poll_cancel_all(struct kioctx *ctx);
 /* run REQ in the background (the chosen backend).  0 or -errno (not
  * queued).  The uring backend starts it at the next aio_queue_flush. */
 UIPC_HIDDEN int aio_queue_work(struct aio_kiocb *req);
+/* or, before that: REQ goes to the io_uring at the end of this io_submit
+ * with the program's FD, which needs no dup (the submission takes the
+ * file).  Whether it was taken. */
+UIPC_HIDDEN bool aio_queue_direct(struct aio_kiocb *req, int fd);
 /* start what aio_queue_work queued (once per io_submit) */
 UIPC_HIDDEN void aio_queue_flush(void);
 UIPC_HIDDEN void aio_backend_fork_child(void);
@@ -113,6 +126,8 @@ UIPC_HIDDEN void aio_backend_fork_child(void);
 UIPC_HIDDEN int aio_threads_queue(struct aio_kiocb *req);
 /* perform REQ now, blocking; its result (bytes or -errno) */
 UIPC_HIDDEN int64_t aio_do_io(struct aio_kiocb *req, int extra_flags);
+/* one call for REQ past req->done: the bytes it moved, or -errno */
+UIPC_HIDDEN int64_t aio_do_io_once(struct aio_kiocb *req, int extra_flags);
 UIPC_HIDDEN void aio_threads_fork_child(void);
 
 /* ---- uring.c: the io_uring backend ---- */
@@ -120,6 +135,23 @@ UIPC_HIDDEN void aio_threads_fork_child(void);
 UIPC_HIDDEN int aio_uring_start(void);
 UIPC_HIDDEN void aio_uring_queue(struct aio_kiocb *req);
 UIPC_HIDDEN void aio_uring_kick(void);
+/* io_submit enters the ring itself (UIPC_AIO_SUBMIT, uring.c) */
+UIPC_HIDDEN bool aio_uring_direct(void);
+/* this thread entered requests itself: their completion work may end its
+ * waits that the kernel does not restart (entry/aio.c) */
+UIPC_HIDDEN bool aio_uring_entered(void);
+/* this thread waits elsewhere than in io_getevents: the ring thread
+ * enters its requests again (auto) */
+UIPC_HIDDEN void aio_uring_not_reaper(void);
+UIPC_HIDDEN void aio_uring_batch_add(struct aio_kiocb *req, int fd);
+UIPC_HIDDEN void aio_uring_batch_flush(void);
+/* io_getevents sleeping in the ring (uring.c has why) */
+UIPC_HIDDEN bool aio_uring_can_wait(struct kioctx *ctx);
+UIPC_HIDDEN int aio_uring_wait(struct kioctx *ctx, uint32_t seq, int64_t deadline,
+			       unsigned hand0, unsigned cont0);
+/* someone other than this thread sleeps in the ring for CTX */
+UIPC_HIDDEN bool aio_uring_waited(struct kioctx *ctx);
+UIPC_HIDDEN void aio_uring_nudge(void);
 UIPC_HIDDEN void aio_uring_fork_child(void);
 /* the ring's own descriptors, which the program's close must not close;
  * the lowest of them >= LO, or INT_MAX */
@@ -132,7 +164,10 @@ UIPC_HIDDEN void aio_req_free(struct aio_kiocb *req);
 /* ---- the system calls (fs/aio.c's), for entry/ ---- */
 UIPC_HIDDEN long ksys_io_setup(unsigned nr_events, aio_context_t *ctxp);
 UIPC_HIDDEN long ksys_io_destroy(aio_context_t ctx);
-UIPC_HIDDEN long ksys_io_submit(aio_context_t ctx, long nr, struct iocb **iocbpp);
+/* HAND0: the program's handler count when the call began (a pipe's or
+ * socket's wait inside it ends with -EINTR when a handler runs) */
+UIPC_HIDDEN long ksys_io_submit(unsigned hand0, aio_context_t ctx, long nr,
+				struct iocb **iocbpp);
 UIPC_HIDDEN long ksys_io_cancel(aio_context_t ctx, struct iocb *iocb, struct io_event *result);
 /* HAND0: the program's handler count when the call began (uipc_handler_gen) */
 UIPC_HIDDEN long ksys_io_getevents(unsigned hand0, aio_context_t ctx, long min_nr, long nr,

@@ -65,10 +65,20 @@ int aio_queue_work(struct aio_kiocb *req)
 	return aio_threads_queue(req);
 }
 
+bool aio_queue_direct(struct aio_kiocb *req, int fd)
+{
+	if (chosen() != BACKEND_URING || !aio_uring_direct())
+		return false;
+	aio_uring_batch_add(req, fd);
+	return true;
+}
+
 void aio_queue_flush(void)
 {
-	if (atomic_load_explicit(&backend, memory_order_relaxed) == BACKEND_URING)
+	if (atomic_load_explicit(&backend, memory_order_relaxed) == BACKEND_URING) {
+		aio_uring_batch_flush();
 		aio_uring_kick();
+	}
 }
 
 void aio_backend_fork_child(void)

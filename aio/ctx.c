@@ -4,9 +4,12 @@
  *
  * fs.aio-nr and fs.aio-max-nr are the namespace's (core/aionr.c): each
  * context's events are reserved there at io_setup and given back at
- * io_destroy; the process's exit (or death), exec and unshare give back
- * the rest.  UIPC_AIO_MAX_NR, when set, is a further limit of the
- * process's own.
+ * io_destroy; the process's exit (or death) and exec give back the rest.
+ * A context made before the process left its namespace (unshare, setns)
+ * goes on counting where it was made: the process keeps its slot there
+ * and a mapping of that namespace (struct departed) until its contexts'
+ * io_destroy gives their events back there.  UIPC_AIO_MAX_NR, when set,
+ * is a further limit of the process's own.
  *
  * The table (seed 001, "convert the ioctx list to table lookup"): each
  * context takes a slot, and the slot's index is written in its ring's id
@@ -33,9 +36,19 @@ static struct ctx_table *_Atomic ioctx_table;
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kioctx *free_ctxs;         /* under table_lock */
 static unsigned long aio_nr;             /* the process's events, under table_lock */
-/* bumped when the process leaves its namespace (unshare): the contexts
- * made before were accounted there, and their share went with the leave */
+/* bumped when the process leaves its namespace (unshare, setns): the
+ * contexts made before are accounted in a struct departed since */
 static unsigned acct_gen;
+
+/* a namespace the process left with contexts made there (table_lock) */
+struct departed {
+	struct ns *held;             /* our own mapping of it */
+	uint32_t idx;                /* our slot there */
+	uint64_t starttime;          /* ours, as the slot says */
+	uint64_t left;               /* events of our contexts still counted there */
+	struct departed *next;
+};
+static struct departed *departures;
 
 /* UIPC_AIO_MAX_NR: the process's own limit (none when unset) */
 static unsigned long proc_max_nr(void)
@@ -212,6 +225,7 @@ static int ioctx_alloc(struct ns *ns, unsigned nr_events, uint32_t nr, size_t le
 	if (err)
 		goto out_free;
 	ctx->max_reqs = nr_events;
+	ctx->dep = NULL;
 	atomic_store(&ctx->inflight, 0);
 	atomic_store(&ctx->users, 0);
 	atomic_store(&ctx->dead, 0);
@@ -274,6 +288,88 @@ long ksys_io_setup(unsigned nr_events, aio_context_t *ctxp)
 	return 0;
 }
 
+/* ---- contexts made in a namespace the process left ---- */
+
+static void departed_drop(struct departed *d)
+{
+	struct departed **pp;
+
+	for (pp = &departures; *pp; pp = &(*pp)->next)
+		if (*pp == d) {
+			*pp = d->next;
+			break;
+		}
+	ns_anon_drop(d->held);          /* its descriptor and mapping (both kinds) */
+	free(d);
+}
+
+/* N events of a context made in D's namespace given back there (table_lock) */
+static void departed_release(struct departed *d, uint64_t n)
+{
+	ns_aio_release_departed(d->held, d->idx, d->starttime, n, d->left <= n);
+	d->left = d->left > n ? d->left - n : 0;
+	if (!d->left)
+		departed_drop(d);
+}
+
+/* NS is being left with AIO_NR events of contexts made there: a mapping
+ * of it of our own (a dup of an anonymous one's memfd, the file of a
+ * named one), and our slot there kept for them; NULL when it cannot be
+ * had (then they count nowhere, as before) */
+static struct departed *depart(struct ns *ns)
+{
+	struct departed *d = calloc(1, sizeof(*d));
+	int fd = -1;
+
+	if (!d)
+		return NULL;
+	if (ns->anon_fd >= 0)
+		fd = (int)sys_raw6(SYS_fcntl, ns->anon_fd, F_DUPFD_CLOEXEC, 0, 0, 0, 0);
+	else if (ns->path[0])
+		fd = sys_open(ns->path, O_RDWR | O_CLOEXEC);
+	if (fd < 0 || ns_open_fd(fd, &d->held)) {
+		if (fd >= 0)
+			sys_close(fd);
+		free(d);
+		return NULL;
+	}
+	sys_close(fd);                  /* ns_open_fd holds its own */
+	d->idx = ns_aio_depart(ns, &d->starttime);
+	if (d->idx == UINT32_MAX) {
+		ns_anon_drop(d->held);
+		free(d);
+		return NULL;
+	}
+	d->left = aio_nr;
+	d->next = departures;
+	departures = d;
+	return d;
+}
+
+/* around an exec: the kernel drops the contexts with the old image, so
+ * the namespaces left give their share back first (taken again if the
+ * exec fails) */
+void aio_exec_prepare(void)
+{
+	/* a vfork child (our memory, another pid): the contexts are its parent's */
+	if (!departures || sys_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0) != cur_pid())
+		return;
+	pthread_mutex_lock(&table_lock);
+	for (struct departed *d = departures; d; d = d->next)
+		ns_aio_release_departed(d->held, d->idx, d->starttime, d->left, false);
+	pthread_mutex_unlock(&table_lock);
+}
+
+void aio_exec_failed(void)
+{
+	if (!departures || sys_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0) != cur_pid())
+		return;
+	pthread_mutex_lock(&table_lock);
+	for (struct departed *d = departures; d; d = d->next)
+		ns_aio_readd_departed(d->held, d->idx, d->starttime, d->left);
+	pthread_mutex_unlock(&table_lock);
+}
+
 /* ---- io_destroy ---- */
 
 /* sleep until nothing is in flight in CTX and no other call is inside it */
@@ -322,7 +418,10 @@ long ksys_io_destroy(aio_context_t user_id)
 	wait_quiet(ctx);
 	sys_munmap(ctx->ring, ctx->ring_len);
 	pthread_mutex_lock(&table_lock);
-	if (ctx->acct_gen == acct_gen) {
+	if (ctx->dep) {
+		departed_release(ctx->dep, ctx->max_reqs);
+		ctx->dep = NULL;
+	} else if (ctx->acct_gen == acct_gen) {
 		struct ns *ns = ns_get_existing();
 
 		aio_nr -= ctx->max_reqs;
@@ -347,22 +446,43 @@ static void aio_fork_child(void)
 	free_ctxs = NULL;
 	aio_nr = 0;
 	acct_gen++;
+	while (departures)               /* the parent's, not ours */
+		departed_drop(departures);
 	aio_backend_fork_child();
 }
 
-/* unshare: the contexts stay, their events stop counting in the old
- * namespace (its exit work for us clears our share there) and do not
- * count in the new one */
+/* unshare, setns: the contexts stay and go on counting in the namespace
+ * left (depart), not in the new one */
 static void aio_ns_leave(struct ns *ns)
 {
-	(void)ns;
+	struct ctx_table *t;
+	struct departed *d = NULL;
+
 	pthread_mutex_lock(&table_lock);
+	if (aio_nr)
+		d = depart(ns);
+	t = atomic_load(&ioctx_table);
+	for (uint32_t i = 0; d && t && i < t->nr; i++) {
+		struct kioctx *ctx = atomic_load(&t->table[i]);
+
+		if (ctx && !ctx->dep && ctx->acct_gen == acct_gen)
+			ctx->dep = d;
+	}
 	acct_gen++;
 	aio_nr = 0;
 	pthread_mutex_unlock(&table_lock);
 }
 
+/* a namespace is made anew in place at an unshare only when nothing of
+ * the old one is kept: our contexts' share there is */
+static bool aio_ns_busy(struct ns *ns)
+{
+	(void)ns;
+	return __atomic_load_n(&aio_nr, __ATOMIC_RELAXED) != 0;
+}
+
 CORE_HOOKS(aio_hooks) = {
 	.fork_child = aio_fork_child,
 	.ns_leave = aio_ns_leave,
+	.ns_busy = aio_ns_busy,
 };

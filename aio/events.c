@@ -21,6 +21,9 @@ void aio_wake(struct kioctx *ctx)
 	atomic_fetch_add(&ctx->seq, 1);
 	if (atomic_load(&ctx->waiters))
 		sys_futex_wake((void *)&ctx->seq, INT_MAX);
+	/* a sleeper in the io_uring wakes for a completion there (uring.c) */
+	if (atomic_load(&ctx->ring_waiters) && aio_uring_waited(ctx))
+		aio_uring_nudge();
 }
 
 uint32_t aio_ring_used(struct kioctx *ctx)
@@ -157,9 +160,13 @@ static long read_events(struct kioctx *ctx, long min_nr, long nr, struct io_even
 			return got;
 		if (atomic_load(&ctx->dead))
 			return got ? got : -EINVAL;
-		atomic_fetch_add(&ctx->waiters, 1);
-		w = wait_events(ctx, seq, deadline, hand0, cont0);
-		atomic_fetch_sub(&ctx->waiters, 1);
+		if (aio_uring_can_wait(ctx)) {
+			w = aio_uring_wait(ctx, seq, deadline, hand0, cont0);
+		} else {
+			atomic_fetch_add(&ctx->waiters, 1);
+			w = wait_events(ctx, seq, deadline, hand0, cont0);
+			atomic_fetch_sub(&ctx->waiters, 1);
+		}
 		if (w == -ETIMEDOUT) {
 			r = read_ring(ctx, nr - got, events + got);
 			return r > 0 ? got + r : got;

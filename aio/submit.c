@@ -14,6 +14,8 @@
  */
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
@@ -98,8 +100,12 @@ static void note_memfs(int fd, bool memfs)
 
 /* hand REQ to the workers with a descriptor of its own (the kernel holds
  * a reference to the file: the program may close its fd meanwhile) */
-static int queue_req(struct aio_kiocb *req, int fd)
+static int queue_req(struct aio_kiocb *req, int fd, int fl)
 {
+	/* io_uring answers O_NONBLOCK's -EAGAIN: such a file needs a dup for
+	 * the threads backend */
+	if (!(fl & O_NONBLOCK) && aio_queue_direct(req, fd))
+		return 0;
 	req->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	if (req->fd < 0)
 		return -errno;
@@ -132,6 +138,94 @@ static int64_t nowait_refused(struct aio_kiocb *req, int fd, bool *blocking, boo
 	return -EOPNOTSUPP;
 }
 
+/* the program's handler count when this thread's io_submit began */
+static __thread unsigned submit_hand0;
+
+/* sleep until FD has EV or a handler of the program runs (or a stop and
+ * continue), or DEADLINE (mono_ns; -1 none) passes: 0, -EINTR or -EAGAIN.  The signal mask is the program's only inside
+ * ppoll (pselect's way), so a handler that runs before the sleep is seen */
+static int stream_wait(int fd, short ev, unsigned hand0, unsigned cont0, int64_t deadline)
+{
+	struct pollfd p = { fd, ev, 0 };
+	struct timespec ts, *tsp = NULL;
+	sigset_t all, old;
+	int ret = 0;
+
+	if (deadline >= 0) {
+		int64_t left = deadline - mono_ns();
+
+		if (left <= 0)
+			return -EAGAIN;
+		ts.tv_sec = left / 1000000000;
+		ts.tv_nsec = left % 1000000000;
+		tsp = &ts;
+	}
+	sigfillset(&all);
+	sig_strip_unblockable(&all);
+	uipc_sigmask(SIG_SETMASK, &all, &old);
+	if (uipc_handler_gen() == hand0 && uipc_cont_gen() == cont0)
+		sys_raw6(SYS_ppoll, (long)&p, 1, (long)tsp, (long)&old, _NSIG / 8, 0);
+	uipc_sigmask(SIG_SETMASK, &old, NULL);   /* a handler held off runs here */
+	if (uipc_handler_gen() != hand0 || uipc_cont_gen() != cont0)
+		ret = -EINTR;
+	return ret;
+}
+
+/* a socket's SO_RCVTIMEO (reads) or SO_SNDTIMEO (writes) as a deadline,
+ * or -1 (none, or not a socket) */
+static int64_t sock_deadline(int fd, bool wr)
+{
+	struct timeval tv;
+	socklen_t l = sizeof(tv);
+
+	if (getsockopt(fd, SOL_SOCKET, wr ? SO_SNDTIMEO : SO_RCVTIMEO, &tv, &l) ||
+	    (!tv.tv_sec && !tv.tv_usec))
+		return -1;
+	return mono_ns() + tv.tv_sec * 1000000000LL + tv.tv_usec * 1000LL;
+}
+
+/*
+ * A pipe's or a socket's read or write as the kernel's AIO performs it
+ * (read_iter, write_iter inside io_submit): at once, else waiting for the
+ * file there, all of a write moved unless the file stops taking it.  The
+ * kernel's wait ends when a signal is pending, and its AIO cannot restart
+ * one request of a batch: the event says -EINTR (SA_RESTART or not), or
+ * the bytes moved before.  So the wait here is ppoll's, which ends when a
+ * handler runs, between tries that do not block (RWF_NOWAIT); without
+ * RWF_NOWAIT on the file, the blocking call as it is.
+ */
+static int64_t stream_io(struct aio_kiocb *req, int fl, int64_t total)
+{
+	bool wr = req->opcode == IOCB_CMD_PWRITE || req->opcode == IOCB_CMD_PWRITEV;
+	bool nowait_ok = !(req->rw_flags & RWF_NOWAIT) && !(fl & O_NONBLOCK);
+	unsigned hand0 = submit_hand0, cont0;
+	int64_t n, deadline = -2;        /* -2: not asked yet */
+
+	uipc_sleep_begin();
+	cont0 = uipc_cont_gen();
+	for (;;) {
+		n = aio_do_io_once(req, nowait_ok ? RWF_NOWAIT : 0);
+		if (n == -EOPNOTSUPP && nowait_ok) {
+			nowait_ok = false;
+			continue;
+		}
+		if (n > 0) {
+			req->done += n;
+			if (wr && req->done < total)
+				continue;
+			break;
+		}
+		if (n != -EAGAIN || !nowait_ok)
+			break;
+		if (deadline == -2)       /* a socket's own timeout ends the wait: -EAGAIN */
+			deadline = sock_deadline(req->fd, wr);
+		n = stream_wait(req->fd, wr ? POLLOUT : POLLIN, hand0, cont0, deadline);
+		if (n < 0)
+			break;
+	}
+	return n < 0 && !req->done ? n : req->done;
+}
+
 /*
  * A pipe or a socket (the inline try's pread said ESPIPE): the kernel runs
  * the request on the file as read(2) and write(2) do, inside io_submit,
@@ -139,7 +233,7 @@ static int64_t nowait_refused(struct aio_kiocb *req, int fd, bool *blocking, boo
  * by a pipe and refused by a socket (-ESPIPE in the event).  So here.
  * Another file that said ESPIPE (a device without a position) keeps it.
  */
-static int issue_stream(struct aio_kiocb *req, int fd)
+static int issue_stream(struct aio_kiocb *req, int fd, int fl, int64_t total)
 {
 	struct stat st;
 	int64_t n = -ESPIPE;
@@ -148,7 +242,7 @@ static int issue_stream(struct aio_kiocb *req, int fd)
 				    (S_ISSOCK(st.st_mode) && req->pos == 0))) {
 		req->stream = true;
 		req->fd = fd;
-		n = aio_do_io(req, 0);
+		n = stream_io(req, fl, total);
 		req->fd = -1;
 	}
 	aio_complete(req, n, 0);
@@ -163,7 +257,7 @@ static int issue_rw(struct aio_kiocb *req, int fd, int fl, int64_t total)
 	int64_t n;
 
 	if (fl & O_DIRECT)
-		return queue_req(req, fd);
+		return queue_req(req, fd, fl);
 	req->fd = fd;
 	if (!user_nowait && known_memfs(fd)) {
 		blocking = true;
@@ -175,7 +269,7 @@ static int issue_rw(struct aio_kiocb *req, int fd, int fl, int64_t total)
 	}
 	req->fd = -1;
 	if (n == -ESPIPE && !req->done)
-		return issue_stream(req, fd);
+		return issue_stream(req, fd, fl, total);
 	if (refuse || (blocking && n == -EOPNOTSUPP))
 		return -EOPNOTSUPP;
 	/* final: the whole count, a blocking call's short count (end of
@@ -187,7 +281,7 @@ static int issue_rw(struct aio_kiocb *req, int fd, int fl, int64_t total)
 		return 0;
 	}
 	req->done = n > 0 ? n : 0;       /* the rest, blocking, in a worker */
-	return queue_req(req, fd);
+	return queue_req(req, fd, fl);
 }
 
 /* ---- checks of a read or write (aio_prep_rw, aio_setup_rw) ---- */
@@ -270,7 +364,7 @@ static int aio_rw(struct aio_kiocb *req, const struct iocb *cb, int fd, int fl, 
 }
 
 /* aio_fsync: IOCB_CMD_FSYNC, IOCB_CMD_FDSYNC, always in the background */
-static int aio_fsync(struct aio_kiocb *req, const struct iocb *cb, int fd)
+static int aio_fsync(struct aio_kiocb *req, const struct iocb *cb, int fd, int fl)
 {
 	struct stat st;
 
@@ -280,7 +374,7 @@ static int aio_fsync(struct aio_kiocb *req, const struct iocb *cb, int fd)
 	if (fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) ||
 				    S_ISBLK(st.st_mode)))
 		return -EINVAL;
-	return queue_req(req, fd);
+	return queue_req(req, fd, fl);
 }
 
 /* the eventfd of IOCB_FLAG_RESFD: -EBADF, -EINVAL (not an eventfd) or 0 */
@@ -325,8 +419,8 @@ static int submit_req(struct kioctx *ctx, struct aio_kiocb *req, const struct io
 	case IOCB_CMD_PREADV:  return aio_rw(req, cb, fd, fl, false, true);
 	case IOCB_CMD_PWRITEV: return aio_rw(req, cb, fd, fl, true, true);
 	case IOCB_CMD_FSYNC:
-	case IOCB_CMD_FDSYNC:  return aio_fsync(req, cb, fd);
-	case IOCB_CMD_POLL:    return aio_poll(req, cb, fd);
+	case IOCB_CMD_FDSYNC:  return aio_fsync(req, cb, fd, fl);
+	case IOCB_CMD_POLL:    return aio_poll(req, cb, fd, fl);
 	default:               return -EINVAL;
 	}
 }
@@ -352,6 +446,7 @@ static int io_submit_one(struct kioctx *ctx, struct iocb *user_iocb)
 		return -EAGAIN;
 	}
 	req->fd = -1;
+	req->borrowed_fd = -1;
 	req->resfd = -1;
 	req->cancel_fd = -1;
 	err = submit_req(ctx, req, &cb, user_iocb);
@@ -371,7 +466,7 @@ static int io_submit_one(struct kioctx *ctx, struct iocb *user_iocb)
  * if iocbpp, an iocb or a buffer range is bad; -EBADF if an fd is bad or
  * not open for the operation; -EAGAIN if the ring has no room.
  */
-long ksys_io_submit(aio_context_t ctx_id, long nr, struct iocb **iocbpp)
+long ksys_io_submit(unsigned hand0, aio_context_t ctx_id, long nr, struct iocb **iocbpp)
 {
 	struct kioctx *ctx;
 	struct iocb *user_iocb;
@@ -382,6 +477,7 @@ long ksys_io_submit(aio_context_t ctx_id, long nr, struct iocb **iocbpp)
 	ctx = lookup_ioctx(ctx_id);
 	if (!ctx)
 		return -EINVAL;
+	submit_hand0 = hand0;
 	if (nr > ctx->nr_events)
 		nr = ctx->nr_events;
 	for (i = 0; i < nr; i++) {

@@ -9,20 +9,39 @@
  * dependency, and liburing's mmap and close would be entry/'s interposed
  * ones).
  *
- * One thread of uipc's owns the ring and is its only submitter; the
- * program's threads never enter it.  Why: io_uring ties a request to the
- * task that submitted it (its completion work runs on that task, and its
- * queued work is cancelled when that task exits or execs), where the
- * kernel's AIO request outlives the thread that submitted it.  So
- * io_submit pushes requests on a lock-free stack and, only when the ring's
- * thread sleeps, kicks it through an eventfd that the ring itself reads
- * (an IORING_OP_READ always armed): the thread sleeps in io_uring_enter
- * until a completion or a kick, never polls.  It moves the requests to the
- * submission queue in their order, reaps the completion queue and puts
- * each event in its context's ring (aio_complete), which wakes a sleeping
- * io_getevents.  The ring is made with SINGLE_ISSUER | DEFER_TASKRUN where
- * the kernel has them (completion work runs when the thread asks for it),
- * else plain.
+ * Who submits.  io_uring ties a request to the task that submitted it: its
+ * completion work (task work) runs on that task, which the kernel wakes
+ * or interrupts for it, so a program thread that submitted and now sleeps
+ * in a call the kernel does not restart (epoll_wait, sigtimedwait, a
+ * socket read with a timeout) sees EINTR that no signal caused, and the
+ * completion waits while that thread sleeps uninterruptibly.  The kernel's
+ * AIO disturbs no one.  UIPC_AIO_SUBMIT:
+ *  - thread: one thread of uipc's (the ring thread) is the only submitter:
+ *    io_submit pushes requests (each with a dup of its descriptor) on a
+ *    lock-free stack and, when the ring thread sleeps, kicks it through its
+ *    eventfd; their completion work runs on the ring thread.  A hand-off
+ *    each way: 0.7x the kernel's IOPS with O_DIRECT at depth 32 here.
+ *  - direct: io_submit enters its requests itself (the SQ under sq_lock,
+ *    one io_uring_enter at its end, which takes the files: no dup).
+ *  - auto (the default): direct for a thread that sleeps in io_getevents
+ *    in the ring (below), which is where its completion work then finds
+ *    it; thread for the others.  entry/aio.c makes the interrupted waits
+ *    above again, and sends a thread that waits in them back to thread.
+ *
+ * Who reaps.  The ring is plain (neither SINGLE_ISSUER nor DEFER_TASKRUN):
+ * its completion queue may be waited on and read by any thread.  An
+ * io_getevents that must sleep for a context with requests in the ring
+ * sleeps in the ring itself (io_uring_enter GETEVENTS with the signal mask
+ * and timeout of EXT_ARG, the way pselect sleeps), and reaps the
+ * completions it finds into the contexts' rings: the completion reaches
+ * the sleeper with no other thread in between, as the kernel's AIO wakes
+ * io_getevents from the interrupt.  While such reapers exist the ring's
+ * eventfd is off (IORING_CQ_EVENTFD_DISABLED); when there is none (the
+ * program reads its ring itself, waits on an IOCB_FLAG_RESFD eventfd,
+ * polls io_getevents with a zero timeout) the kernel signals the eventfd
+ * at each completion and the ring thread reaps.  The last reaper to leave
+ * turns the eventfd back on and hands what came meanwhile to the ring
+ * thread: nothing is left in the completion queue unseen.
  *
  * A request io_uring answers -EAGAIN (a regular file opened O_NONBLOCK,
  * which io_uring honours and the kernel's AIO does not) is given to the
@@ -37,13 +56,14 @@
 #include "aio/aio.h"
 
 #define SQ_ENTRIES 256
-#define CQ_ENTRIES 1024
-#define KICK_TAG   0      /* user_data of the eventfd read (requests are pointers) */
+#define CQ_ENTRIES 4096
+#define RING_ROOM  (CQ_ENTRIES - 64)  /* completions to come or unread, at most */
+#define TAG_NUDGE  1                  /* user_data of a NOP (requests are pointers) */
 
 struct uring {
 	int fd;
 	unsigned *sq_head, *sq_tail, *sq_array, sq_mask;
-	unsigned *cq_head, *cq_tail, cq_mask;
+	unsigned *cq_head, *cq_tail, cq_mask, *cq_flags;
 	struct io_uring_sqe *sqes;
 	struct io_uring_cqe *cqes;
 	void *sq_map, *cq_map;
@@ -51,19 +71,39 @@ struct uring {
 };
 
 static struct uring ring = { .fd = -1 };
-static int kick_fd = -1;
-static uint64_t kick_buf;                       /* the eventfd read's target */
-static struct aio_kiocb *_Atomic pending;       /* pushed by io_submit, LIFO */
-static _Atomic int sleeping;                    /* the ring's thread waits in the kernel */
-static _Atomic int setup_state;                 /* futex word: 0, 1 ok, -errno */
+/* registered with the ring: the kernel signals it at each completion while
+ * no reaper is in; io_submit's kicks of the ring thread use it too */
+static int evfd = -1;
+/* who enters a request (UIPC_AIO_SUBMIT): the ring thread always, the
+ * io_submit caller always, or (auto) the caller if it reaps in the ring */
+enum { SUBMIT_AUTO, SUBMIT_THREAD, SUBMIT_DIRECT };
+static int submit_mode;
+static bool waitable;                            /* IORING_FEAT_EXT_ARG: sleepers may wait in it */
+static pthread_mutex_t sq_lock = PTHREAD_MUTEX_INITIALIZER;   /* the submission queue */
+static pthread_mutex_t reap_lock = PTHREAD_MUTEX_INITIALIZER; /* the completion queue */
+static _Atomic unsigned in_ring;                 /* completions to come or unread */
+static _Atomic int reapers;                      /* callers that reap before they return */
+static struct aio_kiocb *_Atomic pending;        /* for the ring thread, LIFO */
+static _Atomic int thread_sleeping;              /* the ring thread waits on evfd */
+static _Atomic int setup_state;                  /* futex word: 0, 1 ok, -errno */
 
-/* the ring thread's own (never touched elsewhere) */
-static struct aio_kiocb *backlog, *backlog_tail; /* FIFO, waiting for room */
-static unsigned inflight;                        /* requests in the ring */
+/* the ring thread's own: requests waiting for room, oldest first */
+static struct aio_kiocb *backlog, *backlog_tail;
 
-static long uring_enter(unsigned to_submit, unsigned min_complete, unsigned flags)
+/* this thread's io_submit in progress (direct): requests to enter at its end */
+static __thread struct aio_kiocb *batch, *batch_tail;
+/* the context this thread sleeps for in the ring (aio_uring_wait) */
+static __thread struct kioctx *waiting_for;
+/* this thread sleeps in the ring in io_getevents (auto: it enters its own
+ * requests, their completion work finding it there), and has entered some
+ * (its interrupted waits may be the kernel's noise, entry/aio.c) */
+static __thread bool t_reaper, t_entered;
+
+static long uring_enter(unsigned to_submit, unsigned min_complete, unsigned flags, void *arg,
+			size_t argsz)
 {
-	return sys_raw6(SYS_io_uring_enter, ring.fd, to_submit, min_complete, flags, 0, 0);
+	return sys_raw6(SYS_io_uring_enter, ring.fd, to_submit, min_complete, flags, (long)arg,
+			(long)argsz);
 }
 
 /* ---- setting the ring up ---- */
@@ -116,6 +156,7 @@ static int ring_map(struct uring *r, const struct io_uring_params *p)
 	r->cq_head = (unsigned *)(cq + p->cq_off.head);
 	r->cq_tail = (unsigned *)(cq + p->cq_off.tail);
 	r->cq_mask = *(unsigned *)(cq + p->cq_off.ring_mask);
+	r->cq_flags = p->cq_off.flags ? (unsigned *)(cq + p->cq_off.flags) : NULL;
 	r->cqes = (struct io_uring_cqe *)(cq + p->cq_off.cqes);
 	for (unsigned i = 0; i < p->sq_entries; i++)   /* slot i is sqe i, always */
 		r->sq_array[i] = i;
@@ -136,7 +177,7 @@ static int setup_fd(unsigned flags, struct io_uring_params *p)
 static bool ops_supported(int fd)
 {
 	static const int ops[] = { IORING_OP_READV, IORING_OP_WRITEV, IORING_OP_FSYNC,
-				   IORING_OP_READ };
+				   IORING_OP_NOP };
 	/* the probe and its 256 entries (a flexible array) in one buffer */
 	_Alignas(struct io_uring_probe) unsigned char
 		buf[sizeof(struct io_uring_probe) + 256 * sizeof(struct io_uring_probe_op)];
@@ -151,13 +192,18 @@ static bool ops_supported(int fd)
 	return true;
 }
 
-/* the ring, made by the thread that will submit to it.  0 or -errno. */
+/*
+ * The ring.  COOP_TASKRUN: a program thread that submitted (direct) and
+ * runs in user space is not interrupted for its completion work, which runs
+ * at its next entry into the kernel (a sleeping one is still woken).  The
+ * eventfd is registered so that the kernel signals it.  0 or -errno.
+ */
 static int ring_setup(void)
 {
 	struct io_uring_params p;
-	int fd = setup_fd(IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN, &p), err;
+	int fd = setup_fd(IORING_SETUP_COOP_TASKRUN, &p), err;
 
-	if (fd == -EINVAL)               /* before 6.1 */
+	if (fd == -EINVAL)               /* before 5.19 */
 		fd = setup_fd(0, &p);
 	if (fd < 0)
 		return fd;
@@ -167,9 +213,17 @@ static int ring_setup(void)
 		return -EOPNOTSUPP;
 	}
 	err = ring_map(&ring, &p);
-	if (err)
+	if (!err && sys_raw6(SYS_io_uring_register, fd, IORING_REGISTER_EVENTFD, (long)&evfd, 1,
+			     0, 0) < 0)
+		err = -EOPNOTSUPP;
+	if (err) {
 		ring_unmap(&ring);
-	return err;
+		return err;
+	}
+	/* sleeping in the ring needs EXT_ARG (a timeout and a signal mask)
+	 * and the flag that turns the eventfd off */
+	waitable = (p.features & IORING_FEAT_EXT_ARG) && ring.cq_flags;
+	return 0;
 }
 
 /* ---- may this process use io_uring at all? ---- */
@@ -204,8 +258,10 @@ static bool seccomp_allows_uring(void)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-/* ---- the submission queue (ring thread) ---- */
+/* ---- the submission queue (sq_lock held) ---- */
 
+/* the queue is empty whenever sq_lock is free: each holder enters what it
+ * put there before it lets go */
 static unsigned sq_unsubmitted(void)
 {
 	return *ring.sq_tail - __atomic_load_n(ring.sq_head, __ATOMIC_ACQUIRE);
@@ -228,21 +284,36 @@ static void sqe_publish(void)
 	__atomic_store_n(ring.sq_tail, *ring.sq_tail + 1, __ATOMIC_RELEASE);
 }
 
-/* the eventfd read that wakes the thread when io_submit kicks */
-static bool arm_kick(void)
+/*
+ * Enter the queue's SQEs.  How many the kernel took; the others are taken
+ * back out of the queue (they are the newest), so that the queue is empty
+ * again.  The kernel takes a file reference for each SQE it takes (the
+ * request is issued inside the call, or prepared for its worker with the
+ * file held), so the program may close its descriptor afterwards.
+ */
+static unsigned sq_enter(void)
 {
-	struct io_uring_sqe *sqe = sqe_get();
+	unsigned n = sq_unsubmitted(), done = 0;
+	int tries = 0;
+	long r;
 
-	if (!sqe)
-		return false;
-	sqe->opcode = IORING_OP_READ;
-	sqe->fd = kick_fd;
-	sqe->addr = (uintptr_t)&kick_buf;
-	sqe->len = sizeof(kick_buf);
-	sqe->off = (uint64_t)-1;           /* no position: an eventfd */
-	sqe->user_data = KICK_TAG;
-	sqe_publish();
-	return true;
+	while (done < n) {
+		r = uring_enter(n - done, 0, 0, NULL, 0);
+		if (r > 0) {
+			done += (unsigned)r;
+			continue;
+		}
+		/* EAGAIN (no memory for a request now), EBUSY (completions
+		 * overflowing, which the room kept should exclude): again */
+		if ((r == -EAGAIN || r == -EBUSY || r == -EINTR) && ++tries < 64) {
+			sched_yield();
+			continue;
+		}
+		break;
+	}
+	if (done < n)
+		__atomic_store_n(ring.sq_tail, *ring.sq_tail - (n - done), __ATOMIC_RELEASE);
+	return done;
 }
 
 /* REQ's iovecs past the bytes the inline try already moved (they are
@@ -262,10 +333,10 @@ static void iov_skip_done(struct aio_kiocb *req)
 	}
 }
 
-/* the SQE of REQ: readv, writev, fsync or fdatasync on its own fd */
-static void sqe_fill(struct io_uring_sqe *sqe, struct aio_kiocb *req)
+/* the SQE of REQ: readv, writev, fsync or fdatasync on FD */
+static void sqe_fill(struct io_uring_sqe *sqe, struct aio_kiocb *req, int fd)
 {
-	sqe->fd = req->fd;
+	sqe->fd = fd;
 	sqe->user_data = (uintptr_t)req;
 	switch (req->opcode) {
 	case IOCB_CMD_FSYNC:
@@ -294,6 +365,165 @@ static void sqe_fill(struct io_uring_sqe *sqe, struct aio_kiocb *req)
 	sqe->rw_flags = req->rw_flags & ~RWF_HIPRI;
 }
 
+/* room in the completion queue for N more: true and taken, or false */
+static bool room_take(unsigned n)
+{
+	unsigned cur = atomic_load(&in_ring);
+
+	do {
+		if (cur + n > RING_ROOM)
+			return false;
+	} while (!atomic_compare_exchange_weak(&in_ring, &cur, cur + n));
+	return true;
+}
+
+/* REQ goes into the queue with descriptor FD (sq_lock held, room taken) */
+static bool sq_put(struct aio_kiocb *req, int fd)
+{
+	struct io_uring_sqe *sqe = sqe_get();
+
+	if (!sqe)
+		return false;
+	atomic_fetch_add(&req->ctx->ring_reqs, 1);
+	sqe_fill(sqe, req, fd);
+	sqe_publish();
+	return true;
+}
+
+/* the SQEs of the last N requests put were not taken: their accounting back */
+static void sq_untake(struct aio_kiocb *const *reqs, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		atomic_fetch_sub(&reqs[i]->ctx->ring_reqs, 1);
+	atomic_fetch_sub(&in_ring, n);
+}
+
+/* ---- reapers and the eventfd ---- */
+
+static void kick_thread(void)
+{
+	uint64_t one = 1;
+
+	if (sys_write(evfd, &one, sizeof(one)) < 0) {
+		/* an eventfd write fails only at 2^64 - 1: the thread is awake */
+	}
+}
+
+static bool cq_nonempty(void)
+{
+	return __atomic_load_n(ring.cq_tail, __ATOMIC_ACQUIRE) != *ring.cq_head;
+}
+
+/* this caller reaps before it returns: the kernel need not signal the
+ * eventfd meanwhile */
+static void reaper_enter(void)
+{
+	if (atomic_fetch_add(&reapers, 1) == 0)
+		__atomic_or_fetch(ring.cq_flags, IORING_CQ_EVENTFD_DISABLED, __ATOMIC_SEQ_CST);
+}
+
+/* the last reaper out turns the eventfd back on; completions that came
+ * after its last reap go to the ring thread.  (The kernel stores the
+ * queue's tail, then reads the flag after a full barrier (the waitqueue
+ * check of its wakeup); we clear the flag, then read the tail after one:
+ * one of the two sees the other.) */
+static void reaper_leave(void)
+{
+	if (atomic_fetch_sub(&reapers, 1) != 1)
+		return;
+	__atomic_and_fetch(ring.cq_flags, ~IORING_CQ_EVENTFD_DISABLED, __ATOMIC_SEQ_CST);
+	if (cq_nonempty())
+		kick_thread();
+}
+
+/* ---- the completion queue (reap_lock held) ---- */
+
+/* REQ's result RES from the ring: its event (the context is woken by the
+ * caller), or the threads backend's turn for a file that would not block
+ * in io_uring's way.  Whether an event was posted. */
+static bool complete_req(struct aio_kiocb *req, int res)
+{
+	if (res == -EAGAIN && !(req->rw_flags & RWF_NOWAIT) && req->fd >= 0 &&
+	    aio_threads_queue(req) == 0)
+		return false;
+	aio_post(req, res < 0 ? (req->prior ? req->prior : res) : req->prior + res, 0);
+	return true;
+}
+
+/* every completion there is into its context's ring, each context woken
+ * once after its events; how many */
+static unsigned reap_locked(void)
+{
+	unsigned head = *ring.cq_head, tail = __atomic_load_n(ring.cq_tail, __ATOMIC_ACQUIRE);
+	struct aio_kiocb *done = NULL, *req;
+	unsigned n = 0;
+
+	for (; head != tail; head++, n++) {
+		struct io_uring_cqe *cqe = &ring.cqes[head & ring.cq_mask];
+		uint64_t tag = cqe->user_data;
+
+		if (tag == TAG_NUDGE)
+			continue;
+		req = (struct aio_kiocb *)(uintptr_t)tag;
+		atomic_fetch_sub(&req->ctx->ring_reqs, 1);
+		if (complete_req(req, cqe->res)) {
+			req->next = done;
+			done = req;
+		}
+	}
+	__atomic_store_n(ring.cq_head, head, __ATOMIC_RELEASE);
+	if (n)
+		atomic_fetch_sub(&in_ring, n);
+	for (; done; done = req) {
+		req = done->next;
+		if (!req || req->ctx != done->ctx)
+			aio_wake(done->ctx);
+		aio_req_free(done);
+	}
+	return n;
+}
+
+static _Atomic int backlogged;                   /* the ring thread waits for room */
+
+/* reap (taking the lock); room made for the ring thread's backlog wakes it */
+static unsigned reap(void)
+{
+	unsigned n;
+
+	uipc_crit_enter();               /* a handler calling io_submit waits for the end */
+	pthread_mutex_lock(&reap_lock);
+	n = reap_locked();
+	pthread_mutex_unlock(&reap_lock);
+	uipc_crit_exit();
+	if (n && atomic_load(&backlogged))
+		kick_thread();
+	return n;
+}
+
+/* a NOP whose completion wakes whoever sleeps in the ring (a sleeper for
+ * a context whose event reached its ring some other way) */
+void aio_uring_nudge(void)
+{
+	struct io_uring_sqe *sqe;
+
+	if (!room_take(1))
+		return;                  /* the ring is full: completions will come */
+	uipc_crit_enter();
+	pthread_mutex_lock(&sq_lock);
+	sqe = sqe_get();
+	if (sqe) {
+		sqe->opcode = IORING_OP_NOP;
+		sqe->user_data = TAG_NUDGE;
+		sqe_publish();
+	}
+	if (!sqe || !sq_enter())
+		atomic_fetch_sub(&in_ring, 1);
+	pthread_mutex_unlock(&sq_lock);
+	uipc_crit_exit();
+}
+
+/* ---- the ring thread ---- */
+
 /* the requests io_submit pushed, oldest first, after the backlog */
 static void take_pending(void)
 {
@@ -314,82 +544,44 @@ static void take_pending(void)
 		;
 }
 
-/* move requests to the submission queue while the completion queue has
- * room for their events (one place kept for the kick's) */
-static void fill_sq(void)
+/* requests the ring did not take (io_uring_enter failing): a worker
+ * thread performs them, blocking */
+static void to_threads(struct aio_kiocb *const *reqs, unsigned n)
 {
-	struct io_uring_sqe *sqe;
+	for (unsigned i = 0; i < n; i++)
+		if (aio_threads_queue(reqs[i]))
+			aio_complete(reqs[i], -EAGAIN, 0);
+}
+
+/* the backlog into the ring while there is room */
+static void submit_backlog(void)
+{
+	struct aio_kiocb *put[SQ_ENTRIES];
+	unsigned n, took;
 
 	take_pending();
-	while (backlog && inflight < CQ_ENTRIES - 1 && (sqe = sqe_get())) {
-		struct aio_kiocb *req = backlog;
+	while (backlog) {
+		n = 0;
+		pthread_mutex_lock(&sq_lock);
+		while (backlog && n < SQ_ENTRIES && room_take(1)) {
+			struct aio_kiocb *req = backlog;
 
-		backlog = req->next;
-		if (!backlog)
-			backlog_tail = NULL;
-		sqe_fill(sqe, req);
-		sqe_publish();
-		inflight++;
-	}
-}
-
-/* ---- the completion queue (ring thread) ---- */
-
-/* REQ's result RES from the ring: its event (the context is woken by the
- * caller), or the threads backend's turn for a file that would not block
- * in io_uring's way.  Whether an event was posted. */
-static bool complete_req(struct aio_kiocb *req, int res)
-{
-	if (res == -EAGAIN && !(req->rw_flags & RWF_NOWAIT) && aio_threads_queue(req) == 0)
-		return false;
-	aio_post(req, res < 0 ? (req->prior ? req->prior : res) : req->prior + res, 0);
-	return true;
-}
-
-/* every completion there is, each context woken once after its events;
- * how many */
-static unsigned reap_cq(void)
-{
-	unsigned head = *ring.cq_head, tail = __atomic_load_n(ring.cq_tail, __ATOMIC_ACQUIRE);
-	struct aio_kiocb *done = NULL, *req;
-	unsigned n = 0;
-	bool rearm = false;
-
-	for (; head != tail; head++, n++) {
-		struct io_uring_cqe *cqe = &ring.cqes[head & ring.cq_mask];
-		uint64_t tag = cqe->user_data;
-
-		if (tag == KICK_TAG) {
-			rearm = true;
-			continue;
+			backlog = req->next;
+			if (!backlog)
+				backlog_tail = NULL;
+			sq_put(req, req->fd);  /* the queue was empty: it fits */
+			put[n++] = req;
 		}
-		inflight--;
-		req = (struct aio_kiocb *)(uintptr_t)tag;
-		if (complete_req(req, cqe->res)) {
-			req->next = done;
-			done = req;
+		took = n ? sq_enter() : 0;
+		pthread_mutex_unlock(&sq_lock);
+		if (took < n) {
+			sq_untake(put + took, n - took);
+			to_threads(put + took, n - took);
 		}
+		if (!n)
+			break;                   /* no room: reaping makes some */
 	}
-	__atomic_store_n(ring.cq_head, head, __ATOMIC_RELEASE);
-	for (; done; done = req) {
-		req = done->next;
-		if (!req || req->ctx != done->ctx)
-			aio_wake(done->ctx);
-		aio_req_free(done);
-	}
-	if (rearm)
-		while (!arm_kick())
-			uring_enter(sq_unsubmitted(), 0, IORING_ENTER_GETEVENTS);
-	return n;
-}
-
-/* submit what is queued, waiting for a completion or not */
-static void submit(bool wait)
-{
-	long r = uring_enter(sq_unsubmitted(), wait ? 1 : 0, IORING_ENTER_GETEVENTS);
-
-	/* EBUSY/EAGAIN: completions to reap first; EINTR: again, at once */
-	(void)r;
+	atomic_store(&backlogged, backlog != NULL);
 }
 
 static void publish_setup(int state)
@@ -398,44 +590,57 @@ static void publish_setup(int state)
 	sys_futex_wake((void *)&setup_state, INT_MAX);
 }
 
+/*
+ * Submit what io_submit pushed, reap when no reaper is in, sleep on the
+ * eventfd: the kernel signals it at each completion while no reaper is
+ * in, io_submit when it pushed requests for a sleeping thread.  Its
+ * completion work (requests it submitted) wakes it too, and runs inside
+ * that read (restarted by the kernel).
+ */
 static void *uring_main(void *arg)
 {
 	int err = ring_setup();
+	uint64_t v;
 
 	(void)arg;
-	if (!err && !arm_kick())
-		err = -ENOMEM;
 	publish_setup(err ? err : 1);
 	if (err)
 		return NULL;
 	for (;;) {
-		fill_sq();
-		if (reap_cq()) {
-			submit(false);
+		submit_backlog();
+		if (!atomic_load(&reapers) && cq_nonempty())
+			reap();
+		atomic_store(&thread_sleeping, 1);
+		if (atomic_load(&pending) || (backlog && atomic_load(&in_ring) < RING_ROOM) ||
+		    (!atomic_load(&reapers) && cq_nonempty())) {
+			atomic_store(&thread_sleeping, 0);
 			continue;
 		}
-		atomic_store(&sleeping, 1);
-		if (atomic_load(&pending)) {
-			atomic_store(&sleeping, 0);
-			continue;
+		if (sys_raw6(SYS_read, evfd, (long)&v, sizeof(v), 0, 0, 0) < 0) {
+			/* signals are blocked here: no EINTR; nothing else fails */
 		}
-		submit(true);
-		atomic_store(&sleeping, 0);
+		atomic_store(&thread_sleeping, 0);
 	}
 	return NULL;
 }
 
-/* ---- what backend.c calls ---- */
+/* ---- what backend.c and submit.c call ---- */
 
 int aio_uring_start(void)
 {
+	const char *e = getenv("UIPC_AIO_SUBMIT");
 	int state;
 
 	if (!seccomp_allows_uring())
 		return -EPERM;
-	kick_fd = (int)sys_raw6(SYS_eventfd2, 0, EFD_CLOEXEC, 0, 0, 0, 0);
-	if (kick_fd < 0)
-		return kick_fd;
+	submit_mode = !e || !*e || !strcmp(e, "auto") ? SUBMIT_AUTO :
+		      !strcmp(e, "direct") ? SUBMIT_DIRECT : SUBMIT_THREAD;
+	if (submit_mode == SUBMIT_THREAD && strcmp(e, "thread"))
+		fprintf(stderr, "uipc: UIPC_AIO_SUBMIT=%s is unknown (auto, thread, direct): "
+			"thread\n", e);
+	evfd = (int)sys_raw6(SYS_eventfd2, 0, EFD_CLOEXEC, 0, 0, 0, 0);
+	if (evfd < 0)
+		return evfd;
 	atomic_store(&setup_state, 0);
 	state = aio_start_thread(uring_main, NULL);
 	if (state)
@@ -445,11 +650,12 @@ int aio_uring_start(void)
 	if (state == 1)
 		return 0;
 fail:
-	sys_close(kick_fd);
-	kick_fd = -1;
+	sys_close(evfd);
+	evfd = -1;
 	return state;
 }
 
+/* the ring thread's: REQ has a descriptor of its own */
 void aio_uring_queue(struct aio_kiocb *req)
 {
 	struct aio_kiocb *head = atomic_load(&pending);
@@ -461,27 +667,187 @@ void aio_uring_queue(struct aio_kiocb *req)
 
 void aio_uring_kick(void)
 {
-	uint64_t one = 1;
+	if (atomic_load(&pending) && atomic_exchange(&thread_sleeping, 0))
+		kick_thread();
+}
 
-	if (atomic_load(&pending) && atomic_exchange(&sleeping, 0) &&
-	    sys_write(kick_fd, &one, sizeof(one)) < 0) {
-		/* an eventfd write fails only at 2^64 - 1: the thread is awake */
+bool aio_uring_direct(void)
+{
+	return submit_mode == SUBMIT_DIRECT || (submit_mode == SUBMIT_AUTO && t_reaper);
+}
+
+bool aio_uring_entered(void)
+{
+	return t_entered;
+}
+
+void aio_uring_not_reaper(void)
+{
+	t_reaper = false;
+}
+
+/* io_submit (direct): REQ enters the ring with the program's FD at the end
+ * of this io_submit, which still holds FD */
+void aio_uring_batch_add(struct aio_kiocb *req, int fd)
+{
+	req->fd = -1;
+	req->borrowed_fd = fd;
+	req->next = NULL;
+	if (batch_tail)
+		batch_tail->next = req;
+	else
+		batch = req;
+	batch_tail = req;
+}
+
+/* a request of this io_submit that the ring could not take now: with a
+ * descriptor of its own, for the ring thread (no room) or a worker (the
+ * ring refused it) */
+static void hand_off(struct aio_kiocb *req, bool ring_ok)
+{
+	req->fd = (int)sys_raw6(SYS_fcntl, req->borrowed_fd, F_DUPFD_CLOEXEC, 0, 0, 0, 0);
+	if (req->fd < 0) {
+		int err = req->fd;
+
+		req->fd = -1;
+		aio_complete(req, err, 0);
+	} else if (ring_ok) {
+		aio_uring_queue(req);
+	} else {
+		to_threads(&req, 1);
 	}
 }
 
-/* the ring's and the kick's descriptors are uipc's, not the program's:
+/* the end of io_submit (direct): this thread enters its requests, then
+ * reaps the completions that its entering posted */
+void aio_uring_batch_flush(void)
+{
+	struct aio_kiocb *put[SQ_ENTRIES], *req;
+	unsigned n, took;
+
+	if (!batch)
+		return;
+	reaper_enter();
+	while (batch) {
+		n = 0;
+		uipc_crit_enter();
+		pthread_mutex_lock(&sq_lock);
+		while (batch && n < SQ_ENTRIES && room_take(1)) {
+			req = batch;
+			batch = req->next;
+			sq_put(req, req->borrowed_fd);
+			put[n++] = req;
+		}
+		took = n ? sq_enter() : 0;
+		pthread_mutex_unlock(&sq_lock);
+		uipc_crit_exit();
+		if (took)
+			t_entered = true;
+		if (took < n) {
+			sq_untake(put + took, n - took);
+			for (unsigned i = took; i < n; i++)
+				hand_off(put[i], false);
+		}
+		if (!n)
+			break;
+	}
+	while ((req = batch)) {           /* no room in the ring */
+		batch = req->next;
+		hand_off(req, true);
+	}
+	batch_tail = NULL;
+	if (cq_nonempty())
+		reap();
+	reaper_leave();
+}
+
+/* may io_getevents sleep in the ring for CTX (it has requests there)? */
+bool aio_uring_can_wait(struct kioctx *ctx)
+{
+	return waitable && atomic_load(&ctx->ring_reqs) > 0;
+}
+
+bool aio_uring_waited(struct kioctx *ctx)
+{
+	return atomic_load(&ctx->ring_waiters) > (waiting_for == ctx ? 1u : 0u);
+}
+
+/*
+ * io_getevents's sleep for CTX in the ring, SEQ being CTX's completion
+ * count when it last read the context's ring: reap, and sleep until a
+ * completion (of any context) unless CTX's count moved, then reap again.
+ * The signal mask is the caller's throughout its sleep only (pselect's
+ * way: a handler that runs before the sleep begins is seen here, one
+ * during it ends it).  0, -ETIMEDOUT or -EINTR.
+ */
+int aio_uring_wait(struct kioctx *ctx, uint32_t seq, int64_t deadline, unsigned hand0,
+		   unsigned cont0)
+{
+	struct io_uring_getevents_arg arg;
+	struct __kernel_timespec ts;
+	sigset_t all, old;
+	int64_t left = 0;
+	int ret = 0;
+	long r;
+
+	reaper_enter();
+	atomic_fetch_add(&ctx->ring_waiters, 1);
+	waiting_for = ctx;
+	if (cq_nonempty())
+		reap();
+	if (atomic_load(&ctx->seq) != seq)
+		goto out;
+	if (deadline >= 0 && (left = deadline - mono_ns()) <= 0) {
+		ret = -ETIMEDOUT;
+		goto out;
+	}
+	sigfillset(&all);
+	sig_strip_unblockable(&all);
+	uipc_sigmask(SIG_SETMASK, &all, &old);
+	if (uipc_handler_gen() != hand0 || uipc_cont_gen() != cont0) {
+		uipc_sigmask(SIG_SETMASK, &old, NULL);
+		ret = -EINTR;
+		goto out;
+	}
+	t_reaper = true;
+	memset(&arg, 0, sizeof(arg));
+	arg.sigmask = (uint64_t)(uintptr_t)&old;
+	arg.sigmask_sz = _NSIG / 8;
+	if (deadline >= 0) {
+		ts.tv_sec = left / 1000000000;
+		ts.tv_nsec = left % 1000000000;
+		arg.ts = (uint64_t)(uintptr_t)&ts;
+	}
+	r = uring_enter(0, 1, IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &arg, sizeof(arg));
+	uipc_sigmask(SIG_SETMASK, &old, NULL);   /* a handler held off runs here */
+	if (uipc_handler_gen() != hand0 || uipc_cont_gen() != cont0)
+		ret = -EINTR;
+	else if (r == -ETIME)
+		ret = -ETIMEDOUT;
+	else if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY)
+		waitable = false;        /* the ring refuses to be waited on: the futex from now on */
+	if (cq_nonempty())
+		reap();
+out:
+	waiting_for = NULL;
+	atomic_fetch_sub(&ctx->ring_waiters, 1);
+	reaper_leave();
+	return ret;
+}
+
+/* the ring's and the eventfd's descriptors are uipc's, not the program's:
  * entry/'s close and close_range leave them alone (a daemon closing every
  * fd would otherwise leave the ring thread without its ring) */
 bool aio_fd_guarded(int fd)
 {
 	return fd >= 0 && (fd == __atomic_load_n(&ring.fd, __ATOMIC_RELAXED) ||
-			   fd == __atomic_load_n(&kick_fd, __ATOMIC_RELAXED));
+			   fd == __atomic_load_n(&evfd, __ATOMIC_RELAXED));
 }
 
 int aio_fd_next_guarded(unsigned lo)
 {
 	int r = __atomic_load_n(&ring.fd, __ATOMIC_RELAXED);
-	int k = __atomic_load_n(&kick_fd, __ATOMIC_RELAXED), best = INT_MAX;
+	int k = __atomic_load_n(&evfd, __ATOMIC_RELAXED), best = INT_MAX;
 
 	if (r >= 0 && (unsigned)r >= lo)
 		best = r;
@@ -496,11 +862,19 @@ void aio_uring_fork_child(void)
 {
 	if (ring.fd >= 0)
 		ring_unmap(&ring);
-	if (kick_fd >= 0)
-		sys_close(kick_fd);
-	kick_fd = -1;
+	if (evfd >= 0)
+		sys_close(evfd);
+	evfd = -1;
+	pthread_mutex_init(&sq_lock, NULL);
+	pthread_mutex_init(&reap_lock, NULL);
 	atomic_store(&pending, NULL);
-	atomic_store(&sleeping, 0);
+	atomic_store(&thread_sleeping, 0);
+	atomic_store(&in_ring, 0);
+	atomic_store(&reapers, 0);
+	atomic_store(&backlogged, 0);
 	backlog = backlog_tail = NULL;
-	inflight = 0;
+	batch = batch_tail = NULL;
+	waiting_for = NULL;
+	t_reaper = t_entered = false;
+	waitable = false;
 }

@@ -60,7 +60,7 @@ static int iov_skip(const struct aio_kiocb *req, int64_t skip, struct iovec *out
 	return k;
 }
 
-int64_t aio_do_io(struct aio_kiocb *req, int extra_flags)
+int64_t aio_do_io_once(struct aio_kiocb *req, int extra_flags)
 {
 	struct iovec tmp[8], *iov = req->iov, *heap = NULL;
 	int cnt = req->nr_iov, flags = req->rw_flags | extra_flags;
@@ -76,7 +76,7 @@ int64_t aio_do_io(struct aio_kiocb *req, int extra_flags)
 	if (req->done) {
 		iov = cnt <= 8 ? tmp : (heap = malloc(sizeof(*iov) * cnt));
 		if (!iov)
-			return req->done;
+			return -ENOMEM;
 		cnt = iov_skip(req, req->done, iov, cnt);
 	}
 	/* -1: the file's own position, all a pipe or socket has */
@@ -86,9 +86,18 @@ int64_t aio_do_io(struct aio_kiocb *req, int extra_flags)
 	else
 		n = pwritev2(req->fd, iov, cnt, pos, flags);
 	if (n < 0)
-		n = req->done + req->prior ? 0 : -errno;
+		n = -errno;
 	free(heap);
-	return n < 0 ? n : req->prior + req->done + n;
+	return n;
+}
+
+int64_t aio_do_io(struct aio_kiocb *req, int extra_flags)
+{
+	int64_t n = aio_do_io_once(req, extra_flags);
+
+	if (n < 0)
+		return req->done + req->prior ? req->prior + req->done : n;
+	return req->prior + req->done + n;
 }
 
 static struct aio_kiocb *dequeue(void)

@@ -42,6 +42,11 @@ struct run bench_runs[] = {
 	{ .name = "pingpong", .argv = { "sem_pingpong" }, .reps = 3, .timeout = T },
 	{ .name = "pingpong-same", .argv = { "sem_pingpong", "1", "same" },
 	  .reps = 3, .timeout = T },
+	/* ... with a third process that only burns CPU beside them (issue 18) */
+	{ .name = "pingpong-busy", .argv = { "sem_pingpong", "1", "any-busy" },
+	  .reps = 3, .timeout = T },
+	{ .name = "pingpong-same-busy", .argv = { "sem_pingpong", "1", "same-busy" },
+	  .reps = 3, .timeout = T },
 	/* 10. a sleeper freed by a killed holder's SEM_UNDO (issue 5) */
 	{ .name = "deathwake", .argv = { "sem_deathwake", "100" }, .reps = 1, .timeout = T },
 	{ .name = "pingpong-split", .argv = { "sem_pingpong", "1", "split" },
@@ -156,6 +161,10 @@ const struct row bench_rows[] = {
 	     "pingpong-same", "rtt_per_s", +1, TGT_RATIO_MIN, 1),
 	VALT("pingpong.split.rtt_per_s", "round trips, on two CPUs", "rtt/s",
 	     "pingpong-split", "rtt_per_s", +1, TGT_RATIO_MIN, 1),
+	VALT("pingpong.busy.rtt_per_s", "round trips, scheduler, a busy process beside", "rtt/s",
+	     "pingpong-busy", "rtt_per_s", +1, TGT_RATIO_MIN, 1),
+	VALT("pingpong.same_busy.rtt_per_s", "round trips, one CPU, a busy process on it", "rtt/s",
+	     "pingpong-same-busy", "rtt_per_s", +1, TGT_RATIO_MIN, 1),
 
 	GROUP("10. sleeper freed by a SIGKILLed holder's SEM_UNDO (100 trials)"),
 	VAL("deathwake.median", "kill to wakeup, median", "ms", "deathwake", "median_ms", -1),

@@ -1,11 +1,13 @@
 /*
  * bench/sem_pingpong.c - cross-process ping-pong over two semaphores.
  *
- *   sem_pingpong [SECONDS [any|same|split]]
+ *   sem_pingpong [SECONDS [any|same|split][-busy]]
  *
  * Process A posts s0 and waits for s1; process B (forked) waits for s0 and
  * posts s1.  Placement: any (the scheduler's choice), same (both on the
- * first allowed CPU) or split (A and B on two different CPUs).  A counts round trips for SECONDS (after a short warm-up), then
+ * first allowed CPU) or split (A and B on two different CPUs); with -busy,
+ * a third process that only burns CPU runs beside them (on the first CPU,
+ * or where the scheduler puts it with any-busy).  A counts round trips for SECONDS (after a short warm-up), then
  * raises a stop flag in an anonymous shared page and posts s0 once more so B
  * sees it and exits.  Prints round trips per second.
  */
@@ -44,7 +46,8 @@ static void side_b(int *stop)
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 2 ? argv[2] : "any";
-	int cpu_a = -1, cpu_b = -1;
+	int cpu_a = -1, cpu_b = -1, busy = 0;
+	pid_t busy_pid = -1;
 	double secs;
 	uint64_t t0, dt, limit;
 	long n = 0, i;
@@ -53,8 +56,8 @@ int main(int argc, char **argv)
 
 	bench_init(argv[0]);
 	secs = (argc > 1 ? atof(argv[1]) : 1.0) * bench_scale();
-	if (bench_placement(mode, &cpu_a, &cpu_b))
-		bench_die(0, "usage: sem_pingpong [SECONDS [any|same|split]]");
+	if (bench_placement_busy(mode, &cpu_a, &cpu_b, &busy))
+		bench_die(0, "usage: sem_pingpong [SECONDS [any|same|split][-busy]]");
 	bench_out_str("placement", mode);
 	stop = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (stop == MAP_FAILED)
@@ -73,6 +76,8 @@ int main(int argc, char **argv)
 	}
 	if (cpu_a >= 0)
 		bench_pin(cpu_a);
+	if (busy)
+		busy_pid = bench_busy_start(cpu_a);
 	for (i = 0; i < 2000; i++) {		/* warm up */
 		op(0, 1);
 		op(1, -1);
@@ -87,6 +92,8 @@ int main(int argc, char **argv)
 		n += 64;
 		dt = bench_now_ns() - t0;
 	} while (dt < limit);
+	if (busy_pid > 0)
+		bench_busy_stop(busy_pid);
 	__atomic_store_n(stop, 1, __ATOMIC_RELEASE);
 	op(0, 1);
 	if (waitpid(pid, &status, 0) != pid)

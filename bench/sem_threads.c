@@ -1,7 +1,7 @@
 /*
  * bench/sem_threads.c - seed 004 "reduce ipc_lock contention in semtimedop".
  *
- *   sem_threads NTHREADS [SECONDS]
+ *   sem_threads NTHREADS [SECONDS [pin]]
  *
  * One array of NTHREADS semaphores; thread t loops semop(+1) / semop(-1) on
  * semaphore t (single-op calls, no SEM_UNDO) for SECONDS.  Prints the total
@@ -9,9 +9,12 @@
  * the CPUs they got (CPU time / wall time: below the thread count when
  * other processes share the CPUs, and then ops/s cannot scale) and the CPU
  * time per call (the same for 1 and 2 threads when no cache line written by
- * one is read by the other).
+ * one is read by the other).  With "pin", thread t runs only on the t-th
+ * allowed CPU (modulo their number), so that two threads never share one.
  */
 #include <errno.h>
+#include <sched.h>
+#include <string.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +24,7 @@
 struct worker {
 	pthread_t tid;
 	unsigned short semnum;
+	int cpu;                   /* -1: where the scheduler puts it */
 	long ops;
 	double cpu_ns;
 	int err;
@@ -47,6 +51,7 @@ static void *work(void *arg)
 	long n = 0;
 	double c0;
 
+	bench_pin(w->cpu);
 	pthread_barrier_wait(&barrier);
 	c0 = thread_cpu_ns();
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
@@ -67,12 +72,16 @@ int main(int argc, char **argv)
 	struct timespec ts;
 	double secs, total = 0, cpu = 0;
 	uint64_t t0, t1;
-	int i, n, e;
+	int i, n, e, pin, ncpu = 0;
+	cpu_set_t allowed;
 
 	bench_init(argv[0]);
 	if (argc < 2 || (n = atoi(argv[1])) < 1 || n > 1000)
-		bench_die(0, "usage: sem_threads NTHREADS [SECONDS]");
+		bench_die(0, "usage: sem_threads NTHREADS [SECONDS [pin]]");
 	secs = (argc > 2 ? atof(argv[2]) : 1.0) * bench_scale();
+	pin = argc > 3 && !strcmp(argv[3], "pin");
+	if (pin && sched_getaffinity(0, sizeof(allowed), &allowed) == 0)
+		ncpu = CPU_COUNT(&allowed);
 	w = calloc((size_t)n, sizeof(*w));
 	if (!w)
 		bench_die(ENOMEM, "calloc");
@@ -82,6 +91,10 @@ int main(int argc, char **argv)
 	pthread_barrier_init(&barrier, NULL, (unsigned)n + 1);
 	for (i = 0; i < n; i++) {
 		w[i].semnum = (unsigned short)i;
+		w[i].cpu = -1;
+		for (int c = 0, k = 0; ncpu && c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &allowed) && k++ == i % ncpu)
+				w[i].cpu = c;
 		e = pthread_create(&w[i].tid, NULL, work, &w[i]);
 		if (e)
 			bench_die(e, "pthread_create");
@@ -103,6 +116,7 @@ int main(int argc, char **argv)
 	}
 	bench_rmid(semid);
 	bench_out("threads", n);
+	bench_out_str("placement", pin ? "pinned" : "scheduler");
 	bench_out("seconds", (double)(t1 - t0) / 1e9);
 	bench_out("ops_per_s", total / ((double)(t1 - t0) / 1e9));
 	bench_out("cpus_used", cpu / (double)(t1 - t0));

@@ -12,7 +12,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include "util.h"
 
 enum bench_side bench_side;
@@ -260,6 +263,40 @@ static int nth_cpu(int n)
 		if (CPU_ISSET(c, &set) && n-- == 0)
 			return c;
 	bench_die(0, "placement needs more allowed CPUs");
+}
+
+int bench_placement_busy(const char *mode, int *cpu_a, int *cpu_b, int *busy)
+{
+	size_t n = strlen(mode);
+	char base[16];
+
+	*busy = n > 5 && !strcmp(mode + n - 5, "-busy");
+	if (*busy && n - 5 < sizeof(base)) {
+		snprintf(base, sizeof(base), "%.*s", (int)(n - 5), mode);
+		mode = base;
+	}
+	return bench_placement(mode, cpu_a, cpu_b);
+}
+
+pid_t bench_busy_start(int cpu)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		bench_die(errno, "fork (busy process)");
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		bench_pin(cpu);
+		for (volatile unsigned long x = 0;; x++)
+			;
+	}
+	return pid;
+}
+
+void bench_busy_stop(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
 }
 
 int bench_placement(const char *mode, int *cpu_a, int *cpu_b)

@@ -63,9 +63,18 @@ void bench_warm_up(void);
 
 /* Two processes' CPUs for MODE: "any" (the scheduler's choice: -1, -1),
  * "same" (both on the first allowed CPU), "split" (first and second);
- * returns -1 for another MODE.  bench_pin(cpu) pins the caller (-1: no). */
+ * returns -1 for another MODE.  bench_pin(cpu) pins the caller (-1: no).
+ * A MODE ending in "-busy" (any-busy, same-busy, split-busy) also sets
+ * *busy: a third process that only burns CPU runs beside the two
+ * (bench_busy_start, on the first CPU when the mode pins, else where the
+ * scheduler puts it). */
+int bench_placement_busy(const char *mode, int *cpu_a, int *cpu_b, int *busy);
 int bench_placement(const char *mode, int *cpu_a, int *cpu_b);
 void bench_pin(int cpu);
+/* A process that spins until it is killed (or its parent dies), on CPU
+ * (-1: any); its pid, for bench_busy_stop. */
+pid_t bench_busy_start(int cpu);
+void bench_busy_stop(pid_t pid);
 
 /* semctl(id, 0, IPC_RMID), fatal on error. */
 void bench_rmid(int id);

@@ -14,7 +14,21 @@
  * release leaves the old or the new share of a process that is dead.
  * The limit is a field of the namespace's limits (set by ipc/namespace.c's
  * sysctl code, default AIO_MAX_NR_DEF).
+ *
+ * A process that leaves a namespace (unshare, setns) with contexts made
+ * there: the kernel's fs.aio-nr is the system's, and leaving an IPC
+ * namespace changes nothing of it; here the namespace where the contexts
+ * were made goes on counting them.  The process's slot there stays
+ * (free_own_slot asks ns_aio_keeps_slot), holderless and live while the
+ * process lives, with the share of those contexts; each io_destroy gives
+ * its events back there (ns_aio_release_departed, through a mapping of
+ * the namespace that aio/ctx.c keeps), the slot going free with the last;
+ * the process's death ends the count (the slot is a dead process's, reaped
+ * as any).  An exec gives the whole share back first (the kernel drops
+ * the contexts with the old image).
  */
+#include <sys/stat.h>
+
 #include "core/core.h"
 
 static uint64_t share(struct uproc *p)
@@ -25,6 +39,25 @@ static uint64_t share(struct uproc *p)
 static void set_share(struct uproc *p, uint64_t v)
 {
 	__atomic_store_n(&p->aio_nr, v, __ATOMIC_RELAXED);
+}
+
+static void add_share(struct uproc *p, uint64_t n)
+{
+	__atomic_add_fetch(&p->aio_nr, n, __ATOMIC_RELAXED);
+}
+
+/* N less, saturating at 0 (a departed slot's share is given back without
+ * the lock, by its own process only: RMW, never load and store).  The
+ * share left. */
+static uint64_t sub_share(struct uproc *p, uint64_t n)
+{
+	uint64_t cur = share(p), next;
+
+	do
+		next = cur > n ? cur - n : 0;
+	while (!__atomic_compare_exchange_n(&p->aio_nr, &cur, next, false, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED));
+	return next;
 }
 
 /* the shares of the live processes of NS (ns_lock held), saturated */
@@ -77,7 +110,7 @@ int ns_aio_reserve(struct ns *ns, uint64_t n)
 	if (sum + n > ns_aio_max_nr(ns) || sum + n < sum)
 		r = -EAGAIN;
 	else
-		set_share(me, share(me) + n);
+		add_share(me, n);
 	ulock_release(ns, &ns->hdr->ns_lock);
 	return r;
 }
@@ -88,8 +121,88 @@ void ns_aio_release(struct ns *ns, uint64_t n)
 
 	if (!me || ulock_acquire(ns, &ns->hdr->ns_lock))
 		return;
-	set_share(me, share(me) > n ? share(me) - n : 0);
+	sub_share(me, n);
 	ulock_release(ns, &ns->hdr->ns_lock);
+}
+
+/* ---- contexts made before the process left the namespace ---- */
+
+/* the namespace being left with a share, and the slot it keeps (between
+ * ns_aio_depart and the end of proc_leave_ns: one thread unshares) */
+static struct ns *departing;
+static uint32_t departing_idx = UINT32_MAX;
+
+/* slots this process image left with a share, to tell a return (setns
+ * back: the slot found again keeps its share) from an exec */
+#define DEPARTED_MAX 16
+static struct { dev_t dev; ino_t ino; uint32_t idx; } departed[DEPARTED_MAX];
+static int n_departed;
+static pthread_mutex_t departed_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint32_t proc_index(struct ns *ns, struct uproc *p)
+{
+	return (uint32_t)(((char *)p - (ns->base + ns->lay.procs)) / sizeof(struct uproc));
+}
+
+uint32_t ns_aio_depart(struct ns *ns, uint64_t *starttime)
+{
+	struct uproc *me = cur_proc(ns);
+	uint32_t idx;
+
+	if (!me || !share(me))
+		return UINT32_MAX;
+	idx = proc_index(ns, me);
+	*starttime = me->starttime;
+	departing = ns;
+	departing_idx = idx;
+	pthread_mutex_lock(&departed_lock);
+	if (n_departed < DEPARTED_MAX) {
+		departed[n_departed].dev = ns->dev;
+		departed[n_departed].ino = ns->ino;
+		departed[n_departed++].idx = idx;
+	}
+	pthread_mutex_unlock(&departed_lock);
+	return idx;
+}
+
+bool ns_aio_keeps_slot(struct ns *ns, struct uproc *p)
+{
+	bool keep = departing == ns && proc_index(ns, p) == departing_idx && share(p) > 0;
+
+	if (departing == ns) {
+		departing = NULL;
+		departing_idx = UINT32_MAX;
+	}
+	return keep;
+}
+
+void ns_aio_release_departed(struct ns *held, uint32_t idx, uint64_t starttime, uint64_t n,
+			     bool may_free)
+{
+	struct uproc *p = proc_at(held, idx);
+	pid_t pid = cur_pid();
+	uint64_t w;
+
+	/* reaped (we died? then we are not here) or taken since: not ours */
+	if (!p || p->pid != pid || p->starttime != starttime)
+		return;
+	w = atomic_load(&p->state);
+	if (w != SLOT_WORD(pid, SLOT_LIVE))
+		return;
+	if (sub_share(p, n) || !may_free || atomic_load(&p->holder))
+		return;
+	/* the last of them: the slot goes (unless we came back meanwhile:
+	 * a holder of ours, checked above) */
+	atomic_compare_exchange_strong(&p->state, &w, SLOT_WORD(0, SLOT_FREE));
+}
+
+void ns_aio_readd_departed(struct ns *held, uint32_t idx, uint64_t starttime, uint64_t n)
+{
+	struct uproc *p = proc_at(held, idx);
+
+	if (p && p->pid == cur_pid() && p->starttime == starttime &&
+	    atomic_load(&p->state) == SLOT_WORD(cur_pid(), SLOT_LIVE))
+		add_share(p, n);
 }
 
 /* ---- the share goes with the contexts: exit, exec ---- */
@@ -106,23 +219,51 @@ static void clear_share(struct ns *ns, struct uproc *p)
 	ulock_release(ns, &ns->hdr->ns_lock);
 }
 
-/* a process's exit (or a survivor's reap of it, or its unshare): its
- * contexts are gone, as the kernel's exit_aio */
+/* a process's exit (or a survivor's reap of it): its contexts are gone,
+ * as the kernel's exit_aio; at its unshare, the slot it keeps for the
+ * contexts it made there keeps their share */
 static void aionr_proc_exit(struct ns *ns, struct uproc *p)
 {
+	if (departing == ns && proc_index(ns, p) == departing_idx)
+		return;
 	clear_share(ns, p);
 }
 
-/* exec: the kernel drops the old image's contexts with its memory */
+/* our slot, found again at registration: after an exec (the kernel drops
+ * the old image's contexts with its memory), or after a return into a
+ * namespace this image left with a share (setns back: those contexts
+ * still count there) */
 static void aionr_exec(uint32_t proc_idx)
 {
 	struct ns *ns = ns_get_existing();
+	bool back = false;
 
-	if (ns)
+	if (!ns)
+		return;
+	pthread_mutex_lock(&departed_lock);
+	for (int i = 0; i < n_departed; i++)
+		if (departed[i].dev == ns->dev && departed[i].ino == ns->ino &&
+		    departed[i].idx == proc_idx) {
+			departed[i] = departed[--n_departed];
+			back = true;
+			break;
+		}
+	pthread_mutex_unlock(&departed_lock);
+	if (!back)
 		clear_share(ns, proc_at(ns, proc_idx));
+}
+
+/* a fork child has no context: nothing of the parent's departures */
+static void aionr_fork_child(void)
+{
+	pthread_mutex_init(&departed_lock, NULL);
+	n_departed = 0;
+	departing = NULL;
+	departing_idx = UINT32_MAX;
 }
 
 CORE_HOOKS(aionr_hooks) = {
 	.proc_exit = aionr_proc_exit,
 	.exec_note = aionr_exec,
+	.fork_child = aionr_fork_child,
 };

@@ -56,12 +56,31 @@ struct ns {
 	 * process opened it (cred.c judges credentials against it) */
 	struct owner_userns owner;
 	int anon_fd;               /* an anonymous namespace's memfd, else -1 */
+	int cnt_fd;                /* its count of user.max_ipc_namespaces: the
+				      fd holding its slot's lock, else -1 */
 	bool created_here;         /* an anonymous one this process image made */
 	int hold_fd;               /* a named one joined by setns: its file until
 				      it is entered (the marker), else -1 */
 	dev_t dev;                 /* the file: what /proc/PID/ns/ipc names */
 	ino_t ino;
 	void *mark;                /* this process's marker page of it, if entered */
+	/* this process's registration in it (proc.c, under its registry
+	 * mutex): its process slot (UINT32_MAX: none), a dead process with
+	 * our pid and slots that looked gone, found when registering */
+	uint32_t proc_idx, stale_idx;
+	uint32_t reap[2];
+	int nreap;
+	/* threads of ours in it by their own unshare, setns or creator (a
+	 * thread-local namespace, not the process's: uipc_tls_nsov) */
+	int threads;
+	/* left by every thread of ours, kept mapped for attachments made in it
+	 * (counted there until their shmdt, as the kernel keeps them) */
+	bool left;
+	/* this process's exit work there gave up a lock wait (lockwait.c):
+	 * its slot goes to the survivors' reapers (proc.c) */
+	bool exit_undone;
+	struct ns *held_next;      /* proc.c's list of the namespaces kept
+				      besides the process's own */
 	char path[4096];
 };
 
@@ -115,8 +134,14 @@ struct core_hooks {
 	 * nothing else */
 	void (*proc_undo)(struct ns *ns, struct uproc *p);
 	/* does this process still use NS's memory beyond its arena (a
-	 * segment attached)?  Then NS is not reset in place at an unshare */
+	 * segment attached)?  Then NS is not reset in place at an unshare,
+	 * and stays mapped after it is left */
 	bool (*ns_busy)(struct ns *ns);
+	/* the last thread of this process in NS leaves it (unshare, setns,
+	 * a thread's end), P its slot there: the kernel's exit_sem and
+	 * exit_shm at that point (SEM_UNDO applied, segments it created
+	 * orphaned); its attachments stay counted there until their shmdt */
+	void (*proc_leave)(struct ns *ns, struct uproc *p);
 };
 
 #define CORE_HOOKS(name)                                                     \
@@ -124,6 +149,10 @@ struct core_hooks {
 		__attribute__((used, section("uipc_core_hooks"), aligned(sizeof(void *))))
 
 /* ---- nsfile.c: the namespace file ---- */
+/* this thread's namespace when it is not the process's (a thread that
+ * unshared or joined on its own, or was made by one: the kernel's
+ * namespaces are per thread); NULL: the process's (proc.c sets it) */
+UIPC_HIDDEN extern __thread struct ns *uipc_tls_nsov;
 UIPC_HIDDEN struct ns *ns_get(void);          /* the current ns; NULL + errno */
 UIPC_HIDDEN void ns_open_for_fork(void);     /* quietly, before a fork */
 UIPC_HIDDEN int ns_mlockall(int flags);      /* mlockall, the arena left out */
@@ -157,7 +186,26 @@ UIPC_HIDDEN void ns_anon_drop(struct ns *ns);
  * new user namespace in the same call (CLONE_NEWUSER): that one owns it,
  * as the kernel's new IPC namespace is owned by the new user namespace */
 UIPC_HIDDEN void ns_anon_reown(struct ns *ns);
-UIPC_HIDDEN void ns_switch(struct ns *new, bool keep_old_map);
+/* NEW becomes the process's namespace (its marker, the environment of its
+ * exec'd images); the old one is returned, unmarked but still mapped: the
+ * caller lets it go (ns_release) or keeps it */
+UIPC_HIDDEN struct ns *ns_switch(struct ns *new);
+/* let go of NS (not the process's): its fd and marker; its mapping too
+ * unless KEEP_MAP (another thread may still be inside a call in it) */
+UIPC_HIDDEN void ns_release(struct ns *ns, bool keep_map);
+/* NS is kept only for the attachments made in it: its fd and marker go,
+ * its mapping stays */
+UIPC_HIDDEN void ns_unpin(struct ns *ns);
+/* the process's namespace, not this thread's (NULL: none yet) */
+UIPC_HIDDEN struct ns *ns_process(void);
+/* the memfd FD of a namespace a thread of ours is in besides the
+ * process's: the program's close must not close it (ON), or no longer */
+UIPC_HIDDEN void ns_guard_fd(int fd, bool on);
+/* an exec by a thread in a namespace of its own: the other namespaces'
+ * fds made close-on-exec (at most N, listed in SAVED: the count), and
+ * back when the exec failed */
+UIPC_HIDDEN int ns_exec_prepare(int *saved, int n);
+UIPC_HIDDEN void ns_exec_failed(const int *saved, int n);
 /*
  * An unshare that leaves a namespace nobody else can see (an anonymous one
  * this process made, never shared by fork, exec, a door or a join; small;
@@ -166,6 +214,12 @@ UIPC_HIDDEN void ns_switch(struct ns *new, bool keep_old_map);
  * (then it is claimed, and nobody may join it until finish or abort)?
  */
 UIPC_HIDDEN bool ns_recycle_begin(struct ns *ns);
+/* is there room under user.max_ipc_namespaces for a new namespace made of
+ * counted namespace NS, which the kernel would count with the new one for a
+ * moment: 0 or -ENOSPC */
+UIPC_HIDDEN int ns_count_room(struct ns *ns);
+/* let go of the user.max_ipc_namespaces count held by FD (-1: none) */
+UIPC_HIDDEN void ns_count_let_go(int fd);
 UIPC_HIDDEN void ns_recycle_abort(struct ns *ns);
 UIPC_HIDDEN void ns_recycle_finish(struct ns *ns);
 /* this process's forks and execs may go unseen from now on (trap mode:
@@ -201,7 +255,8 @@ UIPC_HIDDEN struct ns *ns_get_existing(void);  /* never creates one */
 /* the environment entries (UIPC_NS_FD=..., UIPC_NS_FILE=...) an exec'd
  * image needs to find the current anonymous namespace: 1, or 0 when the
  * current namespace is not anonymous.  No allocation (vfork children). */
-UIPC_HIDDEN int ns_exec_env(char *fdvar, size_t fdlen, char *filevar, size_t filelen);
+UIPC_HIDDEN int ns_exec_env(char *fdvar, size_t fdlen, char *filevar, size_t filelen,
+			    char *cntvar, size_t cntlen);
 /* the namespace a child that borrows this thread's memory until its exec
  * (clone with CLONE_VM | CLONE_VFORK) takes with it: ns_exec_env's answer
  * in it while set (NULL: the current one) */
@@ -463,10 +518,21 @@ UIPC_HIDDEN void proc_note_continue(void);
 /* the exit work of the dead process P, unless someone else does it: true
  * if this call did it */
 UIPC_HIDDEN bool proc_reap(struct ns *ns, struct uproc *p);
-/* unshare: this process leaves NS (the kernel's exit_sem and exit_shm run
- * for it there).  *KEEP_MAP: other threads may still hold slots in it, so
- * it must stay mapped. */
-UIPC_HIDDEN void proc_leave_ns(struct ns *ns, bool *keep_map);
+/* unshare, setns: this thread leaves its namespace for NEW (mapped, not
+ * entered), as the kernel moves the calling thread only.  Where it was the
+ * last thread of the process in the old one, the kernel's exit_sem and
+ * exit_shm run there (proc_leave hooks); attachments made there stay
+ * counted there until their shmdt (the namespace stays mapped for them). */
+UIPC_HIDDEN void proc_switch_ns(struct ns *new);
+/* pthread_create: the namespace the new thread starts in when it is not
+ * the process's (held for it), else NULL; in the new thread, start in it;
+ * the creation failed: give it back */
+UIPC_HIDDEN struct ns *proc_thread_ns_hold(void);
+UIPC_HIDDEN void proc_thread_ns_start(struct ns *ns);
+UIPC_HIDDEN void proc_thread_ns_unhold(struct ns *ns);
+/* the last attachment of NS in this process is gone (shm.c): NS, if no
+ * thread of ours is in it, is let go */
+UIPC_HIDDEN void proc_ns_idle(struct ns *ns);
 /* NS is reset in place for this process's unshare (nsfile.c): what the
  * process keeps of it is dropped, and its slots there given back, with no
  * exit work (nobody else can see NS) */
@@ -476,6 +542,9 @@ UIPC_HIDDEN bool proc_ns_busy(struct ns *ns);
 /* setns into NS, the namespace this process is in: the SEM_UNDO
  * adjustments applied (every layer's proc_undo), the rest kept */
 UIPC_HIDDEN void proc_undo_ns(struct ns *ns);
+/* before an exec (entry/exec.c): the exit work of this process in every
+ * namespace but the exec'ing thread's (attachments, other threads) */
+UIPC_HIDDEN void proc_exec_prepare(void);
 /* in the child of clone(CLONE_NEWIPC) (no CLONE_VM): start it in NEW;
  * ROBUST_HEAD, ROBUST_LEN: the cloning thread's get_robust_list; TID_ADDR:
  * where glibc keeps its tid (PR_GET_TID_ADDRESS), or NULL */
@@ -493,6 +562,20 @@ UIPC_HIDDEN int ns_aio_nr(struct ns *ns, uint64_t *out);
 UIPC_HIDDEN int ns_aio_reserve(struct ns *ns, uint64_t n);
 /* give back N events of this process's (io_destroy) */
 UIPC_HIDDEN void ns_aio_release(struct ns *ns, uint64_t n);
+/* this process leaves NS (unshare, setns) with contexts made there, which
+ * go on counting there: its slot there is kept for them (free_own_slot
+ * asks ns_aio_keeps_slot).  The slot's index (its start time in
+ * *STARTTIME), or UINT32_MAX when the process has no share there. */
+UIPC_HIDDEN uint32_t ns_aio_depart(struct ns *ns, uint64_t *starttime);
+UIPC_HIDDEN bool ns_aio_keeps_slot(struct ns *ns, struct uproc *p);
+/* give back N events of contexts made in the namespace HELD maps, which
+ * the process left (slot IDX, STARTTIME); the slot goes free with the
+ * last if MAY_FREE.  ns_aio_readd_departed takes them again (an exec that
+ * failed). */
+UIPC_HIDDEN void ns_aio_release_departed(struct ns *held, uint32_t idx, uint64_t starttime,
+					 uint64_t n, bool may_free);
+UIPC_HIDDEN void ns_aio_readd_departed(struct ns *held, uint32_t idx, uint64_t starttime,
+				       uint64_t n);
 
 /* ---- cred.c: the caller's credentials, cached ---- */
 struct ucred_cache {

@@ -41,11 +41,13 @@ static bool g_ns_used;    /* an IPC call has used g_ns */
  */
 static char g_pinned[4096];
 static int g_pinned_fd = -1; /* an anonymous namespace's inherited arena fd */
+static int g_pinned_cfd = -1; /* and the fd that holds its count (UIPC_NS_CFD) */
 static struct ns *g_ns;
 static int g_ns_err;
 /* the namespace g_ns was until its file was found truncated (fault.c):
  * let go of when the process enters another (ns_switch) */
 static struct ns *g_broken;
+__thread struct ns *uipc_tls_nsov;
 static char g_sel_name[UIPC_NS_NAME_MAX + 1];
 
 /*
@@ -619,6 +621,8 @@ static struct ns *ns_view(void *m, const struct uipc_hdr *hdr, const struct stat
 	ns->ino = st->st_ino;
 	ns->hold_fd = -1;
 	ns->owner = hdr->owner;
+	ns->cnt_fd = -1;
+	ns->proc_idx = ns->stale_idx = UINT32_MAX;
 	compute_layout(ns->shift, &ns->lay, &eager_end);
 	snprintf(ns->path, sizeof(ns->path), "%s", path);
 	ns_fault_register(ns);    /* truncation: errors, not SIGBUS (fault.c) */
@@ -851,6 +855,8 @@ static int open_pinned(struct ns **out)
 		int r = map_anon(g_pinned_fd, g_pinned, out);
 
 		if (!r)
+			(*out)->cnt_fd = g_pinned_cfd;
+		if (!r)
 			ns_mark(*out, g_pinned_fd);
 		return r;
 	}
@@ -922,15 +928,25 @@ void ns_open_for_fork(void)
 		g_quiet = false;
 	}
 	note_shared(g_ns);     /* the child holds it too */
+	note_shared(uipc_tls_nsov);   /* (this thread's, if its own) */
 	pthread_mutex_unlock(&ns_mutex);
 	errno = saved;
 }
 
 struct ns *ns_get(void)
 {
-	struct ns *ns = __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
+	struct ns *ns = uipc_tls_nsov;
 	int r, saved_errno;
 
+	if (unlikely(ns)) {
+		/* this thread's own (proc.c); truncated under us: EIDRM */
+		if (unlikely(__atomic_load_n(&ns->broken, __ATOMIC_ACQUIRE))) {
+			errno = EIDRM;
+			return NULL;
+		}
+		return ns;
+	}
+	ns = __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
 	if (likely(ns)) {
 		if (unlikely(!g_ns_used))
 			g_ns_used = true;
@@ -1068,7 +1084,9 @@ int ns_select(const char *name)
 		snprintf(g_sel_name, sizeof(g_sel_name), "%s", name);
 		g_ns_err = 0;
 		g_pinned_fd = -1;
+		g_pinned_cfd = -1;
 		unsetenv("UIPC_NS_FD");
+		unsetenv("UIPC_NS_CFD");
 		unsetenv("UIPC_NS_FILE");
 		pin_path();
 	}
@@ -1087,6 +1105,7 @@ int ns_select(const char *name)
  * nothing of it is ever in a directory.  UIPC_NS_FILE names it in messages.
  */
 #define NS_FD_ENV "UIPC_NS_FD"
+#define NS_CFD_ENV "UIPC_NS_CFD"
 #define ANON_FD_BASE 900     /* out of the way of the program's low fds */
 
 /* Map the arena of the anonymous namespace FD (its segments named after
@@ -1132,6 +1151,12 @@ static void pin_anon(void)
 	if (*end || fd < 0 || fd > INT_MAX || fcntl((int)fd, F_GETFD) < 0)
 		return;
 	g_pinned_fd = (int)fd;
+	v = getenv(NS_CFD_ENV);
+	if (v && *v) {
+		fd = strtol(v, &end, 10);
+		if (!*end && fd >= 0 && fd <= INT_MAX && fcntl((int)fd, F_GETFD) >= 0)
+			g_pinned_cfd = (int)fd;
+	}
 }
 
 /* The name a new anonymous namespace goes by in messages (UIPC_NS_FILE):
@@ -1189,28 +1214,256 @@ static struct ns *anon_build(int fd, void *m, uint64_t size, const char *path)
 	return ns;
 }
 
+/* ---- user.max_ipc_namespaces ----
+ *
+ * The kernel counts a user's IPC namespaces (ucounts) and refuses a new one
+ * past /proc/sys/user/max_ipc_namespaces with ENOSPC.  uipc counts the
+ * user's anonymous namespaces the same way, with the kernel keeping the
+ * count so that no death can leave it wrong: a per-user file (empty, in
+ * /dev/shm or UIPC_NSCOUNT_DIR, never in UIPC_DIR) whose byte K is locked
+ * (an OFD lock) by the open file description that namespace's members hold
+ * (fd 900 and up, inherited by fork and exec like the memfd, named by
+ * UIPC_NS_CFD).  The lock goes when the last member's fd goes, however it
+ * goes, as the namespace does.  A live namespace is a locked byte.  A new
+ * one locks the first free byte below the limit, from where this process
+ * last found one; live bytes at or past the limit (a limit lowered since)
+ * are counted one by one.  The limit: UIPC_MAX_IPC_NAMESPACES (tests), or
+ * the host's sysctl (read once), which uipc never changes.
+ */
+static long g_max_ipcns = -2;   /* -2: not read yet; -1: none */
+
+static long max_ipc_namespaces(void)
+{
+	const char *e = getenv("UIPC_MAX_IPC_NAMESPACES");
+	char buf[32], *end;
+	long v;
+
+	if (e && *e) {
+		v = strtol(e, &end, 10);
+		if (!*end && v >= 0)
+			return v;
+	}
+	if (g_max_ipcns == -2) {
+		int fd = sys_open("/proc/sys/user/max_ipc_namespaces", O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+
+		if (fd >= 0)
+			sys_close(fd);
+		g_max_ipcns = -1;
+		if (n > 0) {
+			buf[n] = 0;
+			v = strtol(buf, &end, 10);
+			if (end != buf && v >= 0)
+				g_max_ipcns = v;
+		}
+	}
+	return g_max_ipcns;
+}
+
+/* the path of the user's count file */
+static void count_path(char *path, size_t len)
+{
+	const char *d = getenv("UIPC_NSCOUNT_DIR");
+
+	snprintf(path, len, "%s/.uipc-%u-ipcns", d && *d ? d : "/dev/shm",
+		 (unsigned)cur_cred()->euid);
+}
+
+/* the user's count file, opened anew (a new open file description: its
+ * locks are its own; O_CREAT in FLAGS makes a missing one), or -1: none,
+ * or not counted (a file not the user's own) */
+static int count_open(const char *path, int flags)
+{
+	struct stat st;
+	int fd = sys_open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | flags, 0600);
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != cur_cred()->euid ||
+	    (st.st_mode & 022)) {
+		sys_close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static bool byte_lock(int fd, long k, short type, int cmd, struct flock *out)
+{
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = k,
+			    .l_len = cmd == F_OFD_GETLK ? 0 : 1 };
+
+	if (fcntl(fd, cmd, &fl) < 0)
+		return false;
+	if (out)
+		*out = fl;
+	return true;
+}
+
+/* live namespaces other than the caller's (locks at K and past), counted
+ * up to CAP: enough to compare with a limit, one system call a namespace */
+static long count_live(int fd, long k, long cap)
+{
+	struct flock fl;
+	long n = 0;
+
+	while (n < cap && byte_lock(fd, k, F_WRLCK, F_OFD_GETLK, &fl) && fl.l_type != F_UNLCK) {
+		n++;
+		k = fl.l_start + 1;
+	}
+	return n;
+}
+
+/* Lock the first free byte of the count file FD below MAX, from the
+ * process's hint: 0 (*K the byte), -ENOSPC, -EAGAIN (the file is being
+ * removed: count_file_tidy holds all of it), -1 (not counted) */
+static int claim_byte(int fd, long max, long *k)
+{
+	static _Atomic long hint;
+	long start = atomic_load(&hint), i;
+	struct flock fl;
+
+	if (start >= max)
+		start = 0;
+	for (i = start;;) {
+		if (byte_lock(fd, i, F_WRLCK, F_OFD_SETLK, NULL))
+			break;
+		if (errno != EAGAIN && errno != EACCES)
+			return -1;
+		/* one-byte locks are namespaces; one over the whole file is a
+		 * remover's */
+		if (byte_lock(fd, i, F_WRLCK, F_OFD_GETLK, &fl) && fl.l_type != F_UNLCK &&
+		    fl.l_start == 0 && fl.l_len == 0)
+			return -EAGAIN;
+		if (++i >= max)
+			i = 0;
+		if (i == start)
+			return -ENOSPC;
+	}
+	atomic_store(&hint, i + 1);
+	*k = i;
+	return 0;
+}
+
+/* A count for a new anonymous namespace: the fd holding it (at or above
+ * ANON_FD_BASE, not close-on-exec), -1 when it cannot be counted, or
+ * -ENOSPC past the limit */
+static int ns_count_claim(void)
+{
+	long max = max_ipc_namespaces(), k;
+	char path[4096];
+	struct stat st;
+	int fd = -1, hi, r = -1, tries;
+
+	if (max < 0)
+		return -1;
+	if (max == 0)
+		return -ENOSPC;
+	count_path(path, sizeof(path));
+	/* a file removed under us (its last count gone, count_file_tidy) is
+	 * no count: open the new one */
+	for (tries = 0; tries < 64; tries++) {
+		fd = count_open(path, O_CREAT);
+		if (fd < 0)
+			return -1;
+		r = claim_byte(fd, max, &k);
+		if (r == 0 && fstat(fd, &st) == 0 && st.st_nlink > 0)
+			break;
+		sys_close(fd);
+		fd = -1;
+		if (r == -ENOSPC)
+			return r;
+		if (r == -1)
+			return -1;
+		sched_yield();
+	}
+	if (fd < 0)
+		return -1;
+	/* live ones at or past the limit (it was higher when they were made) */
+	if (count_live(fd, max, 1) && count_live(fd, 0, max) + 1 > max) {
+		sys_close(fd);
+		return -ENOSPC;
+	}
+	hi = fcntl(fd, F_DUPFD, ANON_FD_BASE);
+	sys_close(fd);
+	return hi < 0 ? -1 : hi;
+}
+
+/* The count file goes with the user's last counted namespace, so that
+ * /dev/shm is left as the user found it: whoever lets go of a count and
+ * then finds no byte locked (a lock over the whole file succeeds) removes
+ * the file while holding that lock; a claimer that meets the lock, or
+ * locked a byte of a removed file, opens the file anew.  A count whose
+ * last holder was killed leaves the file until the user's next count is
+ * let go of. */
+static void count_file_tidy(void)
+{
+	struct flock all = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	struct stat a, b;
+	char path[4096];
+	int fd;
+
+	count_path(path, sizeof(path));
+	fd = count_open(path, 0);
+	if (fd < 0)
+		return;
+	if (fcntl(fd, F_OFD_SETLK, &all) == 0 && fstat(fd, &a) == 0 &&
+	    lstat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		unlink(path);
+	sys_close(fd);
+}
+
+/* let go of the count held by FD (a namespace this process leaves) */
+void ns_count_let_go(int fd)
+{
+	if (fd < 0)
+		return;
+	sys_close(fd);
+	count_file_tidy();
+}
+
+int ns_count_room(struct ns *ns)
+{
+	long max;
+
+	if (ns->cnt_fd < 0 || (max = max_ipc_namespaces()) < 0)
+		return 0;
+	/* the kernel builds the new one before it frees the old one: both
+	 * are counted for a moment */
+	return count_live(ns->cnt_fd, 0, max) + 2 > max ? -ENOSPC : 0;
+}
+
 int ns_anon_new(struct ns **out)
 {
 	uint64_t size = page_up((uint64_t)env_num("UIPC_NS_SIZE", (int64_t)DEFAULT_ARENA));
 	char path[4096];
 	struct ns *ns;
 	void *m;
-	int fd, r;
+	int fd, cfd, r;
 
 	if (size < MIN_ARENA * 2 || size > ANON_SLOT)
 		return -EINVAL;
 	r = anon_path(path, sizeof(path));
 	if (r)
 		return r;
+	cfd = ns_count_claim();
+	if (cfd == -ENOSPC)
+		return cfd;
 	fd = anon_memfd();
-	if (fd < 0)
+	if (fd < 0) {
+		if (cfd >= 0)
+			sys_close(cfd);
 		return fd;
+	}
 	/* mapped once: built in place, then used (nobody else sees it yet) */
 	m = map_arena(fd, size);
 	ns = m == MAP_FAILED ? (struct ns *)(intptr_t)-errno : anon_build(fd, m, size, path);
 	sys_close(fd);
-	if (IS_NS_ERR(ns))
+	if (IS_NS_ERR(ns)) {
+		if (cfd >= 0)
+			sys_close(cfd);
 		return (int)(intptr_t)ns;
+	}
+	ns->cnt_fd = cfd;
 	ns->created_here = true;
 	ns->hdr->creator_pid = cur_pid();
 	*out = ns;
@@ -1443,17 +1696,88 @@ void ns_note_shared_fd(int fd)
 
 void ns_anon_drop(struct ns *ns)
 {
+	ns_count_let_go(ns->cnt_fd);
+	ns->cnt_fd = -1;
 	if (ns->anon_fd >= 0)
 		sys_close(ns->anon_fd);
 	ns_unmap(ns);
+}
+
+/* the memfds of the anonymous namespaces threads of ours are in besides
+ * the process's (ns_guard_fd) */
+#define GUARD_MAX 64
+static _Atomic int g_guard[GUARD_MAX];
+static _Atomic int g_nguard;
+
+void ns_guard_fd(int fd, bool on)
+{
+	if (fd < 0)
+		return;
+	/* a namespace not the process's: not in images its other threads
+	 * exec or spawn (the thread in it clears this at its own exec) */
+	fcntl(fd, F_SETFD, on ? FD_CLOEXEC : 0);
+	for (int i = 0; i < GUARD_MAX; i++) {
+		int want = on ? 0 : fd + 1, cur = want;
+
+		if (atomic_compare_exchange_strong(&g_guard[i], &cur, on ? fd + 1 : 0)) {
+			atomic_fetch_add(&g_nguard, on ? 1 : -1);
+			return;
+		}
+	}
 }
 
 bool ns_fd_guarded(int fd)
 {
 	struct ns *ns = __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
 
-	return fd >= 0 && ((ns && ns->anon_fd == fd) ||
-			   (!ns && fd == __atomic_load_n(&g_pinned_fd, __ATOMIC_RELAXED)));
+	if (fd < 0)
+		return false;
+	if ((ns && (ns->anon_fd == fd || ns->cnt_fd == fd)) ||
+	    (!ns && (fd == __atomic_load_n(&g_pinned_fd, __ATOMIC_RELAXED) ||
+		     fd == __atomic_load_n(&g_pinned_cfd, __ATOMIC_RELAXED))))
+		return true;
+	if (likely(!atomic_load_explicit(&g_nguard, memory_order_relaxed)))
+		return false;
+	for (int i = 0; i < GUARD_MAX; i++)
+		if (atomic_load(&g_guard[i]) == fd + 1)
+			return true;
+	return false;
+}
+
+/* an exec by a thread whose namespace is not the process's: the exec'd
+ * image is in the thread's namespace only, so the fds of the others are
+ * closed by the exec (set close-on-exec here; ns_exec_failed undoes it).
+ * Returns the fds changed in SAVED (at most N). */
+int ns_exec_prepare(int *saved, int n)
+{
+	struct ns *me = uipc_tls_nsov, *pr = __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
+	int k = 0;
+
+	if (!me)
+		return 0;
+	if (pr && pr->anon_fd >= 0 && k < n && fcntl(pr->anon_fd, F_SETFD, FD_CLOEXEC) == 0)
+		saved[k++] = pr->anon_fd;
+	if (pr && pr->cnt_fd >= 0 && k < n && fcntl(pr->cnt_fd, F_SETFD, FD_CLOEXEC) == 0)
+		saved[k++] = pr->cnt_fd;
+	for (int i = 0; i < GUARD_MAX && k < n; i++) {
+		int fd = atomic_load(&g_guard[i]) - 1;
+
+		if (fd >= 0 && fd != me->anon_fd && fd != me->cnt_fd &&
+		    fcntl(fd, F_SETFD, FD_CLOEXEC) == 0)
+			saved[k++] = fd;
+	}
+	/* this thread's own go with the exec */
+	if (me->anon_fd >= 0)
+		fcntl(me->anon_fd, F_SETFD, 0);
+	if (me->cnt_fd >= 0)
+		fcntl(me->cnt_fd, F_SETFD, 0);
+	return k;
+}
+
+void ns_exec_failed(const int *saved, int n)
+{
+	for (int i = 0; i < n; i++)
+		fcntl(saved[i], F_SETFD, 0);
 }
 
 /* Leaving OLD (the caller's registration is gone): its arena goes from
@@ -1461,10 +1785,14 @@ bool ns_fd_guarded(int fd)
  * member lets go of it.  The mapping is kept while another thread may
  * still hold a slot in it (thread_exit_hook).  Deliberately no teardown
  * work here: the leaver does not pay for the namespace (seed 003). */
-static void ns_release_old(struct ns *old, bool keep_map)
+void ns_release(struct ns *old, bool keep_map)
 {
 	int fd = old->anon_fd;
 
+	ns_guard_fd(fd, false);
+	ns_guard_fd(old->cnt_fd, false);
+	ns_count_let_go(old->cnt_fd);
+	old->cnt_fd = -1;
 	ns_unmark(old);
 	old->anon_fd = -1;
 	if (keep_map) {
@@ -1482,29 +1810,53 @@ static void ns_release_old(struct ns *old, bool keep_map)
 	free(old);
 }
 
+void ns_unpin(struct ns *ns)
+{
+	/* its count stays while it lives (attachments hold it, as the
+	 * kernel's), but not in images this process execs */
+	if (ns->cnt_fd >= 0)
+		fcntl(ns->cnt_fd, F_SETFD, FD_CLOEXEC);
+	ns_guard_fd(ns->anon_fd, false);
+	ns_unmark(ns);
+	if (ns->anon_fd >= 0)
+		sys_close(ns->anon_fd);
+	ns->anon_fd = -1;
+	if (ns->hold_fd >= 0)
+		sys_close(ns->hold_fd);
+	ns->hold_fd = -1;
+}
+
+struct ns *ns_process(void)
+{
+	return __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
+}
+
 /* the process entered a named namespace by setns: its exec'd images must
  * be told, whatever their environment says (ns_exec_env) */
 static bool g_joined;
 
-/* Switch this process to NEW (from ns_anon_new or ns_open_fd): the
- * kernel's unshare or setns of the IPC namespace, per process.  The caller
- * left the old one first (proc_leave_ns). */
-void ns_switch(struct ns *new, bool keep_old_map)
+/* Make NEW (from ns_anon_new or ns_open_fd, or a namespace a thread of
+ * ours is in) the process's: the kernel's unshare or setns of the IPC
+ * namespace for the last thread in the old one.  The old one is
+ * returned, unmarked (proc.c decides what to keep of it). */
+struct ns *ns_switch(struct ns *new)
 {
 	char fdbuf[16] = "";
 	struct ns *old;
 
+	ns_guard_fd(new->anon_fd, false);
+	ns_guard_fd(new->cnt_fd, false);
 	ns_mark(new, new->anon_fd >= 0 ? new->anon_fd : new->hold_fd);
 	if (new->hold_fd >= 0)
 		sys_close(new->hold_fd);
 	new->hold_fd = -1;
 	pthread_mutex_lock(&ns_mutex);
 	old = g_ns;
-	if (!old && (old = __atomic_exchange_n(&g_broken, NULL, __ATOMIC_ACQ_REL)))
+	if (!old)
 		/* truncated under us: nobody left it (ns_get_existing finds
-		 * none), but its marker must not name it as ours any more; its
-		 * mapping stays while another thread may be inside a call */
-		keep_old_map = keep_old_map || !__libc_single_threaded;
+		 * none), but its marker must not name it as ours any more
+		 * (proc.c lets it go without touching its arena: ns->broken) */
+		old = __atomic_exchange_n(&g_broken, NULL, __ATOMIC_ACQ_REL);
 	__atomic_store_n(&g_ns, new, __ATOMIC_RELEASE);
 	/* credentials are judged against the owner user namespace (cred.c):
 	 * anew only when that changed (a new namespace usually has the old
@@ -1519,10 +1871,16 @@ void ns_switch(struct ns *new, bool keep_old_map)
 	if (new->anon_fd >= 0)
 		snprintf(fdbuf, sizeof(fdbuf), "%d", new->anon_fd);
 	setenv(NS_FD_ENV, fdbuf, 1);   /* empty: a named namespace, by UIPC_NS_FILE */
+	g_pinned_cfd = new->cnt_fd;
+	fdbuf[0] = 0;
+	if (new->cnt_fd >= 0)
+		snprintf(fdbuf, sizeof(fdbuf), "%d", new->cnt_fd);
+	setenv(NS_CFD_ENV, fdbuf, 1);
 	setenv("UIPC_NS_FILE", new->path, 1);
 	pthread_mutex_unlock(&ns_mutex);
 	if (old)
-		ns_release_old(old, keep_old_map);
+		ns_unmark(old);
+	return old;
 }
 
 /* a spawn-like child's namespace (ns_spawn_child): the child runs on this
@@ -1534,7 +1892,8 @@ void ns_spawn_child(struct ns *ns)
 	tls_spawn_ns = ns;
 }
 
-int ns_exec_env(char *fdvar, size_t fdlen, char *filevar, size_t filelen)
+int ns_exec_env(char *fdvar, size_t fdlen, char *filevar, size_t filelen, char *cntvar,
+		size_t cntlen)
 {
 	struct ns *ns = tls_spawn_ns ? tls_spawn_ns : ns_current();
 
@@ -1546,6 +1905,10 @@ int ns_exec_env(char *fdvar, size_t fdlen, char *filevar, size_t filelen)
 	else
 		snprintf(fdvar, fdlen, NS_FD_ENV "=");
 	snprintf(filevar, filelen, "UIPC_NS_FILE=%s", ns->path);
+	if (ns->cnt_fd >= 0)
+		snprintf(cntvar, cntlen, NS_CFD_ENV "=%d", ns->cnt_fd);
+	else
+		snprintf(cntvar, cntlen, NS_CFD_ENV "=");
 	return 1;
 }
 
@@ -1692,7 +2055,9 @@ int ns_reopen(struct ns *ns, int flags, bool hold)
 
 struct ns *ns_current(void)
 {
-	return __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
+	struct ns *ns = uipc_tls_nsov;
+
+	return ns ? ns : __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
 }
 
 /* The namespace to leave at an unshare: the current one, opened if it

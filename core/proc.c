@@ -16,6 +16,8 @@
  * stands for the process, and its SEM_UNDO list; it survives exec, as
  * SEM_UNDO state does in the kernel.
  */
+#include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,8 +33,6 @@
 #define PF_EXITING_ 0x00000004      /* the kernel's PF_EXITING: in do_exit */
 
 static pid_t g_pid;                  /* cached getpid(), reset in the fork child */
-static uint32_t g_proc_idx = UINT32_MAX;
-static uint32_t g_stale_idx = UINT32_MAX; /* a dead process with our pid */
 static pthread_mutex_t reg_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t thread_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
@@ -40,7 +40,11 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 __thread struct uthread *uipc_tls_thread;
 __thread struct ns *uipc_tls_ns;
 __thread uint64_t uipc_tls_lockval;
-static struct ns *g_ns_for_hooks;
+/* the namespaces this process keeps besides its own (ns_process()):
+ * those threads of ours are in (uipc_tls_nsov) and those left with
+ * attachments made in them (ns->left); under reg_mutex */
+static struct ns *g_held;
+static int g_nov;                    /* threads in a namespace of their own */
 
 #define FUTEX_TID_MASK_    0x3fffffffu
 #define FUTEX_OWNER_DIED_  0x40000000u
@@ -122,26 +126,37 @@ static uint64_t read_starttime(pid_t pid)
 	return g_starttime;
 }
 
+/* /proc/PID/stat read into BUF (LEN bytes): what follows the command's
+ * closing parenthesis (") S ...": field 3 starts 2 bytes on), or NULL */
+static char *stat_after_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/stat");
+	fd = sys_open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	n = read(fd, buf, len - 1);
+	sys_close(fd);
+	if (n <= 0)
+		return NULL;
+	buf[n] = 0;
+	return strrchr(buf, ')');
+}
+
 /* /proc/PID/stat: the start time (field 22), the state (field 3) and the
  * kernel's task flags (field 9) */
 static uint64_t read_stat(pid_t pid, char *state, unsigned long *flags)
 {
-	char path[64], buf[1024];
-	ssize_t n;
-	int fd;
-	char *p;
+	char buf[1024];
+	char *p = stat_after_comm(pid, buf, sizeof(buf));
 	int field;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = sys_open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	sys_close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	p = strrchr(buf, ')');
 	if (!p)
 		return 0;
 	if (state && p[1] == ' ')
@@ -449,12 +464,12 @@ static bool proc_holder_alive(struct ns *ns, struct uproc *p, uint32_t **word)
 	return alive_word_says_alive(t, w);
 }
 
-/* The process slot of A's namespace, if it is ours (the current one). */
+/* The process slot of A's namespace, if we have one there. */
 static struct uproc *own_proc_of(struct alias *a)
 {
-	if (a->ns != __atomic_load_n(&g_ns_for_hooks, __ATOMIC_ACQUIRE) || g_proc_idx == UINT32_MAX)
-		return NULL;
-	return proc_at(a->ns, g_proc_idx);
+	uint32_t idx = __atomic_load_n(&a->ns->proc_idx, __ATOMIC_ACQUIRE);
+
+	return idx == UINT32_MAX ? NULL : proc_at(a->ns, idx);
 }
 
 /* Record A (alias_mutex held): the process's and the thread's; its thread
@@ -671,8 +686,6 @@ static int claim_slot(struct ns *ns, bool threads, int32_t id, uint64_t *claimed
  * per registration, so that dead processes' slots come back whatever
  * pid_max is (a slot is also reaped when its pid is ours) */
 #define REAP_CHECKS 2
-static uint32_t g_reap[REAP_CHECKS];
-static int g_nreap;
 
 static uint32_t register_proc(struct ns *ns)
 {
@@ -701,10 +714,10 @@ static uint32_t register_proc(struct ns *ns)
 			}
 			/* a dead process whose pid we got: its exit work is done
 			 * once we are registered (see reap_noted) */
-			g_stale_idx = i;
-		} else if (SLOT_STATE(w) == SLOT_LIVE && g_nreap < REAP_CHECKS &&
+			ns->stale_idx = i;
+		} else if (SLOT_STATE(w) == SLOT_LIVE && ns->nreap < REAP_CHECKS &&
 			   !proc_holder_alive(ns, p, NULL)) {
-			g_reap[g_nreap++] = i;
+			ns->reap[ns->nreap++] = i;
 		}
 	}
 	idx = claim_slot(ns, false, pid, NULL);
@@ -724,14 +737,14 @@ static uint32_t register_proc(struct ns *ns)
 
 static uint32_t cur_proc_idx(struct ns *ns)
 {
-	uint32_t idx = __atomic_load_n(&g_proc_idx, __ATOMIC_ACQUIRE);
+	uint32_t idx = __atomic_load_n(&ns->proc_idx, __ATOMIC_ACQUIRE);
 
 	if (likely(idx != UINT32_MAX))
 		return idx;
 	pthread_mutex_lock(&reg_mutex);
-	if (g_proc_idx == UINT32_MAX)
-		__atomic_store_n(&g_proc_idx, register_proc(ns), __ATOMIC_RELEASE);
-	idx = g_proc_idx;
+	if (ns->proc_idx == UINT32_MAX)
+		__atomic_store_n(&ns->proc_idx, register_proc(ns), __ATOMIC_RELEASE);
+	idx = ns->proc_idx;
 	pthread_mutex_unlock(&reg_mutex);
 	return idx;
 }
@@ -744,17 +757,17 @@ static void reap_noted(struct ns *ns)
 	uint32_t todo[REAP_CHECKS + 1];
 	int n = 0;
 
-	if (likely(!g_nreap && g_stale_idx == UINT32_MAX))
+	if (likely(!ns->nreap && ns->stale_idx == UINT32_MAX))
 		return;
 	pthread_mutex_lock(&reg_mutex);
-	if (g_stale_idx != UINT32_MAX)
-		todo[n++] = g_stale_idx;
-	for (int i = 0; i < g_nreap; i++)
-		todo[n++] = g_reap[i];
-	g_stale_idx = UINT32_MAX;
-	g_nreap = 0;
+	if (ns->stale_idx != UINT32_MAX)
+		todo[n++] = ns->stale_idx;
+	for (int i = 0; i < ns->nreap; i++)
+		todo[n++] = ns->reap[i];
+	ns->stale_idx = UINT32_MAX;
+	ns->nreap = 0;
 	pthread_mutex_unlock(&reg_mutex);
-	if (g_proc_idx == UINT32_MAX)
+	if (ns->proc_idx == UINT32_MAX)
 		return;
 	for (int i = 0; i < n; i++) {
 		struct uproc *p = proc_at(ns, todo[i]);
@@ -775,17 +788,7 @@ struct uproc *cur_proc(struct ns *ns)
 	return proc_at(ns, idx);
 }
 
-static void thread_exit_hook(void *arg)
-{
-	(void)arg;
-	/* a thread that ends normally holds no uipc lock: give its slots back */
-	release_thread_slots(NULL);
-}
-
-static void make_key(void)
-{
-	pthread_key_create(&thread_key, thread_exit_hook);
-}
+static void make_key(void);
 
 static struct uthread *register_thread(struct ns *ns)
 {
@@ -822,7 +825,6 @@ static struct uthread *register_thread(struct ns *ns)
 	atomic_store_explicit(uthread_alive(t), (uint32_t)tid, memory_order_release);
 	atomic_store(&t->state, live);
 	uipc_tls_lockval = (uint64_t)SLOT_GEN(claimed) << 32 | (uint32_t)(idx + 1);
-	__atomic_store_n(&g_ns_for_hooks, ns, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&alias_mutex);
 	alias_add(a);
 	pthread_mutex_unlock(&alias_mutex);
@@ -831,12 +833,28 @@ static struct uthread *register_thread(struct ns *ns)
 	return t;
 }
 
+/* this thread's slot in NS, registered before (a thread that works in
+ * more than one namespace: its own and an attachment's), or NULL */
+static struct uthread *own_slot_in(struct ns *ns)
+{
+	for (struct alias *a = my_aliases; a; a = a->tnext) {
+		if (a->ns != ns || atomic_load(&a->t->state) != a->state ||
+		    !alive_word_says_alive(a->t, a->state))
+			continue;
+		uipc_tls_lockval = (uint64_t)SLOT_GEN(a->state) << 32 | (a->slot + 1);
+		return thread_at(ns, a->slot);
+	}
+	return NULL;
+}
+
 struct uthread *cur_thread_slow(struct ns *ns)
 {
 	/* no handler may register this thread again in the middle */
 	uipc_crit_enter();
 	if (!uipc_tls_thread || uipc_tls_ns != ns) {
-		uipc_tls_thread = register_thread(ns);
+		struct uthread *t = own_slot_in(ns);
+
+		uipc_tls_thread = t ? t : register_thread(ns);
 		uipc_tls_ns = ns;
 	}
 	uipc_crit_exit();
@@ -977,12 +995,486 @@ bool proc_reap(struct ns *ns, struct uproc *p)
  * atomic increment: async-signal-safe. */
 void proc_note_continue(void)
 {
-	struct ns *ns = __atomic_load_n(&g_ns_for_hooks, __ATOMIC_ACQUIRE);
-	uint32_t idx = __atomic_load_n(&g_proc_idx, __ATOMIC_ACQUIRE);
-	struct uproc *p = ns && idx != UINT32_MAX ? proc_at(ns, idx) : NULL;
+	struct ns *ns = ns_current();
+	uint32_t idx = ns ? __atomic_load_n(&ns->proc_idx, __ATOMIC_ACQUIRE) : UINT32_MAX;
+	struct uproc *p = idx != UINT32_MAX ? proc_at(ns, idx) : NULL;
 
 	if (p)
 		atomic_fetch_add(&p->cont_gen, 1);
+}
+
+/* ---- the namespaces of the process's threads ----
+ *
+ * The kernel keeps the IPC namespace per task: unshare and setns move the
+ * calling thread only, a new thread starts in its creator's, a fork child
+ * in its forking thread's.  uipc keeps the process's namespace (nsfile.c's
+ * g_ns, which a thread follows) and, for a thread that left it on its own,
+ * that thread's (uipc_tls_nsov, read first by ns_get).  The process has a
+ * slot in each namespace its threads use (ns->proc_idx): its SEM_UNDO
+ * list there, and the attachments made there, which stay counted there
+ * until their shmdt (the kernel counts vmas, not tasks: an unshare leaves
+ * them alone).  When the last thread of ours leaves a namespace, the
+ * kernel's exit_sem and exit_shm of the last task sharing the undo list
+ * run there (proc_leave hooks); the namespace stays mapped while
+ * attachments made in it are (ns->left, on g_held), and is let go with the
+ * last of them (proc_ns_idle).  Counting a namespace's threads: those in a
+ * namespace of their own are counted (ns->threads, g_nov); the others
+ * follow the process's, so they are the rest of /proc/self/stat's count.
+ */
+
+/* reg_mutex held */
+static void held_add(struct ns *ns)
+{
+	for (struct ns *h = g_held; h; h = h->held_next)
+		if (h == ns)
+			return;
+	ns->held_next = g_held;
+	g_held = ns;
+}
+
+static void held_del(struct ns *ns)
+{
+	for (struct ns **l = &g_held; *l; l = &(*l)->held_next) {
+		if (*l == ns) {
+			*l = ns->held_next;
+			ns->held_next = NULL;
+			return;
+		}
+	}
+}
+
+/* the namespaces this process keeps (its own first), at most MAX */
+static int kept(struct ns **out, int max)
+{
+	struct ns *pr = ns_process();
+	int n = 0;
+
+	if (pr && n < max)
+		out[n++] = pr;
+	for (struct ns *h = g_held; h && n < max; h = h->held_next)
+		if (h != pr)
+			out[n++] = h;
+	return n;
+}
+#define KEPT_MAX 256
+
+/* threads of ours in NS (reg_mutex held), ALL: the process's threads */
+static long threads_in(struct ns *ns, long all)
+{
+	long n = ns->threads;
+
+	if (ns == ns_process())
+		n += all - g_nov;
+	return n < 0 ? 0 : n;
+}
+
+/* the one of ours that is NS (the same file), if kept: NULL */
+static struct ns *kept_same(struct ns *ns)
+{
+	struct ns *pr = ns_process();
+
+	if (pr && ns_same(pr, ns))
+		return pr;
+	for (struct ns *h = g_held; h; h = h->held_next)
+		if (ns_same(h, ns))
+			return h;
+	return NULL;
+}
+
+/* this process is a new one: none of the registry's state is its own */
+static void forget_registration(void)
+{
+	struct ns *all[KEPT_MAX];
+	int n = kept(all, KEPT_MAX);
+
+	g_pid = 0;
+	g_starttime = 0;
+	tls_tid = 0;
+	for (int i = 0; i < n; i++) {
+		all[i]->proc_idx = UINT32_MAX;
+		all[i]->stale_idx = UINT32_MAX;
+		all[i]->nreap = 0;
+		all[i]->threads = 0;
+	}
+	g_nov = 0;
+	uipc_tls_thread = NULL;
+	uipc_tls_ns = NULL;
+	uipc_tls_lockval = 0;
+	j_forget_held();
+	drop_inherited_aliases();
+	pthread_mutex_init(&reg_mutex, NULL);
+}
+
+static void run_leave_hooks(struct ns *ns)
+{
+	for_each_hooks(h)
+		if (h->ns_leave)
+			h->ns_leave(ns);
+}
+
+static void run_proc_leave_hooks(struct ns *ns, struct uproc *p)
+{
+	for_each_hooks(h)
+		if (h->proc_leave)
+			h->proc_leave(ns, p);
+}
+
+/* Give back this process's slot in NS, and this thread's slots there.
+ * (Other threads' slots there go when they end.)  DONE: its exit work was
+ * done whole; else the slot is handed over as a dead process's, with no
+ * reaper yet, so that a survivor's reaper finishes it (its SEM_UNDO
+ * adjustments, its attachments) once the lock it could not have is free
+ * again (lockwait.c). */
+static void free_own_slot(struct ns *ns, bool done)
+{
+	uint32_t idx = __atomic_load_n(&ns->proc_idx, __ATOMIC_ACQUIRE);
+	struct uproc *p = idx == UINT32_MAX ? NULL : proc_at(ns, idx);
+
+	release_thread_slots(ns);
+	pthread_mutex_lock(&reg_mutex);
+	__atomic_store_n(&ns->proc_idx, UINT32_MAX, __ATOMIC_RELEASE);
+	ns->stale_idx = UINT32_MAX;
+	ns->nreap = 0;
+	ns->exit_undone = false;
+	pthread_mutex_unlock(&reg_mutex);
+	if (!p)
+		return;
+	atomic_store(&p->holder, 0);
+	/* AIO contexts made in NS go on counting there after we left it
+	 * (core/aionr.c): the slot stays, holderless, while the process lives
+	 * (what the exit work left undone is then done at its end) */
+	if (ns_aio_keeps_slot(ns, p))
+		return;
+	atomic_store(&p->state, SLOT_WORD(0, done ? SLOT_FREE : SLOT_DEAD));
+}
+
+/* threads of this process (field 20 of /proc/self/stat); 0: unknown */
+static long nr_threads(void)
+{
+	char buf[1024];
+	char *p = stat_after_comm(0, buf, sizeof(buf));
+
+	for (int field = 2; field < 20 && p; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtol(p + 1, NULL, 10) : 0;
+}
+
+/* more than one thread (a process that never made one need not read /proc) */
+static long process_threads(void)
+{
+	long n;
+
+	if (__libc_single_threaded)
+		return 1;
+	n = nr_threads();
+	return n > 0 ? n : 2;
+}
+
+/* run_proc_leave_hooks bounded as run_own_exit_hooks: false if a lock
+ * wait gave up */
+static bool run_own_leave_hooks(struct ns *ns, struct uproc *p)
+{
+	unsigned failed = lockwait_tls.failed;
+
+	lockwait_bound_max(EXIT_LOCK_WAIT_NS);
+	run_proc_leave_hooks(ns, p);
+	lockwait_bound_end();
+	return lockwait_tls.failed == failed;
+}
+
+/* NS's file was found truncated (fault.c): what this process knew of it
+ * goes without a look at its arena (its slots there are zero pages now,
+ * or another's memory); the survivors, if any, see a dead process. */
+static void leave_broken(struct ns *ns, bool mt)
+{
+	pthread_mutex_lock(&reg_mutex);
+	__atomic_store_n(&ns->proc_idx, UINT32_MAX, __ATOMIC_RELEASE);
+	ns->stale_idx = UINT32_MAX;
+	ns->nreap = 0;
+	held_del(ns);
+	pthread_mutex_unlock(&reg_mutex);
+	if (uipc_tls_ns == ns) {
+		uipc_tls_thread = NULL;
+		uipc_tls_ns = NULL;
+	}
+	ns_release(ns, mt);
+}
+
+/*
+ * No thread of ours is in NS any more (it is not the process's, or
+ * RELEASE is false): the kernel's exit_sem and exit_shm for the last task
+ * there.  What we keep that names NS's objects goes; NS itself goes too
+ * unless attachments made in it are still mapped (then it stays, mapped,
+ * without its fd or marker, until their shmdt: proc_ns_idle), or RELEASE
+ * is false (the process's own, whose threads all went elsewhere or ended).
+ */
+static void leave_last(struct ns *ns, bool release, bool mt)
+{
+	/* registering finds our slot again after an exec: its SEM_UNDO list */
+	struct uproc *p;
+	bool done = true;
+
+	if (__atomic_load_n(&ns->broken, __ATOMIC_ACQUIRE)) {
+		leave_broken(ns, mt);   /* its arena is not to be touched */
+		return;
+	}
+	p = cur_proc(ns);
+	run_leave_hooks(ns);
+	/* exit_sem, exit_shm: bounded as the exit work is (a member stopped
+	 * holding a lock must not hold up the unshare or setns: what is left
+	 * undone, our exit work or the survivors' reaper does) */
+	if (p)
+		done = run_own_leave_hooks(ns, p);
+	if (!release)
+		return;
+	if (proc_ns_busy(ns)) {
+		ns_unpin(ns);
+		pthread_mutex_lock(&reg_mutex);
+		ns->left = true;
+		held_add(ns);
+		pthread_mutex_unlock(&reg_mutex);
+		return;
+	}
+	if (p && done)
+		done = run_own_exit_hooks(ns, p);
+	free_own_slot(ns, done);
+	pthread_mutex_lock(&reg_mutex);
+	held_del(ns);
+	pthread_mutex_unlock(&reg_mutex);
+	uipc_tls_thread = uipc_tls_ns == ns ? NULL : uipc_tls_thread;
+	uipc_tls_ns = uipc_tls_ns == ns ? NULL : uipc_tls_ns;
+	/* another thread may still be inside a call in it, or end with a
+	 * slot in it: its mapping stays while we have other threads */
+	ns_release(ns, mt);
+}
+
+static void mark_thread_key(void);
+
+/* this thread goes to NS, not the process's (reg_mutex held) */
+static void thread_enter_own(struct ns *ns)
+{
+	uipc_tls_nsov = ns;
+	ns->threads++;
+	g_nov++;
+	ns->left = false;
+	held_add(ns);
+	ns_guard_fd(ns->anon_fd, true);
+	ns_guard_fd(ns->cnt_fd, true);
+}
+
+void proc_switch_ns(struct ns *new)
+{
+	struct ns *old = ns_get_existing(), *pr, *same, *prev;
+	long all = process_threads();
+	bool last;
+
+	pthread_mutex_lock(&reg_mutex);
+	/* a namespace we keep already (a thread of ours is in it, or
+	 * attachments made in it): that one, with NEW's hold on the file */
+	same = kept_same(new);
+	if (same && same != new) {
+		if (same->anon_fd < 0 && new->anon_fd >= 0) {
+			same->anon_fd = new->anon_fd;
+			new->anon_fd = -1;
+		}
+		if (same->hold_fd < 0 && new->hold_fd >= 0) {
+			same->hold_fd = new->hold_fd;
+			new->hold_fd = -1;
+		}
+		pthread_mutex_unlock(&reg_mutex);
+		ns_anon_drop(new);
+		new = same;
+		pthread_mutex_lock(&reg_mutex);
+	}
+	pr = ns_process();
+	/* credentials are judged against the owner user namespace (cred.c):
+	 * anew when this thread's changes */
+	if (!old || memcmp(&old->owner, &new->owner, sizeof(new->owner)))
+		cred_invalidate();
+	if (all == 1) {
+		/* one thread: the process moves, as before */
+		for (struct ns *h = g_held; h; h = h->held_next)
+			h->threads = 0;
+		g_nov = 0;
+		uipc_tls_nsov = NULL;
+		held_del(new);
+		new->left = false;
+		pthread_mutex_unlock(&reg_mutex);
+		prev = ns_switch(new);
+		if (prev && prev != new)
+			leave_last(prev, true, false);
+		return;
+	}
+	/* several: this thread moves, the others stay */
+	if (uipc_tls_nsov) {
+		uipc_tls_nsov->threads--;
+		g_nov--;
+		uipc_tls_nsov = NULL;
+	}
+	if (new != pr) {
+		thread_enter_own(new);
+		mark_thread_key();
+	}
+	last = old && old != new && threads_in(old, all) == 0;
+	if (last && old == pr && uipc_tls_nsov) {
+		/* the process's namespace has no thread left: this thread's
+		 * becomes the process's */
+		new->threads--;
+		g_nov--;
+		uipc_tls_nsov = NULL;
+		held_del(new);
+		pthread_mutex_unlock(&reg_mutex);
+		prev = ns_switch(new);
+		(void)prev;
+		leave_last(old, true, true);
+		return;
+	}
+	pthread_mutex_unlock(&reg_mutex);
+	if (last)
+		leave_last(old, old != pr, true);
+}
+
+struct ns *proc_thread_ns_hold(void)
+{
+	struct ns *ns = uipc_tls_nsov;
+
+	if (likely(!ns))
+		return NULL;
+	pthread_mutex_lock(&reg_mutex);
+	ns->threads++;
+	g_nov++;
+	pthread_mutex_unlock(&reg_mutex);
+	return ns;
+}
+
+void proc_thread_ns_unhold(struct ns *ns)
+{
+	pthread_mutex_lock(&reg_mutex);
+	ns->threads--;
+	g_nov--;
+	pthread_mutex_unlock(&reg_mutex);
+}
+
+void proc_thread_ns_start(struct ns *ns)
+{
+	uipc_tls_nsov = ns;
+	mark_thread_key();
+}
+
+void proc_ns_idle(struct ns *ns)
+{
+	bool gone;
+
+	pthread_mutex_lock(&reg_mutex);
+	gone = ns->left && ns->threads == 0 && ns != ns_process() && !proc_ns_busy(ns);
+	if (gone)
+		held_del(ns);
+	pthread_mutex_unlock(&reg_mutex);
+	if (!gone)
+		return;
+	{
+		struct uproc *p = ns->proc_idx == UINT32_MAX ? NULL : proc_at(ns, ns->proc_idx);
+
+		free_own_slot(ns, !p || run_own_exit_hooks(ns, p));
+	}
+	if (uipc_tls_ns == ns) {
+		uipc_tls_thread = NULL;
+		uipc_tls_ns = NULL;
+	}
+	ns_release(ns, process_threads() != 1);
+}
+
+static void thread_exit_hook(void *arg)
+{
+	struct ns *mine = uipc_tls_nsov, *pr;
+
+	(void)arg;
+	if (mine || __atomic_load_n(&g_nov, __ATOMIC_RELAXED)) {
+		/* this thread's end: the last of ours in its namespace runs the
+		 * kernel's exit_sem there (the undo list's last holder) */
+		long all = nr_threads() - 1;
+		struct ns *empty = NULL;
+
+		pthread_mutex_lock(&reg_mutex);
+		pr = ns_process();
+		if (mine) {
+			mine->threads--;
+			g_nov--;
+			uipc_tls_nsov = NULL;
+			all++;    /* counted as a follower now: not one */
+			if (threads_in(mine, all) - (mine == pr) <= 0)
+				empty = mine;
+		} else if (all > 0 && pr && threads_in(pr, all) == 0) {
+			empty = pr;
+		}
+		pthread_mutex_unlock(&reg_mutex);
+		if (empty)
+			leave_last(empty, empty != pr, true);
+	}
+	/* a thread that ends normally holds no uipc lock: give its slots back */
+	release_thread_slots(NULL);
+}
+
+static void make_key(void)
+{
+	pthread_key_create(&thread_key, thread_exit_hook);
+}
+
+/* this thread's end must be seen (thread_exit_hook) */
+static void mark_thread_key(void)
+{
+	pthread_once(&key_once, make_key);
+	if (!pthread_getspecific(thread_key))
+		pthread_setspecific(thread_key, &g_nov);
+}
+
+/* ---- pthread_create: a new thread starts in its creator's namespace ----
+ *
+ * (Here, not in entry/, though it is a libc name: aio/ makes threads with
+ * it, and the layers above core may call only down.)  The kernel's
+ * namespaces are per thread, and a thread starts in its creator's.  A thread that unshared or joined on its own (core/proc.c)
+ * is in a namespace that is not the process's: the threads it makes start
+ * there.  Costs nothing to a thread in the process's namespace. */
+struct thread_start {
+	void *(*fn)(void *);
+	void *arg;
+	struct ns *ns;
+};
+
+static void *thread_start(void *p)
+{
+	struct thread_start st = *(struct thread_start *)p;
+
+	free(p);
+	proc_thread_ns_start(st.ns);
+	return st.fn(st.arg);
+}
+
+typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+static pthread_create_fn real_pthread_create;
+
+__attribute__((visibility("default"))) int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	struct thread_start *st;
+	struct ns *ns;
+	int r;
+
+	if (unlikely(!real_pthread_create))
+		real_pthread_create = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+	if (likely(!uipc_tls_nsov))
+		return real_pthread_create(t, attr, fn, arg);
+	st = malloc(sizeof(*st));
+	if (!st)
+		return EAGAIN;
+	ns = proc_thread_ns_hold();
+	*st = (struct thread_start){ fn, arg, ns };
+	r = real_pthread_create(t, attr, thread_start, st);
+	if (r) {
+		if (ns)
+			proc_thread_ns_unhold(ns);
+		free(st);
+	}
+	return r;
 }
 
 /* ---- lifecycle ---- */
@@ -1001,39 +1493,62 @@ static void atfork_parent(void)
 	pthread_mutex_unlock(&alias_mutex);
 }
 
-/* this process is a new one: none of the registry's state is its own */
-static void forget_registration(void)
+/* In a new process (fork, clone): the namespaces kept for other threads
+ * of the parent go (their fds and our copies of their mappings), but for
+ * those the child's inherited attachments were counted in. */
+static void release_unused(void)
 {
-	g_pid = 0;
-	g_starttime = 0;
-	tls_tid = 0;
-	g_proc_idx = UINT32_MAX;
-	g_stale_idx = UINT32_MAX;
-	g_nreap = 0;
-	uipc_tls_thread = NULL;
-	uipc_tls_ns = NULL;
-	uipc_tls_lockval = 0;
-	j_forget_held();
-	drop_inherited_aliases();
-	pthread_mutex_init(&reg_mutex, NULL);
+	struct ns *all[KEPT_MAX];
+	int n = kept(all, KEPT_MAX);
+
+	for (int i = 1; i < n; i++) {
+		struct ns *ns = all[i];
+
+		if (ns == ns_process())
+			continue;
+		if (proc_ns_busy(ns)) {
+			ns_unpin(ns);
+			ns->left = true;
+			continue;
+		}
+		held_del(ns);
+		ns_release(ns, false);
+	}
+}
+
+/* a new process's namespace: the namespace of the thread that made it */
+static void adopt_thread_ns(void)
+{
+	struct ns *mine = uipc_tls_nsov, *prev;
+
+	if (!mine)
+		return;
+	uipc_tls_nsov = NULL;
+	held_del(mine);
+	mine->left = false;
+	prev = ns_switch(mine);
+	if (prev && prev != mine)
+		held_add(prev);
 }
 
 static void atfork_child(void)
 {
-	/* the child is a new process: new pid, no undo list, no thread slot */
+	/* the child is a new process: new pid, no undo list, no thread slot,
+	 * in the namespace of the thread that forked */
 	forget_registration();
+	adopt_thread_ns();
 	run_fork_child_hooks(); /* e.g. shm: the child inherits the attachments */
+	release_unused();
 }
-
-static void run_leave_hooks(struct ns *ns);
 
 /* The child of clone(CLONE_NEWIPC) without CLONE_VM: a new process (no
  * atfork handler ran) that starts in NEW.  It was never registered in the
  * parent's namespace and has no SEM_UNDO list (the kernel does not give a
- * clone child one either): it only drops what it inherited of it. */
+ * clone child one either); the attachments it inherited are counted in
+ * their namespaces, as a fork child's. */
 void proc_clone_child(struct ns *new, void *robust_head, size_t robust_len, pid_t *tid_addr)
 {
-	struct ns *old = ns_current();
+	struct ns *prev;
 
 	/* glibc's word for this thread's tid, which robust mutexes record as
 	 * their owner (the kernel marks them owner-dead at our death only if
@@ -1057,133 +1572,106 @@ void proc_clone_child(struct ns *new, void *robust_head, size_t robust_len, pid_
 		h[2] = NULL;
 		sys_syscall(SYS_set_robust_list, robust_head, robust_len);
 	}
-	g_ns_for_hooks = NULL;
 	forget_registration();
-	if (old)
-		run_leave_hooks(old);
-	ns_switch(new, false);
-}
+	uipc_tls_nsov = NULL;
+	{
+		struct ns *all[KEPT_MAX];
+		int n = kept(all, KEPT_MAX);
 
-/* the exit work gave up a lock wait: the slot goes to the reapers */
-static bool g_exit_undone;
+		for (int i = 0; i < n; i++)
+			run_leave_hooks(all[i]);   /* the parent's fds of its segments */
+	}
+	prev = ns_switch(new);
+	if (prev)
+		held_add(prev);
+	run_fork_child_hooks();
+	release_unused();
+}
 
 /* The kernel's exit work (exit_sem, exit_shm, ...): every layer's
- * proc_exit for this process. */
+ * proc_exit for this process, in every namespace it is registered in. */
 void proc_exit_work(void)
 {
-	struct ns *ns;
-	struct uproc *p;
-	uint32_t idx = __atomic_load_n(&g_proc_idx, __ATOMIC_ACQUIRE);
+	struct ns *all[KEPT_MAX];
+	int n;
 
-	if (idx == UINT32_MAX || (pid_t)sys_syscall(SYS_getpid) != g_pid)
+	if (!g_pid || (pid_t)sys_syscall(SYS_getpid) != g_pid)
 		return; /* never registered, or a vfork child sharing our memory */
-	ns = ns_get();
-	if (!ns)
-		return;
-	p = proc_at(ns, idx);
-	if (!p)
-		return;
-	/* a lock held by a stopped or hostile member must not keep this
-	 * process from exiting: each wait is bounded (what is left undone,
-	 * a survivor's reaper does) */
-	if (!run_own_exit_hooks(ns, p))
-		g_exit_undone = true;
-}
+	if (!ns_process())
+		ns_get();
+	pthread_mutex_lock(&reg_mutex);
+	n = kept(all, KEPT_MAX);
+	pthread_mutex_unlock(&reg_mutex);
+	for (int i = 0; i < n; i++) {
+		uint32_t idx = __atomic_load_n(&all[i]->proc_idx, __ATOMIC_ACQUIRE);
+		struct uproc *p = idx == UINT32_MAX ? NULL : proc_at(all[i], idx);
 
-/* Give back this process's slot in NS, and this thread's.  Leaving NS (not
- * EXITING) while another of our threads stands for the process there: the
- * slot stays, reaped after our death.  DONE: its exit work was done whole;
- * else the slot is handed over as a dead process's, with no reaper yet, so
- * that a survivor's reaper finishes it (its SEM_UNDO adjustments, its
- * attachments) once the lock it could not have is free again. */
-static void free_own_slot(struct ns *ns, bool exiting, bool done)
-{
-	struct uproc *p = proc_at(ns, g_proc_idx);
-
-	release_thread_slots(ns);
-	if (!p || (!exiting && proc_holder_alive(ns, p, NULL)))
-		return;
-	atomic_store(&p->holder, 0);
-	atomic_store(&p->state, SLOT_WORD(0, done ? SLOT_FREE : SLOT_DEAD));
+		/* a lock held by a stopped or hostile member must not keep
+		 * this process from exiting: each wait is bounded (what is
+		 * left undone, a survivor's reaper does: free_own_slot) */
+		if (p && !run_own_exit_hooks(all[i], p))
+			all[i]->exit_undone = true;
+	}
+	/* the namespaces' counts go now, not at the kernel's close of the
+	 * fds: the last one out removes the user's count file */
+	for (int i = 0; i < n; i++) {
+		ns_count_let_go(all[i]->cnt_fd);
+		all[i]->cnt_fd = -1;
+	}
 }
 
 static void exit_hook(void)
 {
-	struct ns *ns;
+	struct ns *all[KEPT_MAX];
+	int n;
 
 	proc_exit_work();
-	if ((pid_t)sys_syscall(SYS_getpid) != g_pid || g_proc_idx == UINT32_MAX)
+	if (!g_pid || (pid_t)sys_syscall(SYS_getpid) != g_pid)
 		return;
-	ns = ns_get();
-	if (!ns)
-		return;
-	free_own_slot(ns, true, !g_exit_undone);
-}
-
-/* threads of this process (field 20 of /proc/self/stat); 0: unknown */
-static long nr_threads(void)
-{
-	char buf[1024], *p;
-	ssize_t n;
-	int fd = sys_open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	sys_close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	for (int field = 2; field < 20 && p; field++)
-		p = strchr(p + 1, ' ');
-	return p ? strtol(p + 1, NULL, 10) : 0;
-}
-
-static void run_leave_hooks(struct ns *ns)
-{
-	for_each_hooks(h)
-		if (h->ns_leave)
-			h->ns_leave(ns);
-}
-
-/* The process is no longer registered in NS: its slots there are given
- * back (P: its process slot, if it has one), and nothing of them is kept
- * here. */
-static void leave_registration(struct ns *ns, struct uproc *p, bool done)
-{
 	pthread_mutex_lock(&reg_mutex);
-	if (p)
-		free_own_slot(ns, false, done);
-	__atomic_store_n(&g_proc_idx, UINT32_MAX, __ATOMIC_RELEASE);
-	g_stale_idx = UINT32_MAX;
-	g_nreap = 0;
+	n = kept(all, KEPT_MAX);
 	pthread_mutex_unlock(&reg_mutex);
-	uipc_tls_thread = NULL;
-	uipc_tls_ns = NULL;
-	__atomic_store_n(&g_ns_for_hooks, NULL, __ATOMIC_RELEASE);
+	for (int i = 0; i < n; i++)
+		if (all[i]->proc_idx != UINT32_MAX)
+			free_own_slot(all[i], !all[i]->exit_undone);
 }
 
-void proc_leave_ns(struct ns *ns, bool *keep_map)
+/* An exec: the new image is in this thread's namespace only, and none of
+ * the old image's attachments stay: the namespaces kept besides this
+ * thread's (left ones with attachments, the process's or others' when
+ * this thread is in one of its own) get this process's exit work, as the
+ * kernel's exec ends the other threads and closes every vma. */
+void proc_exec_prepare(void)
 {
-	/* registering finds our slot again after an exec: its SEM_UNDO list */
-	struct uproc *p = cur_proc(ns);
+	struct ns *all[KEPT_MAX], *me = ns_current();
+	int n;
 
-	/* (a process that never made a thread need not read /proc to know) */
-	*keep_map = !__libc_single_threaded && nr_threads() != 1;
-	run_leave_hooks(ns);          /* what the process keeps of NS */
-	/* exit_sem, exit_shm: as unshare does; bounded as the exit work is
-	 * (a member stopped holding a lock must not hold up the unshare or
-	 * setns: what is left undone, the survivors' reaper does) */
-	leave_registration(ns, p, !p || run_own_exit_hooks(ns, p));
+	if (likely(!__atomic_load_n(&g_held, __ATOMIC_RELAXED)))
+		return;
+	if (!g_pid || (pid_t)sys_syscall(SYS_getpid) != g_pid)
+		return;  /* a vfork child: its exec is not ours */
+	pthread_mutex_lock(&reg_mutex);
+	n = kept(all, KEPT_MAX);
+	pthread_mutex_unlock(&reg_mutex);
+	for (int i = 0; i < n; i++) {
+		uint32_t idx = __atomic_load_n(&all[i]->proc_idx, __ATOMIC_ACQUIRE);
+		struct uproc *p = idx == UINT32_MAX ? NULL : proc_at(all[i], idx);
+
+		if (all[i] == me || !p)
+			continue;
+		free_own_slot(all[i], run_own_exit_hooks(all[i], p));
+	}
 }
 
+/* NS is made anew in place for this process's unshare (one thread, no
+ * attachment of it): what the process keeps of it goes, and its slots
+ * there, with no exit work (nobody else can see NS) */
 void proc_forget_ns(struct ns *ns)
 {
-	uint32_t idx = __atomic_load_n(&g_proc_idx, __ATOMIC_ACQUIRE);
-
 	run_leave_hooks(ns);
-	leave_registration(ns, idx == UINT32_MAX ? NULL : proc_at(ns, idx), true);
+	free_own_slot(ns, true);
+	uipc_tls_thread = NULL;
+	uipc_tls_ns = NULL;
 }
 
 bool proc_ns_busy(struct ns *ns)
@@ -1197,8 +1685,18 @@ bool proc_ns_busy(struct ns *ns)
 void proc_undo_ns(struct ns *ns)
 {
 	/* registering finds our slot again after an exec: its SEM_UNDO list */
-	struct uproc *p = cur_proc(ns);
+	struct uproc *p;
+	long all = process_threads();
+	bool alone;
 
+	/* the kernel's exit_sem at setns drops this thread's hold on the
+	 * undo list: applied only by its last holder */
+	pthread_mutex_lock(&reg_mutex);
+	alone = all == 1 || threads_in(ns, all) <= 1;
+	pthread_mutex_unlock(&reg_mutex);
+	if (!alone)
+		return;
+	p = cur_proc(ns);
 	if (!p)
 		return;
 	/* bounded as leaving (above); what is left undone stays its own, done

@@ -56,6 +56,14 @@ static inline int procfs_dup(int oldfd, int newfd)
 	return newfd;
 }
 
+/* ---- aio.c: epoll_pwait (trap.c's) made again after an EINTR that a
+ * completion of the thread's own io_uring requests caused ---- */
+struct epoll_event;
+UIPC_HIDDEN int aio_epoll_pwait(int (*real)(int, struct epoll_event *, int, int,
+					    const sigset_t *),
+				int epfd, struct epoll_event *ev, int max, int tmo,
+				const sigset_t *mask);
+
 /* ---- syscall.c and trap.c: system calls by number ---- */
 
 /* the arguments, as the kernel receives them: six registers */
@@ -84,5 +92,16 @@ UIPC_HIDDEN long entry_setns(int fd, int nstype);
  * it goes to the kernel untouched */
 UIPC_HIDDEN bool entry_clone_raw(const long *args, long *ret);
 UIPC_HIDDEN bool entry_clone3(const void *uargs, size_t size, long *ret);
+
+/* in a wrapper of libc's NAME (of TYPE): real_, the next definition of
+ * NAME after ours; -1 with ENOSYS where there is none */
+#define NEXT_FN(name, type)                                  \
+	static type real_;                                   \
+	if (!real_)                                          \
+		real_ = (type)dlsym(RTLD_NEXT, name);        \
+	if (!real_) {                                        \
+		errno = ENOSYS;                              \
+		return -1;                                   \
+	}
 
 #endif /* UIPC_ENTRY_H */

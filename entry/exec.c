@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "aio/aio.h"
 #include "entry/entry.h"
 
 extern char **environ;
@@ -57,36 +58,44 @@ static bool is_var(const char *e, const char *name)
 
 /*
  * ENVP with the namespace's entries (in FDV, FILEV) in place of any it
- * had: written into OUT (room for env_count(envp) + 3), or ENVP itself
+ * had: written into OUT (room for env_count(envp) + 4), or ENVP itself
  * when the process is not in an anonymous namespace.
  */
 static char *const *fix_env(char *const envp[], char **out, char *fdv, size_t fdl,
-			    char *filev, size_t filel)
+			    char *filev, size_t filel, char *cntv, size_t cntl)
 {
 	size_t i, n = 0;
 
-	if (!ns_exec_env(fdv, fdl, filev, filel))
+	if (!ns_exec_env(fdv, fdl, filev, filel, cntv, cntl))
 		return envp;
 	for (i = 0; envp && envp[i]; i++)
-		if (!is_var(envp[i], "UIPC_NS_FD") && !is_var(envp[i], "UIPC_NS_FILE"))
+		if (!is_var(envp[i], "UIPC_NS_FD") && !is_var(envp[i], "UIPC_NS_FILE") &&
+		    !is_var(envp[i], "UIPC_NS_CFD"))
 			out[n++] = envp[i];
 	out[n++] = fdv;
 	out[n++] = filev;
+	out[n++] = cntv;
 	out[n] = NULL;
 	return out;
 }
 
 /* declares FIXED, ENVP fixed, on the caller's stack */
 #define FIX_ENV(fixed, envp)                                                  \
-	char fdv_[32], filev_[4200], *arr_[env_count(envp) + 3];              \
+	char fdv_[32], filev_[4200], cntv_[32], *arr_[env_count(envp) + 4];   \
 	char *const *fixed = fix_env((envp), arr_, fdv_, sizeof(fdv_), filev_, \
-				     sizeof(filev_))
+				     sizeof(filev_), cntv_, sizeof(cntv_))
 
 /* the exec itself, with trap mode's SIGSYS wish passed on (trap.c) */
 #define EXEC_CALL(call)                                  \
 	do {                                             \
 		int prep_ = trap_exec_prepare();         \
-		int r_ = (call);                         \
+		int nsfd_[16], nns_, r_;                 \
+		proc_exec_prepare();                     \
+		nns_ = ns_exec_prepare(nsfd_, 16);       \
+		aio_exec_prepare();                      \
+		r_ = (call);                             \
+		aio_exec_failed();                       \
+		ns_exec_failed(nsfd_, nns_);             \
 		trap_exec_failed(prep_);                 \
 		return r_;                               \
 	} while (0)

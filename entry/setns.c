@@ -14,11 +14,13 @@
  *   - anything else (a kernel namespace's descriptor, a pidfd without
  *     CLONE_NEWIPC, a process not under uipc): the kernel's, untouched.
  *
- * Joining is leaving as unshare leaves (SEM_UNDO applied, the old
- * namespace's attachments counted out, entry/unshare.c) and entering the
- * joined namespace.  setns into the namespace the caller is already in
- * only applies its SEM_UNDO adjustments, as the kernel's exit_sem at setns.
- * Per process, like unshare (docs/namespaces.md).
+ * Joining is leaving as unshare leaves (SEM_UNDO applied by the last
+ * thread of the process to leave, attachments left counted where they
+ * were made until their shmdt, entry/unshare.c) and entering the joined
+ * namespace.  setns into the namespace the caller is already in only
+ * applies its SEM_UNDO adjustments (when no other thread of the process
+ * shares them), as the kernel's exit_sem at setns.  Per thread, like
+ * unshare (docs/namespaces.md).
  */
 #include <sched.h>
 #include <stdio.h>
@@ -78,7 +80,6 @@ static pid_t pidfd_pid(int fd)
 static long join(struct ns *new, int kfd, int other)
 {
 	struct ns *old;
-	bool keep = false;
 	int saved = errno;
 	long r;
 
@@ -91,9 +92,7 @@ static long join(struct ns *new, int kfd, int other)
 		proc_undo_ns(old);
 		ns_anon_drop(new);
 	} else {
-		if (old)
-			proc_leave_ns(old, &keep);
-		ns_switch(new, keep);
+		proc_switch_ns(new);  /* this thread's, as the kernel's */
 	}
 	errno = saved;            /* the leaving's own calls leave no trace */
 	return 0;

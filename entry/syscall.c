@@ -83,7 +83,7 @@ static inline __attribute__((always_inline)) bool sys_serve(long nr, const struc
 		*ret = ksys_io_destroy((aio_context_t)x->a);
 		return true;
 	case SYS_io_submit:
-		*ret = ksys_io_submit((aio_context_t)x->a, x->b, (struct iocb **)x->c);
+		*ret = ksys_io_submit(hand0, (aio_context_t)x->a, x->b, (struct iocb **)x->c);
 		return true;
 	case SYS_io_cancel:
 		*ret = ksys_io_cancel((aio_context_t)x->a, (struct iocb *)x->b,

@@ -651,20 +651,11 @@ typedef int (*pselect_fn)(int, fd_set *, fd_set *, fd_set *, const struct timesp
 			  const sigset_t *);
 typedef int (*epoll_pwait_fn)(int, struct epoll_event *, int, int, const sigset_t *);
 
-#define NEXT(name, type)                                  \
-	static type real_;                                \
-	if (!real_)                                       \
-		real_ = (type)dlsym(RTLD_NEXT, name);     \
-	if (!real_) {                                     \
-		errno = ENOSYS;                           \
-		return -1;                                \
-	}
-
 int sigsuspend(const sigset_t *mask)
 {
 	sigset_t c;
 
-	NEXT("sigsuspend", sigsuspend_fn);
+	NEXT_FN("sigsuspend", sigsuspend_fn);
 	return real_((sigset_t *)keep_sigsys(mask, &c));
 }
 
@@ -672,7 +663,7 @@ int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset
 {
 	sigset_t c;
 
-	NEXT("ppoll", ppoll_fn);
+	NEXT_FN("ppoll", ppoll_fn);
 	return real_(fds, n, tmo, keep_sigsys(mask, &c));
 }
 
@@ -681,7 +672,7 @@ int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *tmo,
 {
 	sigset_t c;
 
-	NEXT("pselect", pselect_fn);
+	NEXT_FN("pselect", pselect_fn);
 	return real_(n, r, w, e, tmo, keep_sigsys(mask, &c));
 }
 
@@ -689,8 +680,8 @@ int epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo, const sigset
 {
 	sigset_t c;
 
-	NEXT("epoll_pwait", epoll_pwait_fn);
-	return real_(epfd, ev, max, tmo, keep_sigsys(mask, &c));
+	NEXT_FN("epoll_pwait", epoll_pwait_fn);
+	return aio_epoll_pwait(real_, epfd, ev, max, tmo, keep_sigsys(mask, &c));
 }
 
 /* a SIGSYS held while the program blocks it is pending, for it */
@@ -698,7 +689,7 @@ int sigpending(sigset_t *set)
 {
 	int r;
 
-	NEXT("sigpending", sigsuspend_fn);
+	NEXT_FN("sigpending", sigsuspend_fn);
 	r = real_(set);
 	if (r == 0 && t_sys_held)
 		sigaddset(set, SIGSYS);

@@ -9,8 +9,9 @@
  * (SEM_UNDO applied, as the kernel's exit_sem at unshare) and enter the new
  * one.  CLONE_NEWIPC itself never goes to the kernel, for root neither:
  * under uipc the kernel's IPC is not used, and root's unshare must behave
- * as everyone else's.  Per process: every thread follows (the kernel moves
- * only the calling thread); see docs/namespaces.md.
+ * as everyone else's.  Per thread, as the kernel's: the other threads
+ * stay where they are, a thread made later starts in its creator's, a
+ * fork child in its forking thread's (core/proc.c, docs/namespaces.md).
  *
  * clone(CLONE_NEWIPC), glibc's wrapper and the raw clone and clone3 that
  * programs make through syscall(): a child with memory and fd table of its
@@ -49,6 +50,10 @@ static bool recycle(int other_flags, long *r)
 
 	if (!old || !ns_recycle_begin(old))
 		return false;
+	if ((*r = ns_count_room(old)) < 0) {
+		ns_recycle_abort(old);
+		return true;
+	}
 	if (other_flags && (*r = sys_raw6(SYS_unshare, other_flags, 0, 0, 0, 0, 0)) < 0) {
 		ns_recycle_abort(old);
 		return true;
@@ -61,8 +66,7 @@ static bool recycle(int other_flags, long *r)
 
 static long new_ipc_ns(int other_flags)
 {
-	struct ns *new, *old;
-	bool keep = false;
+	struct ns *new;
 	int saved = errno, r;
 	long rr;
 
@@ -78,10 +82,7 @@ static long new_ipc_ns(int other_flags)
 	}
 	if (other_flags & CLONE_NEWUSER)
 		ns_anon_reown(new);   /* the new user namespace owns it */
-	old = ns_get_existing();  /* the namespace being left, if there is one */
-	if (old)
-		proc_leave_ns(old, &keep);
-	ns_switch(new, keep);
+	proc_switch_ns(new);      /* this thread's, as the kernel's */
 	errno = saved;            /* the leaving's own calls leave no trace */
 	return 0;
 }
@@ -117,6 +118,7 @@ __attribute__((constructor)) static void clone_init(void)
 {
 	real_clone = (clone_fn)dlsym(RTLD_NEXT, "clone");
 }
+
 
 /* what a fork-like child of clone(CLONE_NEWIPC) needs from its parent */
 struct clone_start {

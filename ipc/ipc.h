@@ -321,6 +321,8 @@ UIPC_HIDDEN int sem_report_stopped(struct ns *ns, struct uperm *p, lock_report_f
 
 /* ---- shm.c ---- */
 UIPC_HIDDEN void shm_exit_proc(struct ns *ns, struct uproc *p); /* exit, reaper */
+/* the last thread of this process leaves NS: its segments orphaned */
+UIPC_HIDDEN void shm_leave_proc(struct ns *ns, struct uproc *p);
 UIPC_HIDDEN void shm_note_exec(uint32_t proc_idx);  /* register_proc after exec */
 UIPC_HIDDEN void shm_fork_child(void);              /* atfork child */
 UIPC_HIDDEN void shm_ns_leave(struct ns *ns);       /* unshare: NS left */

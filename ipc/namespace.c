@@ -67,6 +67,15 @@ static void ipc_fork_child(void)
 	shm_fork_child();
 }
 
+/* the last thread of this process leaves NS (unshare, setns, a thread's
+ * end): the kernel's exit_sem and exit_shm at that point, the attachments
+ * left counted */
+static void ipc_proc_leave(struct ns *ns, struct uproc *p)
+{
+	sem_exit_proc(ns, p);
+	shm_leave_proc(ns, p);
+}
+
 /* this process leaves NS: what it keeps that names NS's objects goes */
 static void ipc_ns_leave(struct ns *ns)
 {
@@ -83,6 +92,7 @@ CORE_HOOKS(ipc_hooks) = {
 	.ns_leave = ipc_ns_leave,         /* unshare, setns: NS is left */
 	.proc_undo = sem_exit_proc,       /* setns into its own namespace */
 	.ns_busy = shm_ns_busy,           /* an attachment of NS is mapped */
+	.proc_leave = ipc_proc_leave,     /* NS's last thread of ours left it */
 };
 
 /* ---- statistics and fsck (include/uipc.h, via entry/api.c) ---- */

@@ -1606,18 +1606,92 @@ enum { WAIT_SLEEP, WAIT_SPIN, WAIT_YIELD };
 static __thread struct spin_budget sem_spin = { .ns = SPIN_NS, .max = SPIN_NS };
 #define WAKER_YIELDS 2
 
+/*
+ * A yield to a waker on our CPU pays when the scheduler runs the waker
+ * next: it posts, and we are back within microseconds, with no system call
+ * on either side.  With a task that keeps its CPU busy beside us, every
+ * yield gives it a whole time slice (milliseconds: the scheduler pushes
+ * the yielder's deadline back a slice at each yield; ping-pong on one CPU
+ * beside a busy loop ran at 0.01x the kernel), where a sleep is woken by
+ * the post with the precedence the scheduler gives a woken sleeper, as the
+ * kernel's sleeper is.  Other work on the machine makes a yield late now
+ * and then, and sleeping instead would cost more than it saves (a futex
+ * wait and wake per hand-off).  So when 3 of this thread's last 8 yields
+ * came back late, its yields stop for a while, twice as long each time
+ * (16 ms up to 1 s: the yields after a stop cost a slice each while the
+ * busy task is still there); 8 in time in a row make the next stop short
+ * again.
+ */
+#define YIELD_SLOW_NS       500000LL
+#define YIELD_SLOW_OF_8      3
+#define YIELD_OFF_MIN_NS  16000000LL
+#define YIELD_OFF_MAX_NS 1000000000LL
+struct yield_policy {
+	int64_t off_until;         /* no yields before (mono_ns) */
+	int64_t off_ns;            /* how long the next stop lasts */
+	uint8_t late;              /* the last 8 yields, 1 = late */
+};
+static __thread struct yield_policy sem_yield;
+
+static bool yield_allowed(const struct yield_policy *y, int64_t now)
+{
+	return now >= y->off_until;
+}
+
+/* a yield took NS (until NOW) */
+static void yield_result(struct yield_policy *y, int64_t now, int64_t ns)
+{
+	bool late = ns > YIELD_SLOW_NS;
+
+	y->late = (uint8_t)(y->late << 1 | late);
+	if (late && __builtin_popcount(y->late) >= YIELD_SLOW_OF_8) {
+		if (y->off_ns < YIELD_OFF_MIN_NS)
+			y->off_ns = YIELD_OFF_MIN_NS;
+		y->off_until = now + y->off_ns;
+		y->off_ns = y->off_ns * 2 > YIELD_OFF_MAX_NS ? YIELD_OFF_MAX_NS : y->off_ns * 2;
+	} else if (!y->late) {
+		y->off_ns = 0;
+	}
+}
+
+/* Yield to the waker up to WAKER_YIELDS times while that pays: 0 woken,
+ * -EINTR (a handler ran), 1 not woken (sleep) */
+static int yield_to_waker(struct semq *q, uint32_t seq, unsigned hand0, int64_t start)
+{
+	int64_t t = start;
+
+	if (!yield_allowed(&sem_yield, start))
+		return 1;
+	for (int i = 0; i < WAKER_YIELDS; i++) {
+		int64_t now;
+		bool woken;
+
+		sched_yield();
+		woken = atomic_load_explicit(&q->wake, memory_order_acquire) == seq;
+		now = mono_ns();
+		yield_result(&sem_yield, now, now - t);
+		if (woken)
+			return 0;
+		if (uipc_handler_gen() != hand0)
+			return -EINTR;
+		if (!yield_allowed(&sem_yield, now))
+			return 1;
+		t = now;
+	}
+	return 1;
+}
+
 static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *deadline,
 			 unsigned cont0, unsigned hand0, int how, int64_t slice,
 			 const struct death_words *dw)
 {
 	int64_t start = mono_ns(), now, left;
 
-	for (int i = 0; how == WAIT_YIELD && i < WAKER_YIELDS; i++) {
-		sched_yield();
-		if (atomic_load_explicit(&q->wake, memory_order_acquire) == seq)
-			return 0;
-		if (uipc_handler_gen() != hand0)
-			return -EINTR;
+	if (how == WAIT_YIELD) {
+		int r = yield_to_waker(q, seq, hand0, start);
+
+		if (r <= 0)
+			return r;
 	}
 	if (how == WAIT_SPIN) {
 		int64_t budget = spin_budget_take(&sem_spin);

@@ -42,6 +42,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
+#include <sys/vfs.h>
 #include <linux/capability.h>
 #include <unistd.h>
 
@@ -112,6 +113,9 @@ struct lattach {
 	uint64_t gen;
 	uint32_t att;              /* which shmat made it (the kernel's vm_file):
 				      pieces of one keep it */
+	struct ns *ns;             /* the segment's namespace: a thread may be
+				      in another one when it detaches it, or
+				      the process may have left it since */
 };
 
 /*
@@ -134,6 +138,7 @@ struct lattach {
  */
 struct fdent {
 	int fd;
+	struct ns *ns;             /* the namespace of the segment or spare */
 	uoff_t obj;
 	uint64_t gen;
 	uint64_t file;
@@ -204,6 +209,12 @@ static _Atomic uint32_t exec_pending = NO_PROC;
 static uint32_t l_vmf_future;       /* mlockall(MCL_FUTURE): new vmas get these */
 /* the namespace directory (O_PATH), guarded like the cached fds */
 static int l_dirfd = -1;
+/* the directory l_dirfd is of: a thread may join a named namespace of
+ * another directory (setns) while others stay, so the fd is kept per
+ * directory; one replaced is left open (guarded, close-on-exec): a
+ * thread may still be using it */
+static char l_dirpath[4096];
+static pthread_mutex_t l_dirmutex = PTHREAD_MUTEX_INITIALIZER;
 
 /* guarded fd numbers, read without a lock by the close hooks */
 #define NGUARD (2 * FDCACHE + 2)
@@ -347,12 +358,11 @@ static bool anon(struct ns *ns);
 
 static int seg_dirfd(struct ns *ns)
 {
-	int fd = __atomic_load_n(&l_dirfd, __ATOMIC_ACQUIRE), h, none = -1;
+	int fd = __atomic_load_n(&l_dirfd, __ATOMIC_ACQUIRE), h;
 	char dir[4096];
 	const char *slash;
+	size_t dl;
 
-	if (likely(fd >= 0))
-		return fd;
 	/* an anonymous namespace names no file: any valid number will do
 	 * (seg_openat and seg_unlinkat do not use it), not one to close */
 	if (anon(ns))
@@ -360,16 +370,24 @@ static int seg_dirfd(struct ns *ns)
 	slash = strrchr(ns->path, '/');
 	if (!slash)
 		return -1;
-	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - ns->path), ns->path);
-	fd = sys_open(dir[0] ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	h = fd_hide(fd);
-	if (__atomic_compare_exchange_n(&l_dirfd, &none, h, false, __ATOMIC_ACQ_REL,
-					__ATOMIC_ACQUIRE))
-		return h;
-	close_guarded(h);       /* another thread was first */
-	return none;
+	dl = (size_t)(slash - ns->path);
+	if (likely(fd >= 0) && !strncmp(l_dirpath, ns->path, dl) && l_dirpath[dl] == 0)
+		return fd;
+	snprintf(dir, sizeof(dir), "%.*s", (int)dl, ns->path);
+	pthread_mutex_lock(&l_dirmutex);
+	fd = __atomic_load_n(&l_dirfd, __ATOMIC_ACQUIRE);
+	if (fd < 0 || strcmp(l_dirpath, dir)) {
+		fd = sys_open(dir[0] ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		h = fd < 0 ? -1 : fd_hide(fd);
+		if (h >= 0) {
+			__atomic_store_n(&l_dirfd, -1, __ATOMIC_RELEASE);
+			snprintf(l_dirpath, sizeof(l_dirpath), "%s", dir);
+			__atomic_store_n(&l_dirfd, h, __ATOMIC_RELEASE);
+		}
+		fd = h;
+	}
+	pthread_mutex_unlock(&l_dirmutex);
+	return fd;
 }
 
 /* the name of segment file number FILE in the namespace directory */
@@ -578,10 +596,11 @@ static struct shmid_kernel *shm_obj(struct ns *ns, uoff_t obj, uint64_t gen)
 }
 
 /* the entry of segment (OBJ, GEN) with file FILE, or of spare FILE (OBJ 0) */
-static int fd_find(uoff_t obj, uint64_t gen, uint64_t file)
+static int fd_find(struct ns *ns, uoff_t obj, uint64_t gen, uint64_t file)
 {
 	for (int i = 0; i < l_nfds; i++)
-		if (l_fds[i].obj == obj && l_fds[i].gen == gen && l_fds[i].file == file)
+		if (l_fds[i].obj == obj && l_fds[i].gen == gen && l_fds[i].file == file &&
+		    l_fds[i].ns == ns)
 			return i;
 	return -1;
 }
@@ -611,27 +630,27 @@ static bool is_creator(struct ns *ns, struct shmid_kernel *shp)
  * the creator has marked the segment fd_shared before, under the segment
  * lock with the segment alive (so that its destroyer, which holds that
  * lock, truncates the file). */
-static bool fd_keep(uoff_t obj, uint64_t gen, uint64_t file, int fd)
+static bool fd_keep(struct ns *ns, uoff_t obj, uint64_t gen, uint64_t file, int fd)
 {
-	if (fd_find(obj, gen, file) >= 0)
+	if (fd_find(ns, obj, gen, file) >= 0)
 		return false;
 	if (l_nfds == FDCACHE) {
 		if (l_fd_busy)
 			return false;
 		fd_drop(0);
 	}
-	l_fds[l_nfds++] = (struct fdent){ fd, obj, gen, file };
+	l_fds[l_nfds++] = (struct fdent){ fd, ns, obj, gen, file };
 	return true;
 }
 
 /* FD of spare file FILE is kept (the oldest spare entry goes beyond
  * SPARE_FDS); false: the caller closes it */
-static bool spare_keep(uint64_t file, int fd)
+static bool spare_keep(struct ns *ns, uint64_t file, int fd)
 {
 	int n = 0, oldest = -1;
 
 	for (int i = 0; i < l_nfds; i++) {
-		if (l_fds[i].obj)
+		if (l_fds[i].obj || l_fds[i].ns != ns)
 			continue;
 		if (oldest < 0)
 			oldest = i;
@@ -639,14 +658,14 @@ static bool spare_keep(uint64_t file, int fd)
 	}
 	if (n >= SPARE_FDS && !l_fd_busy)
 		fd_drop(oldest);
-	return fd_keep(0, 0, file, fd);
+	return fd_keep(ns, 0, 0, file, fd);
 }
 
 /* The kept fd of spare FILE, taken out of the cache (the caller owns it);
  * -1 if none.  Spare fds are never in use by an mmap (not busy). */
-static int spare_take(uint64_t file)
+static int spare_take(struct ns *ns, uint64_t file)
 {
-	int i = fd_find(0, 0, file), fd;
+	int i = fd_find(ns, 0, 0, file), fd;
 
 	if (i < 0)
 		return -1;
@@ -660,7 +679,7 @@ static int spare_take(uint64_t file)
 static void fd_prune(struct ns *ns)
 {
 	for (int i = 0; i < l_nfds;) {
-		if (!l_fds[i].obj || shm_obj(ns, l_fds[i].obj, l_fds[i].gen))
+		if (l_fds[i].ns != ns || !l_fds[i].obj || shm_obj(ns, l_fds[i].obj, l_fds[i].gen))
 			i++;
 		else
 			fd_drop(i);
@@ -866,7 +885,7 @@ static void pool_discard(struct ns *ns, struct shm_pool *pl, uint32_t k)
 	file_base(ns, pl->e[k].file, name, sizeof(name));
 	seg_unlinkat(ns, dfd, name, pl->e[k].file);
 	pthread_mutex_lock(&l_mutex);
-	fd = spare_take(pl->e[k].file);
+	fd = spare_take(ns, pl->e[k].file);
 	if (fd >= 0)
 		close_guarded(fd);
 	pthread_mutex_unlock(&l_mutex);
@@ -1024,7 +1043,7 @@ static void fd_close_safe(int fd)
  * may hold an fd of it (l_mutex held: the cached fd stays ours) */
 static void unlink_seg(struct ns *ns, const struct rmfile *rf, int dfd, const char *name)
 {
-	int i = fd_find(rf->obj, rf->gen, rf->file);
+	int i = fd_find(ns, rf->obj, rf->gen, rf->file);
 
 	if (rf->trunc) {
 		if (i >= 0) {
@@ -1059,7 +1078,7 @@ static void release_file(struct ns *ns, const struct rmfile *rf)
 		pthread_mutex_unlock(&l_mutex);
 		return;
 	}
-	i = fd_find(rf->obj, rf->gen, rf->file);
+	i = fd_find(ns, rf->obj, rf->gen, rf->file);
 	if (i >= 0) {
 		/* ours now (an mmap in progress with it fails its check and
 		 * does not close it) */
@@ -1076,7 +1095,7 @@ static void release_file(struct ns *ns, const struct rmfile *rf)
 	/* clean only once empty: a taker never meets this segment's data */
 	ok = pool_settle(ns, rf->file, ok);
 	pthread_mutex_lock(&l_mutex);
-	if (fd >= 0 && !(ok && spare_keep(rf->file, fd)))
+	if (fd >= 0 && !(ok && spare_keep(ns, rf->file, fd)))
 		fd_close_safe(fd);
 	pthread_mutex_unlock(&l_mutex);
 }
@@ -1368,7 +1387,7 @@ static int pool_take(struct ns *ns, uint64_t size, uint64_t *filep, int *fdp)
 		k = (uint32_t)found;
 		file = pl->e[k].file;
 		pthread_mutex_lock(&l_mutex);
-		fd = spare_take(file);
+		fd = spare_take(ns, file);
 		pthread_mutex_unlock(&l_mutex);
 		if (fd < 0) {
 			char name[4200];
@@ -1657,7 +1676,7 @@ static int newseg(struct ns *ns, key_t key, int shmflg, long arg)
 	 * truncates the file (we are the creator: fd_shared stays clear) */
 	pthread_mutex_lock(&l_mutex);
 	l_used = true;
-	if (!fd_keep(off, shp->gen, file, fd))
+	if (!fd_keep(ns, off, shp->gen, file, fd))
 		close_guarded(fd);
 	pthread_mutex_unlock(&l_mutex);
 	return id;
@@ -1787,7 +1806,7 @@ static int open_seg(struct ns *ns, uoff_t off, uint64_t gen, uint64_t file, int 
 	int fd, i, dfd;
 
 	pthread_mutex_lock(&l_mutex);
-	i = fd_find(off, gen, file);
+	i = fd_find(ns, off, gen, file);
 	if (i >= 0) {
 		fd = l_fds[i].fd;
 		l_fd_busy++;
@@ -1894,6 +1913,7 @@ static void local_add(struct lattach f)
 }
 
 struct seg_delta {
+	struct ns *ns;
 	int shmid;
 	uint64_t gen;
 	uint32_t opens, closes;
@@ -1905,12 +1925,12 @@ static void delta_add(struct seg_delta *d, int *nd, int max, const struct lattac
 	int i;
 
 	for (i = 0; i < *nd; i++)
-		if (d[i].shmid == f->shmid && d[i].gen == f->gen)
+		if (d[i].shmid == f->shmid && d[i].gen == f->gen && d[i].ns == f->ns)
 			break;
 	if (i == *nd) {
 		if (*nd == max)
 			return;
-		d[(*nd)++] = (struct seg_delta){ f->shmid, f->gen, 0, 0 };
+		d[(*nd)++] = (struct seg_delta){ f->ns, f->shmid, f->gen, 0, 0 };
 	}
 	d[i].opens += opens;
 	d[i].closes += closes;
@@ -1987,12 +2007,29 @@ static bool overlaps(uintptr_t addr, size_t len)
 static int shm_account(struct ns *ns, int id, uint64_t gen, uint32_t proc, int pid,
 		       uint32_t opens, uint32_t closes);
 
-/* the attach accounting of fragments a MAP_FIXED attach replaced */
+/* A namespace this process left, kept only for attachments made in it:
+ * with the last of them detached it is let go (core/proc.c) */
+static void left_check(struct ns *ns)
+{
+	if (unlikely(__atomic_load_n(&ns->left, __ATOMIC_RELAXED)))
+		proc_ns_idle(ns);
+}
+
+/* the attach accounting of fragments changed (a MAP_FIXED attach
+ * replaced them, munmap, mremap, ...), each in its segment's namespace */
 static void apply_deltas(struct ns *ns, struct uproc *me, struct seg_delta *d, int nd)
 {
+	for (int i = 0; i < nd; i++) {
+		struct ns *sn = d[i].ns;
+		struct uproc *p = sn == ns ? me : cur_proc(sn);
+
+		if (p)
+			shm_account(sn, d[i].shmid, d[i].gen, proc_index(sn, p), cur_pid(),
+				    d[i].opens, d[i].closes);
+	}
 	for (int i = 0; i < nd; i++)
-		shm_account(ns, d[i].shmid, d[i].gen, proc_index(ns, me), cur_pid(),
-			    d[i].opens, d[i].closes);
+		if (d[i].closes && d[i].ns != ns && (i == 0 || d[i].ns != d[i - 1].ns))
+			left_check(d[i].ns);
 }
 
 /*
@@ -2224,8 +2261,8 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 			frag_unmap((uintptr_t)m, len, &ds);   /* what it replaced */
 		local_add((struct lattach){ (uintptr_t)m, len, 0, len, prot,
 					    l_vmf_future | (shmflg & SHM_RDONLY ? VMF_NOWRITE : 0),
-					    shmid, ns_off(ns, shp), gen, 0 });
-		if (keep >= 0 && !fd_keep(ns_off(ns, shp), gen, file, keep))
+					    shmid, ns_off(ns, shp), gen, 0, ns });
+		if (keep >= 0 && !fd_keep(ns, ns_off(ns, shp), gen, file, keep))
 			close_guarded(keep);
 		pthread_mutex_unlock(&l_mutex);
 		/* an image we exec must drop our attachments even if it
@@ -2277,9 +2314,6 @@ long ksys_shmat(int shmid, const void *shmaddr, int shmflg)
  * detached; then every later fragment of the same segment, mapped from
  * ADDR on too, that ends within the segment's size from ADDR.
  */
-static int l_norph;
-static int orphan_shmdt(uintptr_t addr);
-
 static int do_shmdt(struct ns *ns, const void *shmaddr)
 {
 	uintptr_t addr = (uintptr_t)shmaddr;
@@ -2304,7 +2338,7 @@ static int do_shmdt(struct ns *ns, const void *shmaddr)
 	}
 	if (first < 0) {
 		pthread_mutex_unlock(&l_mutex);
-		return l_norph ? orphan_shmdt(addr) : -EINVAL;
+		return -EINVAL;
 	}
 	{
 		struct lattach f0 = l_att[first];
@@ -2316,7 +2350,7 @@ static int do_shmdt(struct ns *ns, const void *shmaddr)
 			struct lattach *f = &l_att[i];
 
 			if (f->addr > f0.addr && f->shmid == f0.shmid && f->gen == f0.gen &&
-			    f->obj == f0.obj && f->addr + f->len - addr <= size &&
+			    f->obj == f0.obj && f->ns == f0.ns && f->addr + f->len - addr <= size &&
 			    (f->addr - addr) / UIPC_PAGE == f->pgoff) {
 				gone[ngone++] = *f;
 				l_att[i] = l_att[--l_n];
@@ -2326,6 +2360,10 @@ static int do_shmdt(struct ns *ns, const void *shmaddr)
 		}
 	}
 	pthread_mutex_unlock(&l_mutex);
+	/* the segment's namespace, whichever this thread is in now: the
+	 * kernel's shm_close works on the vma's file, of the namespace the
+	 * segment was attached in */
+	ns = gone[0].ns;
 	me = cur_proc(ns);
 	/*
 	 * Unmap first, count after, as the kernel's shmdt does (and the munmap
@@ -2340,6 +2378,7 @@ static int do_shmdt(struct ns *ns, const void *shmaddr)
 			shm_account(ns, gone[i].shmid, gone[i].gen, proc_index(ns, me),
 				    cur_pid(), 0, 1);
 	}
+	left_check(ns);
 	return 0;
 }
 
@@ -2377,15 +2416,9 @@ static bool any_attached(void)
 
 static void settle(struct deltas *ds)
 {
-	struct ns *ns;
-	struct uproc *me;
-
 	if (!ds->n)
 		return;
-	ns = ns_get();
-	me = ns ? cur_proc(ns) : NULL;
-	if (me)
-		apply_deltas(ns, me, ds->d, ds->n);
+	apply_deltas(NULL, NULL, ds->d, ds->n);
 }
 
 int shm_hook_munmap(void *addr, size_t len)
@@ -2623,12 +2656,90 @@ int shm_hook_munlock(void *addr, size_t len)
 	return (int)vma_call((uintptr_t)addr, len, &c, do_syscall3, &sa);
 }
 
+/*
+ * MADV_POPULATE_READ and _WRITE of a writable attachment.  The kernel's
+ * SysV mapping has no fault-around; a read fault on a tmpfs file mapping
+ * first looks at the 16 pages around it (filemap_map_pages), which makes a
+ * populate of fresh pages about 30% dearer than the kernel's.  Write faults
+ * do no fault-around, and pages allocated beforehand (in one fallocate)
+ * need only clearing and mapping in the fault.  A populate allocates every
+ * page of its range in either case (a read fault on a hole of a shmem file
+ * allocates the page, on the kernel's segment too), so: the range's pages
+ * are fallocated, then populated for writing.  The same pages, the same
+ * contents; the page table entries are dirty where a read populate leaves
+ * them clean (seen in smaps and pagemap only: docs/known-gaps.md).
+ */
+#define POPULATE_MIN_PAGES 16     /* below, the fault-around costs little */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ  22
+#define MADV_POPULATE_WRITE 23
+#endif
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC 0x01021994
+#endif
+
+/* The cached fd of the writable fragment that holds [A, A+LEN), with the
+ * file offset of A in *OFF, or -1 (l_mutex held) */
+static int populate_fd(uintptr_t a, size_t len, off_t *off)
+{
+	int i = frag_at(a);
+	const struct lattach *f;
+	struct statfs sfs;
+	uint64_t pos;
+
+	if (i < 0)
+		return -1;
+	f = &l_att[i];
+	pos = f->pgoff * UIPC_PAGE + (a - f->addr);
+	if ((f->prot & (PROT_READ | PROT_WRITE)) != (PROT_READ | PROT_WRITE) ||
+	    (f->vmf & VMF_NOWRITE) || a + len > f->addr + f->len || pos + len > f->seglen)
+		return -1;
+	for (int k = 0; k < l_nfds; k++) {
+		if (l_fds[k].obj != f->obj || l_fds[k].gen != f->gen)
+			continue;
+		/* on a disk file system a read fault allocates nothing */
+		if (fstatfs(l_fds[k].fd, &sfs) || sfs.f_type != TMPFS_MAGIC)
+			return -1;
+		*off = (off_t)pos;
+		return l_fds[k].fd;
+	}
+	return -1;
+}
+
+static int populate_attached(void *addr, size_t len, int advice)
+{
+	uintptr_t a = (uintptr_t)addr;
+	int r = -1, fd;
+	off_t off;
+
+	if (likely(!any_attached()) || (a & (UIPC_PAGE - 1)) || len < POPULATE_MIN_PAGES * UIPC_PAGE ||
+	    a + len < a)
+		return sys_madvise(addr, len, advice);
+	len = PAGE_ALIGN(len);
+	/* l_mutex across the calls: no other thread of ours detaches the
+	 * range meanwhile (the segment stays alive, its file its own) */
+	hooks_enter();
+	pthread_mutex_lock(&l_mutex);
+	fd = populate_fd(a, len, &off);
+	if (fd >= 0 && sys_syscall(SYS_fallocate, fd, FALLOC_FL_KEEP_SIZE, off, len) == 0)
+		r = sys_madvise(addr, len, MADV_POPULATE_WRITE);
+	/* anything else, as asked */
+	if (r)
+		r = sys_madvise(addr, len, advice);
+	pthread_mutex_unlock(&l_mutex);
+	hooks_leave();
+	return r;
+}
+
 int shm_hook_madvise(void *addr, size_t len, int advice)
 {
 	struct sysargs sa = { SYS_madvise, (long)addr, (long)len, advice };
 	struct vchange c = { -1, 0, 0 };
 
 	switch (advice) {
+	case MADV_POPULATE_READ:
+	case MADV_POPULATE_WRITE:
+		return populate_attached(addr, len, advice);
 	case MADV_DONTFORK:   c.set = VMF_DONTCOPY; break;
 	case MADV_DOFORK:     c.clear = VMF_DONTCOPY; break;
 	case MADV_DONTDUMP:   c.set = VMF_DONTDUMP; break;
@@ -2791,7 +2902,7 @@ long shm_remap_file_pages(void *addr, size_t size, int prot, size_t pgoff, int f
 	}
 	pthread_mutex_unlock(&l_mutex);
 
-	ns = ns_get();
+	ns = f0.ns;       /* the segment's, whichever this thread is in */
 	me = ns ? cur_proc(ns) : NULL;
 	shp = ns ? shm_obj(ns, f0.obj, f0.gen) : NULL;
 	if (!shp || !me) {
@@ -3147,7 +3258,9 @@ int ksys_shmctl(int shmid, int cmd, struct shmid_ds *buf)
  * SIGKILL) and, if it created segments, orphan them (shm_rmid_forced
  * destroys the unattached ones).  EXEC: only the attachments go.
  */
-static void shm_detach_proc(struct ns *ns, struct uproc *p, bool exec)
+enum { DETACH_EXIT, DETACH_EXEC, DETACH_LEAVE };
+
+static void shm_detach_proc(struct ns *ns, struct uproc *p, int how)
 {
 	uint32_t pidx = proc_index(ns, p);
 	int maxidx;
@@ -3166,9 +3279,9 @@ static void shm_detach_proc(struct ns *ns, struct uproc *p, bool exec)
 		if (!perm || !ns_ptr(ns, ns_off(ns, perm), sizeof(*shp)))
 			continue;
 		shp = shp_of(perm);
-		if (att_has(ns, shp, pidx))
+		if (how != DETACH_LEAVE && att_has(ns, shp, pidx))
 			shm_account(ns, shp->perm.id, shp->gen, pidx, p->pid, 0, UINT32_MAX);
-		if (exec || __atomic_load_n(&shp->creator, __ATOMIC_ACQUIRE) != pidx)
+		if (how == DETACH_EXEC || __atomic_load_n(&shp->creator, __ATOMIC_ACQUIRE) != pidx)
 			continue;
 		shp = lock_both(ns, perm->id, shp->gen, &err);
 		if (!shp)
@@ -3220,15 +3333,30 @@ void shm_destroy_orphaned(struct ns *ns)
 void shm_exit_proc(struct ns *ns, struct uproc *p)
 {
 	if (p == cur_proc(ns)) {
-		/* our own exit: the local table goes with us */
+		/* our own exit (or exec, for a namespace the exec'd image is
+		 * not in): the local table's attachments of NS go with us */
 		pthread_mutex_lock(&l_mutex);
-		l_n = 0;
+		for (int i = 0; i < l_n;) {
+			if (l_att[i].ns == ns)
+				l_att[i] = l_att[--l_n];
+			else
+				i++;
+		}
 		pthread_mutex_unlock(&l_mutex);
-		shm_detach_proc(ns, p, false);
+		shm_detach_proc(ns, p, DETACH_EXIT);
 		return;
 	}
-	shm_detach_proc(ns, p, false);
+	shm_detach_proc(ns, p, DETACH_EXIT);
 	sweep_files(ns);        /* it may have died creating a segment */
+}
+
+/* The last thread of this process leaves NS (unshare, setns): the
+ * kernel's exit_shm at that point orphans the segments it created (and
+ * with shm_rmid_forced destroys the unattached ones); its attachments
+ * stay counted in NS until their shmdt (the kernel counts vmas). */
+void shm_leave_proc(struct ns *ns, struct uproc *p)
+{
+	shm_detach_proc(ns, p, DETACH_LEAVE);
 }
 
 /* register_proc found this process's slot again after an exec: the old
@@ -3254,7 +3382,7 @@ static void run_exec_pending(struct ns *ns)
 		return;
 	p = proc_at(ns, idx);
 	if (p)
-		shm_detach_proc(ns, p, true);
+		shm_detach_proc(ns, p, DETACH_EXEC);
 }
 
 /* fork: the child inherits every attachment (the kernel's shm_open for each
@@ -3313,11 +3441,13 @@ static void fork_child_count(void)
 			close_guarded(l_fork_fds[i].fd);
 	}
 	l_nfork = 0;
-	ns = l_nfds || l_n ? ns_get() : NULL;
 	/* inherited fds: we are not their segments' creator; mark them (a
 	 * destroyer that did not see the mark is seen here) */
-	for (int i = 0; ns && i < l_nfds;) {
-		struct shmid_kernel *shp = shm_obj(ns, l_fds[i].obj, l_fds[i].gen);
+	for (int i = 0; i < l_nfds;) {
+		struct shmid_kernel *shp;
+
+		ns = l_fds[i].ns;
+		shp = shm_obj(ns, l_fds[i].obj, l_fds[i].gen);
 		bool alive = false;
 
 		/* under the segment lock, alive: its destroyer sees the mark */
@@ -3342,15 +3472,20 @@ static void fork_child_count(void)
 		if (d)
 			usleep((useconds_t)atoi(d) * 1000);
 	}
-	me = ns ? cur_proc(ns) : NULL;
-	if (!me)
-		return;
 	ppid = (int)getppid();
 	for (int i = 0; i < l_n;) {
 		struct lattach *a = &l_att[i];
 		struct shmid_kernel *shp;
 		int err = 0;
 
+		/* counted in its segment's namespace, as the kernel's shm_open
+		 * of the copied vma */
+		ns = a->ns;
+		me = cur_proc(ns);
+		if (!me) {
+			lose_inherited(i);
+			continue;
+		}
 		/* MADV_DONTFORK: the kernel does not copy the vma */
 		if (a->vmf & VMF_DONTCOPY) {
 			l_att[i] = l_att[--l_n];
@@ -3413,7 +3548,7 @@ static void shm_atfork_prepare(void)
 		shp = shp_of(p);
 		gen = __atomic_load_n(&shp->gen, __ATOMIC_ACQUIRE);
 		file = __atomic_load_n(&shp->file, __ATOMIC_ACQUIRE);
-		if (fd_find(ns_off(ns, shp), gen, file) >= 0)
+		if (fd_find(ns, ns_off(ns, shp), gen, file) >= 0)
 			continue; /* inherited anyway */
 		dfd = anon(ns) ? -1 : seg_dirfd(ns);
 		/* read without the lock: the child checks (seg_file_is) */
@@ -3421,7 +3556,7 @@ static void shm_atfork_prepare(void)
 		fd = seg_openat(ns, dfd, name, file, O_RDWR);
 		if (fd < 0)
 			continue;
-		l_fork_fds[l_nfork++] = (struct fdent){ fd_hide(fd), ns_off(ns, shp), gen, file };
+		l_fork_fds[l_nfork++] = (struct fdent){ fd_hide(fd), ns, ns_off(ns, shp), gen, file };
 	}
 }
 
@@ -3647,7 +3782,7 @@ static unsigned long shm_rss_bytes(int id)
 		file_name(ns, shp->file, path, sizeof(path));
 		/* this process's own fd on the file, when it has one: a reader
 		 * that may not search the namespace's directory still sees it */
-		i = fd_find(ns_off(ns, p), shp->gen, shp->file);
+		i = fd_find(ns, ns_off(ns, p), shp->gen, shp->file);
 	}
 	r = i >= 0 ? fstat(l_fds[i].fd, &st) : path[0] ? sys_stat(path, &st) : -1;
 	ids_unlock(ns, IPC_SHM_IDS);
@@ -3677,166 +3812,37 @@ int shm_proc_show(int idx, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? 0 : n;
 }
 
-/*
- * Attachments made before an unshare (orphans).  The kernel keeps them
- * attached and counted in the old namespace, and shmdt of one works.
- * uipc counts them out at the unshare (its exit_shm) but keeps what the
- * process needs for its own shmdt: the fragments, and which file and
- * offset each mapping was of (from /proc/self/maps), so that a shmdt
- * after the program replaced the mapping finds it is not one any more.
- */
-struct orphan {
-	struct lattach f;
-	unsigned long ino;
-	uint64_t off;
-};
-static struct orphan *l_orph;
-
-/* /proc/self/maps as a stream, opened by the system call itself (libc's
- * fopen is entry/'s, which the layers below never call) */
-static FILE *proc_maps_open(void)
-{
-	int fd = sys_open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
-
-	if (fd >= 0 && !f)
-		sys_close(fd);
-	return f;
-}
-
-/* the mapping that starts at ADDR: its file offset and inode (0: none) */
-static unsigned long map_at(uintptr_t addr, uint64_t *off)
-{
-	char line[512];
-	unsigned long ino = 0;
-	FILE *f = proc_maps_open();
-
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long a, b, i;
-		unsigned long long o;
-
-		if (sscanf(line, "%lx-%lx %*s %llx %*s %lu", &a, &b, &o, &i) == 4 && a == addr) {
-			*off = o;
-			ino = i;
-			break;
-		}
-	}
-	if (f)
-		fclose(f);
-	return ino;
-}
-
-/* l_mutex held: the attachments become orphans */
-static void orphans_take(void)
-{
-	struct orphan *n;
-
-	/* never realloc to 0 bytes: that frees the table */
-	if (!l_n)
-		return;
-	n = realloc(l_orph, (size_t)(l_norph + l_n) * sizeof(*n));
-	if (!n)
-		return;
-	l_orph = n;
-	for (int i = 0; i < l_n; i++) {
-		struct orphan *o = &l_orph[l_norph];
-
-		o->f = l_att[i];
-		o->ino = map_at(o->f.addr, &o->off);
-		if (o->ino)
-			l_norph++;
-	}
-}
-
-/* A piece of an orphan as mapped now: the part of a /proc/self/maps
- * line [A, B) still mapping orphan O's file at O's offsets (the program
- * may have cut or replaced it since). */
-struct opiece {
-	uintptr_t a, b;
-	uint64_t pgoff;            /* in the segment */
-	const struct orphan *o;
-};
-
-static int orphan_pieces(struct opiece *out, int max)
-{
-	char line[512];
-	int n = 0;
-	FILE *f = proc_maps_open();
-
-	while (f && n < max && fgets(line, sizeof(line), f)) {
-		unsigned long a, b, ino;
-		unsigned long long off;
-
-		if (sscanf(line, "%lx-%lx %*s %llx %*s %lu", &a, &b, &off, &ino) != 4 || !ino)
-			continue;
-		for (int i = 0; i < l_norph && n < max; i++) {
-			const struct orphan *o = &l_orph[i];
-
-			if (o->ino != ino || a < o->f.addr || b > o->f.addr + o->f.len ||
-			    off != o->off + (a - o->f.addr))
-				continue;
-			out[n++] = (struct opiece){ a, b, o->f.pgoff + (a - o->f.addr) / UIPC_PAGE, o };
-			break;
-		}
-	}
-	if (f)
-		fclose(f);
-	return n;
-}
-
-/* shmdt of an orphan, as the kernel's shmdt selects vmas: the first piece
- * at or above ADDR that starts where its page of the segment would, then
- * every piece of the same segment within its size; -EINVAL: none */
-static int orphan_shmdt(uintptr_t addr)
-{
-	struct opiece pc[64];
-	int n, first = -1;
-
-	pthread_mutex_lock(&l_mutex);
-	n = orphan_pieces(pc, 64);
-	for (int i = 0; i < n; i++)
-		if (pc[i].a >= addr && (pc[i].a - addr) / UIPC_PAGE == pc[i].pgoff &&
-		    (first < 0 || pc[i].a < pc[first].a))
-			first = i;
-	for (int i = 0; first >= 0 && i < n; i++) {
-		const struct lattach *f0 = &pc[first].o->f, *f = &pc[i].o->f;
-
-		if (i == first || (pc[i].a > pc[first].a && f->obj == f0->obj &&
-				   f->gen == f0->gen && pc[i].b - addr <= f0->seglen &&
-				   (pc[i].a - addr) / UIPC_PAGE == pc[i].pgoff))
-			sys_munmap((void *)pc[i].a, pc[i].b - pc[i].a);
-	}
-	pthread_mutex_unlock(&l_mutex);
-	return first >= 0 ? 0 : -EINVAL;
-}
-
-/* This process leaves NS (unshare), before its exit_shm there: the fds it
- * keeps are of NS's segment files, looked up by NS's offsets, so they go;
- * the attachments stay mapped, as orphans (above). */
+/* Does this process still map attachments made in NS (or is a mapping of
+ * a segment file in progress)?  Then NS stays mapped when it is left,
+ * and is not made anew in place. */
 bool shm_ns_busy(struct ns *ns)
 {
 	bool busy;
 
-	(void)ns;
 	pthread_mutex_lock(&l_mutex);
-	busy = l_n > 0 || l_fd_busy > 0;
+	busy = l_fd_busy > 0;
+	for (int i = 0; i < l_n && !busy; i++)
+		busy = l_att[i].ns == ns;
 	pthread_mutex_unlock(&l_mutex);
 	return busy;
 }
 
+/* The last thread of this process leaves NS (unshare, setns), before its
+ * exit_shm there: the fds it keeps of NS's segment files go (they are
+ * looked up by NS's offsets); the attachments stay mapped and counted in
+ * NS until their shmdt, as on the kernel. */
+
 void shm_ns_leave(struct ns *ns)
 {
-	int dfd;
-
-	(void)ns;
 	pthread_mutex_lock(&l_mutex);
-	orphans_take();
-	l_n = 0;
-	while (l_nfds > 0)
-		fd_close_safe(l_fds[--l_nfds].fd);
-	dfd = __atomic_exchange_n(&l_dirfd, -1, __ATOMIC_ACQ_REL);
-	if (dfd >= 0)
-		fd_close_safe(dfd);
+	for (int i = 0; i < l_nfds;) {
+		if (l_fds[i].ns == ns) {
+			fd_close_safe(l_fds[i].fd);
+			l_fds[i] = l_fds[--l_nfds];
+		} else {
+			i++;
+		}
+	}
 	atomic_store(&exec_pending, NO_PROC);
 	pthread_mutex_unlock(&l_mutex);
 }

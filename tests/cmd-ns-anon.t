@@ -14,10 +14,14 @@ user=uipcnsa$$
 useradd -M -N -s /usr/sbin/nologin "$user" || { ok 1 "useradd"; exit 1; }
 work=$(mktemp -d /tmp/uipc-nsanon.XXXXXX)
 udir=$(mktemp -d /dev/shm/uipc-nsanon.XXXXXX)
+# the user's count of namespaces (user.max_ipc_namespaces) in a directory
+# of this test's: processes it kills leave the count file behind
+export UIPC_NSCOUNT_DIR=$(mktemp -d /dev/shm/uipc-cnt.XXXXXX)
+chmod 1777 "$UIPC_NSCOUNT_DIR"
 pids=
 cleanup() {
 	for p in $pids; do kill -9 "$p" 2>/dev/null; done
-	rm -rf "$work" "$udir"; userdel "$user" 2>/dev/null; t_cleanup
+	rm -rf "$work" "$UIPC_NSCOUNT_DIR" "$udir"; userdel "$user" 2>/dev/null; t_cleanup
 }
 trap cleanup EXIT
 chmod 755 "$work"

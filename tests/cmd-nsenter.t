@@ -16,7 +16,11 @@ user=uipcnse$$
 useradd -M -N -s /usr/sbin/nologin "$user" || { ok 1 "useradd"; exit 1; }
 work=$(mktemp -d /tmp/uipc-nsenter.XXXXXX)
 udir=$(mktemp -d /dev/shm/uipc-nsenter.XXXXXX)
-cleanup() { rm -rf "$work" "$udir"; userdel "$user" 2>/dev/null; t_cleanup; }
+# the user's count of namespaces (user.max_ipc_namespaces) in a directory
+# of this test's: processes it kills leave the count file behind
+export UIPC_NSCOUNT_DIR=$(mktemp -d /dev/shm/uipc-cnt.XXXXXX)
+chmod 1777 "$UIPC_NSCOUNT_DIR"
+cleanup() { rm -rf "$work" "$UIPC_NSCOUNT_DIR" "$udir"; userdel "$user" 2>/dev/null; t_cleanup; }
 trap cleanup EXIT
 chmod 755 "$work"
 cp -a "$LIB" "$LIB.0" "$UIPC" "$T_ROOT/tests/cmd/nsenter.sh" "$work/"

@@ -22,6 +22,10 @@ fi
 user=uipclife$$
 useradd -M -N -s /usr/sbin/nologin "$user" || { echo "not ok 1 - useradd failed"; exit 1; }
 work=$(mktemp -d /tmp/uipc-life.XXXXXX)
+# the user's count of namespaces (user.max_ipc_namespaces) in a directory
+# of this test's: processes it kills leave the count file behind
+export UIPC_NSCOUNT_DIR=$(mktemp -d /dev/shm/uipc-cnt.XXXXXX)
+chmod 1777 "$UIPC_NSCOUNT_DIR"
 chmod 755 "$work"
 cp "$lib" "$prog" "$work/" && chmod 755 "$work/ns_life" && chmod 644 "$work/libuipc.so"
 dir=
@@ -29,7 +33,7 @@ pg=
 cleanup() {
 	[ -n "$pg" ] && kill -9 -- "-$pg" 2>/dev/null
 	[ -n "$dir" ] && rm -rf "$dir"
-	rm -rf "$work"
+	rm -rf "$work" "$UIPC_NSCOUNT_DIR"
 	userdel "$user" 2>/dev/null
 }
 trap cleanup EXIT

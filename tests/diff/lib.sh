@@ -188,3 +188,42 @@ dt_run_programs() {
 	done
 	[ "$DT_FAILED" = 0 ]
 }
+
+# dt_run_root_and_user PROG USER - the body of a tests/diff-*.t whose
+# scenarios the kernel allows root only (unshare, setns): every case of
+# PROG with the uipc side as root, then again as the ordinary user USER
+# (made here with useradd, removed at the end), who must get the kernel
+# root's transcript.  The user's run also fails a case that leaves an
+# anonymous namespace's file in its UIPC_DIR.
+dt_run_root_and_user() {
+	local prog=$1 c cases n
+	DT_NS_USER=$2
+	useradd -M -N -s /usr/sbin/nologin "$DT_NS_USER" ||
+		{ echo "1..1"; echo "not ok 1 - useradd failed"; exit 1; }
+	trap 'userdel "$DT_NS_USER" 2>/dev/null; dt_cleanup' EXIT
+	chmod 755 "$DT_WORK" && chmod 644 "$DT_LIB_RUN"
+	cases=$(dt_list "$prog")
+	n=$(echo $cases | wc -w)
+	echo "1..$((2 * n))"
+	for c in $cases; do dt_case "$prog $c (root)" "$DT_BIN/$prog" "$c"; done
+	dt_run_uipc() { dt_run_uipc_as_user "$@"; }
+	for c in $cases; do dt_case "$prog $c (user $DT_NS_USER)" "$DT_BIN/$prog" "$c"; done
+	[ "$DT_FAILED" = 0 ]
+}
+
+# dt_run_uipc_as_user OUT CMD...: dt_run_uipc as $DT_NS_USER
+dt_run_uipc_as_user() {
+	local out=$1; shift
+	local rc=0 left
+	DT_UDIR=$(mktemp -d /dev/shm/uipc-diff.XXXXXX)
+	chown "$DT_NS_USER" "$DT_UDIR"
+	env UIPC_DIFF_MODE=uipc timeout -k 5 "$DT_RUN_TIMEOUT" \
+		setpriv --reuid="$DT_NS_USER" --regid=nogroup --clear-groups --inh-caps=-all \
+		env UIPC_DIR="$DT_UDIR" UIPC_NS=diff LD_PRELOAD="${UIPC_TEST_PRELOAD:+$UIPC_TEST_PRELOAD:}$DT_LIB_RUN" "$@" \
+		>"$out" 2>"$out.err" </dev/null || rc=$?
+	left=$(ls -A "$DT_UDIR" | grep -e '-anon-')
+	rm -rf "$DT_UDIR"
+	DT_UDIR=
+	dt_status_line "$rc" >>"$out"
+	[ -z "$left" ] || echo "left in UIPC_DIR: $left" >>"$out"
+}

@@ -355,8 +355,8 @@ static void handler_semop(int argc, char **argv)
  * pinned to the last CPU, whose own timer fires 10-40 us after it starts a
  * blocking semop (the delay cycles through the tries), then every 100 ms.
  * A try whose first expiry came before the thread marked itself in the
- * call does not count.  A counted call still waiting 90 ms later (late)
- * slept through the first handler, and where that handler ran says why:
+ * call does not count.  A counted call still waiting 90 ms after its
+ * first handler ran (late) slept through that handler, and where that handler ran says why:
  * timer_settime itself takes 6-10 us on a VM, so the expiry often lands
  * just as the call is made.  On the
  * kernel a late call's handler ran before the system call (in the
@@ -427,7 +427,10 @@ static void *se_thread(void *p)
 	t->valid = !se_early;
 	t->eintr = r == -1 && e == EINTR;
 	t->dur_us = dt_now_us() - t0;
-	t->late = t->dur_us >= 90000;
+	/* slept through the handler: still in the call 90 ms after it ran
+	 * (not after the start: on a loaded machine the thread may wait
+	 * that long for a CPU before its handler runs at all) */
+	t->late = se_hand_us && t0 + t->dur_us - se_hand_us >= 90000;
 	t->hand_us = se_hand_us ? se_hand_us - t0 : -1;
 	t->hand_ip = se_hand_ip;
 	return NULL;

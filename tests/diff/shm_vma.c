@@ -418,6 +418,95 @@ static void remap_dest(int argc, char **argv)
 	dt_shmstat(g_id, IPC_STAT);
 }
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ  22
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/* which of the first N pages at P read back as written (page i holds i+1
+ * in its byte 5 where it was written, else 0) */
+static void show_pages(const char *what, const char *p, int n, const char *written)
+{
+	char buf[128];
+	int k = 0;
+
+	for (int i = 0; i < n && k < (int)sizeof(buf) - 1; i++)
+		buf[k++] = p[i * P + 5] == (written[i] ? (char)(i + 1) : 0) ? '.' : 'X';
+	buf[k] = 0;
+	dt_out("%s contents: %s", what, buf);
+}
+
+static void do_populate(char *p, size_t len, int adv)
+{
+	errno = 0;
+	int r = madvise(p, len, adv);
+	dt_out("madvise(%s,%luP,POPULATE_%s) = %s", where(p), (unsigned long)(len / P),
+	       adv == MADV_POPULATE_READ ? "READ" : "WRITE", dt_res(r, errno));
+	dt_shminfo(SHM_INFO);
+}
+
+/*
+ * MADV_POPULATE_READ/WRITE on attachments: every page of the range is
+ * allocated (shm_rss), what was written stays, holes read as zeros; the
+ * errors for a range past the attachment, a read-only attachment, a
+ * PROT_READ piece, an unaligned address.
+ */
+static void madvise_populate(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	char written[40] = { 0 };
+	char *p, *r;
+
+	/* not attach(): its memset would allocate every page */
+	g_id = dt_shmget(IPC_PRIVATE, 40 * P, 0600);
+	p = dt_shmat(g_id, ADDR, 0);
+	if (p == (void *)-1)
+		return;
+
+	for (int i = 0; i < 40; i += 7) {
+		p[i * P + 5] = (char)(i + 1);
+		written[i] = 1;
+	}
+	dt_shminfo(SHM_INFO);
+	do_populate(p, 20 * P, MADV_POPULATE_READ);
+	do_populate(p + 20 * P, 20 * P, MADV_POPULATE_WRITE);
+	show_pages("populated", p, 40, written);
+	/* holes again, then the whole attachment at once */
+	dt_out("madvise(REMOVE) = %s", dt_res(madvise(p, 40 * P, MADV_REMOVE), errno));
+	memset(written, 0, sizeof(written));
+	dt_shminfo(SHM_INFO);
+	do_populate(p, 40 * P, MADV_POPULATE_READ);
+	show_pages("after REMOVE", p, 40, written);
+	/* the range goes past the attachment: ENOMEM */
+	do_populate(p + 30 * P, 20 * P, MADV_POPULATE_READ);
+	do_populate(p + P + 1, 16 * P, MADV_POPULATE_READ);
+	dt_shmdt(p, "p");
+	rm();
+
+	/* a PROT_READ piece, fresh pages: the range over both pieces */
+	g_id = dt_shmget(IPC_PRIVATE, 40 * P, 0600);
+	p = dt_shmat(g_id, ADDR, 0);
+	if (p == (void *)-1)
+		return;
+	do_mprotect(p, 20 * P, PROT_READ);
+	do_populate(p, 20 * P, MADV_POPULATE_WRITE);
+	do_populate(p + 20 * P, 20 * P, MADV_POPULATE_READ);
+	do_populate(p, 40 * P, MADV_POPULATE_READ);
+	dt_shmdt(p, "p");
+	rm();
+
+	/* a read-only attachment */
+	g_id = dt_shmget(IPC_PRIVATE, 40 * P, 0600);
+	r = dt_shmat(g_id, DEST, SHM_RDONLY);
+	if (r == (void *)-1)
+		return;
+	do_populate(r, 40 * P, MADV_POPULATE_WRITE);
+	do_populate(r, 40 * P, MADV_POPULATE_READ);
+	dt_shmstat(g_id, IPC_STAT);
+	dt_shmdt(r, "r");
+	rm();
+}
+
 /*
  * handler-munmap: a timer's handler attaches, writes and detaches a segment
  * (shmat, shmdt, munmap of an anonymous page) while the main thread keeps
@@ -517,6 +606,7 @@ const struct dt_case dt_cases[] = {
 	{ "mlock", mlock_split, 0 },
 	{ "fork-dontfork", fork_dontfork, 0 },
 	{ "remap-dest", remap_dest, 0 },
+	{ "madvise-populate", madvise_populate, 0 },
 	{ "handler-munmap", handler_munmap, 0 },
 	{ NULL, NULL, 0 },
 };

@@ -32,16 +32,7 @@
 #define SEG (64 * MIB)
 #define KEY 0x5f3e
 
-static int n, failed;
-
-static void ok(int cond, const char *what)
-{
-	n++;
-	if (!cond)
-		failed++;
-	printf("%sok %d - %s\n", cond ? "" : "not ", n, what);
-	fflush(stdout);
-}
+#include "tap.h"
 
 static long long now_ms(void)
 {
@@ -213,5 +204,5 @@ int main(void)
 	let_go();
 	let_go();
 	ok(zombies() <= 1, "the helpers are reaped (at most one zombie)");
-	return failed != 0;
+	return tap_failed != 0;
 }

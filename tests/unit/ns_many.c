@@ -33,16 +33,7 @@
 #define KEY 0x6e5a0000
 #define SAMPLE 20
 
-static int n, failed;
-
-static void ok(int cond, const char *what)
-{
-	n++;
-	if (!cond)
-		failed++;
-	printf("%sok %d - %s\n", cond ? "" : "not ", n, what);
-	fflush(stdout);
-}
+#include "tap.h"
 
 static int ns_fd(void)
 {
@@ -178,5 +169,5 @@ int main(int argc, char **argv)
 	printf("1..6\n");
 	empty_costs();
 	many(count);
-	return failed != 0;
+	return tap_failed != 0;
 }

@@ -16,6 +16,7 @@ UNIT_PROGS := \
 	$(UNIT_DIR)/rmid_crash \
 	$(UNIT_DIR)/chaos_mixed \
 	$(UNIT_DIR)/trust_shm $(UNIT_DIR)/crash_aio $(UNIT_DIR)/aio_backend $(UNIT_DIR)/aio_many \
+	$(UNIT_DIR)/aio_unshare \
 	$(UNIT_DIR)/ns_life $(UNIT_DIR)/ns_free $(UNIT_DIR)/ns_many $(UNIT_DIR)/ns_crash \
 	$(UNIT_DIR)/ns_fault \
 	$(UNIT_DIR)/lock_hostile $(UNIT_DIR)/hostile \
@@ -30,7 +31,7 @@ $(UNIT_DIR):
 	mkdir -p $@
 
 # native AIO through libaio (the library's names under LD_PRELOAD)
-$(UNIT_DIR)/crash_aio $(UNIT_DIR)/aio_backend $(UNIT_DIR)/aio_many: $(UNIT_DIR)/%: tests/unit/%.c | $(UNIT_DIR)
+$(UNIT_DIR)/crash_aio $(UNIT_DIR)/aio_backend $(UNIT_DIR)/aio_many $(UNIT_DIR)/aio_unshare: $(UNIT_DIR)/%: tests/unit/%.c | $(UNIT_DIR)
 	$(CC) $(TESTCFLAGS) $< -o $@ -ldl -laio
 
 # know the namespace layout: rebuilt when it changes
@@ -43,3 +44,6 @@ $(UNIT_DIR)/crash_sem $(UNIT_DIR)/crash_msg $(UNIT_DIR)/crash_shm: tests/unit/cr
 # ipc/msgring.h) and mirrors ipc/'s private structures
 $(UNIT_DIR)/hostile: tests/unit/hostile.c tests/unit/hostile_mirror.h core/layout.h ipc/msgring.h | $(UNIT_DIR)
 	$(CC) $(TESTCFLAGS) -I. $< -o $@ -ldl
+
+# ok() from tap.h
+$(UNIT_DIR)/ns_free $(UNIT_DIR)/ns_many: tests/unit/tap.h

@@ -497,7 +497,7 @@ static void madvise_populate(int argc, char **argv)
 
 	/* a read-only attachment */
 	g_id = dt_shmget(IPC_PRIVATE, 40 * P, 0600);
-	r = dt_shmat(g_id, DEST, SHM_RDONLY);
+	r = dt_shmat(g_id, ADDR, SHM_RDONLY);
 	if (r == (void *)-1)
 		return;
 	do_populate(r, 40 * P, MADV_POPULATE_WRITE);

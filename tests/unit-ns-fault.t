@@ -6,4 +6,4 @@
 # member does not kill the opener (tests/unit/ns_fault.c).  As root and as
 # a user.
 . "$(dirname "$0")/unit/as_both.sh"
-as_both ns_fault 8
+as_both ns_fault 9

@@ -24,10 +24,15 @@
  *      does not kill the opener, which is given its namespace;
  *   7. the memfd truncated after the arena, before a segment's slot: a
  *      new attachment of that segment fails with EIDRM;
- *   8. setns into a named namespace's file, then truncated: EIDRM.
+ *   8. setns into a named namespace's file, then truncated: EIDRM;
+ *   9. a thread in a namespace of its own (its unshare moves it alone),
+ *      truncated by a fork child of that thread: the thread's calls give
+ *      EIDRM, the main thread's namespace works on, the thread's next
+ *      unshare works, and its end lets the broken namespace go.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -337,9 +342,65 @@ static int slot_truncated(void)
 	return semget(IPC_PRIVATE, 1, 0600) < 0;
 }
 
+/* 9: the thread's part (its result through ARG) */
+static void *thread_own_truncated(void *arg)
+{
+	int *res = arg, semid;
+	struct sembuf op = { 0, 1, IPC_NOWAIT };
+
+	*res = 1;
+	if (unshare(CLONE_NEWIPC) < 0 || (semid = semget(IPC_PRIVATE, 1, 0600)) < 0)
+		return NULL;
+	/* a fork child of this thread is in the thread's namespace, and its
+	 * own process's: the memfd is the one its environment names */
+	{
+		int st;
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			int fd = ns_fd();
+
+			_exit(fd >= 0 && ftruncate(fd, 0) == 0 ? 0 : 1);
+		}
+		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+			printf("# the thread's child could not truncate its memfd\n");
+			return NULL;
+		}
+	}
+	if (!calls_give_eidrm(semid))
+		return NULL;
+	/* a semop on an id of the broken namespace, again: still EIDRM */
+	errno = 0;
+	if (semop(semid, &op, 1) != -1 || errno != EIDRM)
+		return NULL;
+	/* and a new namespace of the thread's works */
+	if (unshare(CLONE_NEWIPC) < 0 || semget(IPC_PRIVATE, 1, 0600) < 0) {
+		printf("# the thread's unshare after the broken namespace: %s\n", strerror(errno));
+		return NULL;
+	}
+	*res = 0;
+	return NULL;
+}
+
+static int thread_own(void)
+{
+	pthread_t t;
+	int res = 1, semid = semget(IPC_PRIVATE, 1, 0600), r;
+	struct sembuf op = { 0, 1, IPC_NOWAIT };
+
+	if (semid < 0 || pthread_create(&t, NULL, thread_own_truncated, &res) ||
+	    pthread_join(t, NULL))
+		return 1;
+	/* the main thread never left its namespace: it works on */
+	r = semop(semid, &op, 1);
+	if (r < 0)
+		printf("# the main thread's semop: %s\n", strerror(errno));
+	return res || r < 0 || semctl(semid, 0, IPC_RMID) < 0;
+}
+
 int main(void)
 {
-	printf("1..8\n");
+	printf("1..9\n");
 	check("unshare, memfd truncated by a member: EIDRM, and a new unshare works",
 	      after_unshare);
 	check("after 20 unshares that each made a new memfd: EIDRM", after_many_unshares);
@@ -349,6 +410,8 @@ int main(void)
 	check("opening /proc/PID/ns/ipc of a member of a truncated memfd: the opener lives",
 	      door_of_truncated);
 	check("the memfd truncated before a segment's slot: shmat gives EIDRM", slot_truncated);
+	check("a thread's own namespace truncated: its calls give EIDRM, the others' work",
+	      thread_own);
 	/* last: it truncates and removes the named namespace the others start in */
 	check("setns into a named namespace's file, truncated: EIDRM", after_setns_named);
 	return failed != 0;

@@ -1184,19 +1184,33 @@ static bool run_own_leave_hooks(struct ns *ns, struct uproc *p)
 
 /* NS's file was found truncated (fault.c): what this process knew of it
  * goes without a look at its arena (its slots there are zero pages now,
- * or another's memory); the survivors, if any, see a dead process. */
+ * or another's memory); the survivors, if any, see a dead process.  The
+ * leave hooks touch only this process's memory (cached fds, ids seen).
+ * Attachments made there stay mapped until their shmdt, and NS with them
+ * (their records name it). */
 static void leave_broken(struct ns *ns, bool mt)
 {
+	run_leave_hooks(ns);
 	pthread_mutex_lock(&reg_mutex);
 	__atomic_store_n(&ns->proc_idx, UINT32_MAX, __ATOMIC_RELEASE);
 	ns->stale_idx = UINT32_MAX;
 	ns->nreap = 0;
-	held_del(ns);
 	pthread_mutex_unlock(&reg_mutex);
 	if (uipc_tls_ns == ns) {
 		uipc_tls_thread = NULL;
 		uipc_tls_ns = NULL;
 	}
+	if (proc_ns_busy(ns)) {
+		ns_unpin(ns);
+		pthread_mutex_lock(&reg_mutex);
+		ns->left = true;
+		held_add(ns);
+		pthread_mutex_unlock(&reg_mutex);
+		return;
+	}
+	pthread_mutex_lock(&reg_mutex);
+	held_del(ns);
+	pthread_mutex_unlock(&reg_mutex);
 	ns_release(ns, mt);
 }
 
@@ -1372,7 +1386,7 @@ void proc_ns_idle(struct ns *ns)
 	pthread_mutex_unlock(&reg_mutex);
 	if (!gone)
 		return;
-	{
+	if (!__atomic_load_n(&ns->broken, __ATOMIC_ACQUIRE)) {
 		struct uproc *p = ns->proc_idx == UINT32_MAX ? NULL : proc_at(ns, ns->proc_idx);
 
 		free_own_slot(ns, !p || run_own_exit_hooks(ns, p));

@@ -118,6 +118,7 @@ static inline __attribute__((always_inline)) bool sys_serve(long nr, const struc
 		/* at most three arguments: the sixth register carries the
 		 * pass word of trap mode's filter (trap.c), which would
 		 * otherwise send the call back to the SIGSYS handler */
+		shm_cred_prepare();   /* SHM_RDONLY after the change */
 		*ret = sys_pass5(nr, x->a, x->b, x->c, x->d, x->e);
 		cred_invalidate();
 		return true;

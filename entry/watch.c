@@ -249,6 +249,7 @@ sighandler_t signal(int sig, sighandler_t h)
 			errno = ENOSYS;                                    \
 			return -1;                                         \
 		}                                                          \
+		shm_cred_prepare();                                        \
 		ret_ = real args;                                          \
 		cred_invalidate();                                         \
 		return ret_;                                               \

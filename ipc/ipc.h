@@ -341,6 +341,9 @@ UIPC_HIDDEN void *shm_hook_mmap(void *addr, size_t len, int prot, int flags, int
 UIPC_HIDDEN void *shm_hook_mremap(void *old, size_t olen, size_t nlen, int flags, void *naddr);
 UIPC_HIDDEN int shm_hook_mprotect(void *addr, size_t len, int prot);
 UIPC_HIDDEN bool shm_mprotect_denied(void *addr, size_t len, int prot);
+/* credentials are about to change (entry/): read-only twins of the cached
+ * segment fds, for SHM_RDONLY attachments the process may then not open */
+UIPC_HIDDEN void shm_cred_prepare(void);
 UIPC_HIDDEN int shm_hook_mlock(void *addr, size_t len, int flags);
 UIPC_HIDDEN int shm_hook_munlock(void *addr, size_t len);
 UIPC_HIDDEN int shm_hook_madvise(void *addr, size_t len, int advice);

@@ -686,6 +686,94 @@ static void fd_prune(struct ns *ns)
 	}
 }
 
+/*
+ * Read-only twins of cached fds.  An SHM_RDONLY attachment maps a
+ * read-only open file (open_seg_rdonly), so that not even a raw
+ * mprotect(PROT_WRITE) can make it writable, as the kernel's vma without
+ * VM_MAYWRITE.  A process that changes its credentials (a child that
+ * drops root after fork) may then be refused the open, and has only the
+ * read-write fds of the cache it inherited.  So before a credential
+ * change (entry/watch.c, entry/syscall.c) each cached fd gets a read-only
+ * twin, opened while the process may still open the file; shmat maps the
+ * twin when it cannot open the file itself.  Twins whose entry left the
+ * cache are closed at the next change.  (l_mutex held unless said.)
+ */
+struct rotwin {
+	struct ns *ns;
+	uoff_t obj;
+	uint64_t gen;
+	uint64_t file;
+	int fd;
+};
+static struct rotwin l_ro[FDCACHE];
+static int l_nro;
+
+static int ro_find(struct ns *ns, uoff_t obj, uint64_t gen, uint64_t file)
+{
+	for (int i = 0; i < l_nro; i++)
+		if (l_ro[i].obj == obj && l_ro[i].gen == gen && l_ro[i].file == file &&
+		    l_ro[i].ns == ns)
+			return i;
+	return -1;
+}
+
+static void fd_close_safe(int fd);
+
+/* a read-only open file of the file FD names: -1 if refused */
+static int reopen_rdonly(int fd)
+{
+	char self[64];
+	int ro;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	ro = sys_open(self, O_RDONLY | O_CLOEXEC);
+	return ro < 0 ? -1 : fd_hide(ro);
+}
+
+/* l_mutex not held */
+void shm_cred_prepare(void)
+{
+	if (likely(!__atomic_load_n(&l_nfds, __ATOMIC_RELAXED)))
+		return;
+	pthread_mutex_lock(&l_mutex);
+	for (int i = 0; i < l_nro;) {
+		if (fd_find(l_ro[i].ns, l_ro[i].obj, l_ro[i].gen, l_ro[i].file) >= 0) {
+			i++;
+			continue;
+		}
+		fd_close_safe(l_ro[i].fd);
+		l_ro[i] = l_ro[--l_nro];
+	}
+	for (int i = 0; i < l_nfds && l_nro < FDCACHE; i++) {
+		struct fdent *e = &l_fds[i];
+		int ro;
+
+		if (!e->obj || ro_find(e->ns, e->obj, e->gen, e->file) >= 0)
+			continue;
+		ro = reopen_rdonly(e->fd);
+		if (ro >= 0)
+			l_ro[l_nro++] = (struct rotwin){ e->ns, e->obj, e->gen, e->file, ro };
+	}
+	pthread_mutex_unlock(&l_mutex);
+}
+
+/* the read-only twin of segment (OFF, GEN, FILE) while its read-write fd
+ * is cached (busy, as open_seg's cached fds), or -EACCES */
+static int ro_twin(struct ns *ns, uoff_t off, uint64_t gen, uint64_t file, bool *own)
+{
+	int i, fd = -EACCES;
+
+	pthread_mutex_lock(&l_mutex);
+	i = ro_find(ns, off, gen, file);
+	if (i >= 0 && fd_find(ns, off, gen, file) >= 0) {
+		fd = l_ro[i].fd;
+		l_fd_busy++;
+		*own = false;
+	}
+	pthread_mutex_unlock(&l_mutex);
+	return fd;
+}
+
 static void shm_enter(struct ns *ns)
 {
 	if (unlikely(__atomic_load_n(&l_nfds, __ATOMIC_RELAXED))) {
@@ -2115,11 +2203,14 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 	/*
 	 * SHM_RDONLY maps a read-only open file (open_seg_rdonly).  A process
 	 * that may not open the file itself (a child that changed its uid
-	 * after fork, attaching through the fd it inherited) maps the fd it
-	 * holds, as before: it can write through that fd anyway, and the
-	 * mprotect hook still refuses PROT_WRITE (shm_mprotect_denied).
+	 * after fork) maps the read-only twin it opened before the change
+	 * (ro_twin); without one, the read-write fd it holds: it can write
+	 * through that fd anyway, and the mprotect hook still refuses
+	 * PROT_WRITE (shm_mprotect_denied).
 	 */
 	fd = oflag == O_RDONLY ? open_seg_rdonly(ns, file, &own) : -EACCES;
+	if ((fd == -EACCES || fd == -EPERM) && oflag == O_RDONLY)
+		fd = ro_twin(ns, ns_off(ns, shp), gen, file, &own);
 	rw = false;
 	if (fd == -EACCES || fd == -EPERM) {
 		fd = open_seg(ns, ns_off(ns, shp), gen, file, O_RDWR, &own);
@@ -3839,6 +3930,14 @@ void shm_ns_leave(struct ns *ns)
 		if (l_fds[i].ns == ns) {
 			fd_close_safe(l_fds[i].fd);
 			l_fds[i] = l_fds[--l_nfds];
+		} else {
+			i++;
+		}
+	}
+	for (int i = 0; i < l_nro;) {
+		if (l_ro[i].ns == ns) {
+			fd_close_safe(l_ro[i].fd);
+			l_ro[i] = l_ro[--l_nro];
 		} else {
 			i++;
 		}

@@ -594,8 +594,45 @@ static void rdonly_raw(int argc, char **argv)
 	rm();
 }
 
+/* rdonly-raw-dropped: the same in a child that dropped root after fork
+ * (it may not open the segment's file: uipc maps the read-only fd it
+ * opened before the change) */
+static void rdonly_dropped_child(void *arg)
+{
+	char *p;
+	long r;
+
+	(void)arg;
+	dt_drop_privs(65534, 65534, 65534);
+	p = dt_shmat(g_id, ADDR, SHM_RDONLY);
+	if (p == (void *)-1)
+		return;
+	errno = 0;
+	r = syscall(SYS_mprotect, p, 2 * P, PROT_READ | PROT_WRITE);
+	dt_out("child syscall(SYS_mprotect,%s,2P,RW) = %s", where(p), dt_res((int)r, errno));
+	do_mprotect(p, 2 * P, PROT_READ | PROT_WRITE);
+	dt_out("child reads %d", p[5]);
+	dt_shmdt(p, "p");
+}
+
+static void rdonly_raw_dropped(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	g_id = dt_shmget(IPC_PRIVATE, 2 * P, 0644);
+	char *w = dt_shmat(g_id, NULL, 0);
+
+	if (w == (void *)-1)
+		return;
+	w[5] = 7;
+	dt_wait(dt_fork(rdonly_dropped_child, NULL));
+	dt_shmdt(w, "w");
+	dt_shmstat(g_id, IPC_STAT);
+	rm();
+}
+
 const struct dt_case dt_cases[] = {
 	{ "rdonly-raw", rdonly_raw, 0 },
+	{ "rdonly-raw-dropped", rdonly_raw_dropped, 0 },
 	{ "munmap-whole", munmap_whole, 0 },
 	{ "munmap-part", munmap_part, 0 },
 	{ "mprotect", mprotect_split, 0 },

@@ -90,6 +90,9 @@ static _Atomic int setup_state;                  /* futex word: 0, 1 ok, -errno 
 /* the ring thread's own: requests waiting for room, oldest first */
 static struct aio_kiocb *backlog, *backlog_tail;
 
+/* this thread's io_submit in progress (thread): its requests for the ring
+ * thread, newest first, pushed together at its end (aio_uring_kick) */
+static __thread struct aio_kiocb *queued, *queued_oldest;
 /* this thread's io_submit in progress (direct): requests to enter at its end */
 static __thread struct aio_kiocb *batch, *batch_tail;
 /* the context this thread sleeps for in the ring (aio_uring_wait) */
@@ -571,6 +574,8 @@ static void submit_backlog(void)
 				backlog_tail = NULL;
 			sq_put(req, req->fd);  /* the queue was empty: it fits */
 			put[n++] = req;
+			if (req->batch_end)
+				break;           /* one io_submit's batch per io_uring_enter */
 		}
 		took = n ? sq_enter() : 0;
 		pthread_mutex_unlock(&sq_lock);
@@ -633,9 +638,10 @@ int aio_uring_start(void)
 
 	if (!seccomp_allows_uring())
 		return -EPERM;
-	submit_mode = !e || !*e || !strcmp(e, "auto") ? SUBMIT_AUTO :
+	submit_mode = !e || !*e || !strcmp(e, "thread") ? SUBMIT_THREAD :
+		      !strcmp(e, "auto") ? SUBMIT_AUTO :
 		      !strcmp(e, "direct") ? SUBMIT_DIRECT : SUBMIT_THREAD;
-	if (submit_mode == SUBMIT_THREAD && strcmp(e, "thread"))
+	if (submit_mode == SUBMIT_THREAD && e && *e && strcmp(e, "thread"))
 		fprintf(stderr, "uipc: UIPC_AIO_SUBMIT=%s is unknown (auto, thread, direct): "
 			"thread\n", e);
 	evfd = (int)sys_raw6(SYS_eventfd2, 0, EFD_CLOEXEC, 0, 0, 0, 0);
@@ -655,18 +661,43 @@ fail:
 	return state;
 }
 
-/* the ring thread's: REQ has a descriptor of its own */
+/* the ring thread's: REQ has a descriptor of its own; it goes with the
+ * rest of this io_submit's at its end (aio_uring_kick) */
 void aio_uring_queue(struct aio_kiocb *req)
 {
-	struct aio_kiocb *head = atomic_load(&pending);
-
-	do
-		req->next = head;
-	while (!atomic_compare_exchange_weak(&pending, &head, req));
+	uipc_crit_enter();               /* a handler's io_submit sees the list whole */
+	req->batch_end = false;
+	req->next = queued;
+	queued = req;
+	if (!queued_oldest)
+		queued_oldest = req;
+	uipc_crit_exit();
 }
 
+/*
+ * The end of io_submit: its requests for the ring thread go on the stack
+ * together, the newest marked, and the thread enters them with one
+ * io_uring_enter, as the kernel's io_submit issues its batch under one
+ * plug.  (Entering what several io_submit calls queued meanwhile at once
+ * made this VM's disk serve each request more slowly: 0.46 ms against
+ * 0.30 at depth 32, docs/aio.md.)
+ */
 void aio_uring_kick(void)
 {
+	struct aio_kiocb *newest, *oldest, *head;
+
+	uipc_crit_enter();
+	newest = queued;
+	oldest = queued_oldest;
+	queued = queued_oldest = NULL;
+	uipc_crit_exit();
+	if (newest) {
+		newest->batch_end = true;
+		head = atomic_load(&pending);
+		do
+			oldest->next = head;
+		while (!atomic_compare_exchange_weak(&pending, &head, newest));
+	}
 	if (atomic_load(&pending) && atomic_exchange(&thread_sleeping, 0))
 		kick_thread();
 }
@@ -874,6 +905,7 @@ void aio_uring_fork_child(void)
 	atomic_store(&backlogged, 0);
 	backlog = backlog_tail = NULL;
 	batch = batch_tail = NULL;
+	queued = queued_oldest = NULL;
 	waiting_for = NULL;
 	t_reaper = t_entered = false;
 	waitable = false;

@@ -16,17 +16,26 @@
  * socket read with a timeout) sees EINTR that no signal caused, and the
  * completion waits while that thread sleeps uninterruptibly.  The kernel's
  * AIO disturbs no one.  UIPC_AIO_SUBMIT:
- *  - thread: one thread of uipc's (the ring thread) is the only submitter:
- *    io_submit pushes requests (each with a dup of its descriptor) on a
- *    lock-free stack and, when the ring thread sleeps, kicks it through its
- *    eventfd; their completion work runs on the ring thread.  A hand-off
- *    each way: 0.7x the kernel's IOPS with O_DIRECT at depth 32 here.
+ *  - thread (the default): one thread of uipc's (the ring thread) is the
+ *    only submitter: io_submit pushes its requests (each with a dup of its
+ *    descriptor) on a lock-free stack together at its end and, when the
+ *    ring thread sleeps, kicks it through its eventfd; the thread enters
+ *    each io_submit's batch with one io_uring_enter, as the kernel's
+ *    io_submit issues its batch under one plug, and their completion work
+ *    runs on it.  Exact; a hand-off each way (0.8-0.9x the kernel's IOPS
+ *    with O_DIRECT at depth 32 here, docs/aio.md has why not more).
  *  - direct: io_submit enters its requests itself (the SQ under sq_lock,
  *    one io_uring_enter at its end, which takes the files: no dup).
- *  - auto (the default): direct for a thread that sleeps in io_getevents
- *    in the ring (below), which is where its completion work then finds
- *    it; thread for the others.  entry/aio.c makes the interrupted waits
- *    above again, and sends a thread that waits in them back to thread.
+ *  - auto: direct for a thread that sleeps in io_getevents in the ring
+ *    (below), which is where its completion work then finds it; thread for
+ *    the others.  entry/aio.c makes the interrupted waits above again, and
+ *    sends a thread that waits in them back to thread; the others (a
+ *    socket's timeout, a call by instruction) still see the EINTR.
+ * Not DEFER_TASKRUN: its completion work runs only when the submitting
+ * task itself waits in the ring (another task's io_uring_enter is refused,
+ * and closing the ring interrupts its tasks), so requests of a thread that
+ * stops calling io_getevents (it waits on a RESFD eventfd, or reads the
+ * ring itself) would never reach the context's ring.
  *
  * Who reaps.  The ring is plain (neither SINGLE_ISSUER nor DEFER_TASKRUN):
  * its completion queue may be waited on and read by any thread.  An
@@ -74,8 +83,9 @@ static struct uring ring = { .fd = -1 };
 /* registered with the ring: the kernel signals it at each completion while
  * no reaper is in; io_submit's kicks of the ring thread use it too */
 static int evfd = -1;
-/* who enters a request (UIPC_AIO_SUBMIT): the ring thread always, the
- * io_submit caller always, or (auto) the caller if it reaps in the ring */
+/* who enters a request (UIPC_AIO_SUBMIT): the ring thread always (the
+ * default), the io_submit caller always, or (auto) the caller if it reaps
+ * in the ring */
 enum { SUBMIT_AUTO, SUBMIT_THREAD, SUBMIT_DIRECT };
 static int submit_mode;
 static bool waitable;                            /* IORING_FEAT_EXT_ARG: sleepers may wait in it */

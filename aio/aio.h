@@ -71,6 +71,7 @@ struct aio_kiocb {
 	uint8_t poll_kind;           /* poll: the file's kind (poll.c) */
 	bool on_active;              /* poll: in ctx->active (active_lock) */
 	bool stream;                 /* a pipe or socket: no position (submit.c) */
+	bool batch_end;              /* the last of its io_submit's for the ring thread (uring.c) */
 	struct aio_kiocb *next_active;
 	int nr_iov;
 	struct iovec *iov;

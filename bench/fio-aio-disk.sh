@@ -9,19 +9,21 @@
 # and fio's random map reads each block at most once, so every read goes
 # to the disk.  Not a timed test.
 #   bench/fio-aio-disk.sh [--uipc build/uipc] [--reps N] [--secs S] [--backend B]
-#                         [--json FILE] [--quick]
+#                         [--submit M] [--json FILE] [--quick]
+# --submit sets UIPC_AIO_SUBMIT (thread, the default; auto; direct).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
-uipc=$top/build/uipc reps=3 secs=10 json= backend=
+uipc=$top/build/uipc reps=3 secs=10 json= backend= submit=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--uipc) uipc=$2; shift ;;
 	--reps) reps=$2; shift ;;
 	--secs) secs=$2; shift ;;
 	--backend) backend=$2; shift ;;
+	--submit) submit=$2; shift ;;
 	--json) json=$2; shift ;;
 	--quick) reps=1 secs=3 ;;
-	*) echo "usage: $0 [--uipc PATH] [--reps N] [--secs S] [--backend B] [--json FILE] [--quick]" >&2
+	*) echo "usage: $0 [--uipc PATH] [--reps N] [--secs S] [--backend B] [--submit M] [--json FILE] [--quick]" >&2
 	   exit 2 ;;
 	esac
 	shift
@@ -49,7 +51,7 @@ iops() {
 		   --rw=randread --bs=4k --direct="$2" --filename="$file" --size=$size
 		   --runtime="$secs" --time_based)
 	if [ "$1" = uipc ]; then
-		cmd=(env UIPC_DIR="$ns" "$uipc" run ${backend:+--aio-backend=$backend} -- "${cmd[@]}")
+		cmd=(env UIPC_DIR="$ns" ${submit:+UIPC_AIO_SUBMIT=$submit} "$uipc" run ${backend:+--aio-backend=$backend} -- "${cmd[@]}")
 	fi
 	drop_cache
 	"${cmd[@]}" 2>/dev/null | python3 -c '
@@ -78,7 +80,7 @@ for direct in 0 1; do
 	[ "$direct" = 1 ] && target=0.9 name="direct=1"
 	printf '%-40s %12s %12s %8s %8s\n' "$name (runs: kernel ${k[*]}; uipc ${u[*]})" "$km" "$um" \
 		"$ratio" ">= $target"
-	rows+=("{\"name\": \"randread 4k iodepth=32 $name\", \"kernel_iops\": $km, \"uipc_iops\": $um, \"ratio\": $ratio, \"target\": $target, \"reps\": $reps, \"secs\": $secs, \"backend\": \"${backend:-default}\"}")
+	rows+=("{\"name\": \"randread 4k iodepth=32 $name\", \"kernel_iops\": $km, \"uipc_iops\": $um, \"ratio\": $ratio, \"target\": $target, \"reps\": $reps, \"secs\": $secs, \"backend\": \"${backend:-default}\", \"submit\": \"${submit:-default}\"}")
 done
 if [ -n "$json" ]; then
 	(IFS=,; echo "[${rows[*]}]") >"$json"

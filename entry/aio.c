@@ -13,8 +13,10 @@
  * io_getevents and io_pgetevents read the program's handler count first,
  * as sysv.c's blocking calls do (ipc/ipc.h).
  *
- * And the waits that a thread's own io_uring requests disturb: a thread
- * that entered requests into uipc's io_uring itself (aio/uring.c: one that
+ * And the waits that a thread's own io_uring requests disturb, with
+ * UIPC_AIO_SUBMIT=auto or direct (by default only uipc's ring thread
+ * enters requests, and nothing is disturbed): a thread that entered
+ * requests into uipc's io_uring itself (aio/uring.c: under auto, one that
  * reaps them in io_getevents) takes their completion work, which the
  * kernel runs by interrupting what the thread sleeps in; the kernel
  * restarts most calls then, but epoll_wait, epoll_pwait, epoll_pwait2,

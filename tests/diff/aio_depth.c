@@ -7,16 +7,21 @@
  * program itself with no system call (fio's userspace_reap) still fills;
  * the thread's other waits (epoll_wait, epoll_pwait, sigtimedwait) are not
  * ended by its completions (no EINTR where the kernel's AIO gives none),
- * but still by a handler; a submitter that exits leaves its requests to
- * complete; IOCB_FLAG_RESFD counts each completion; io_destroy waits.
+ * but still by a handler, nor are waits the kernel never restarts and
+ * libuipc cannot reach (a socket's SO_RCVTIMEO and SO_SNDTIMEO, epoll_pwait
+ * and rt_sigtimedwait by instruction); a submitter that exits leaves its
+ * requests to complete; IOCB_FLAG_RESFD counts each completion; io_destroy waits.
  */
 #include "aiodt.h"
+#include "rawinsn.h"
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 #define BLK     4096
@@ -280,6 +285,96 @@ static void quiet_waits(int argc, char **argv)
 	cleanup();
 }
 
+/* a wait that completions must not end: its result while DEPTH complete
+ * (MORE, when set, the same wait again), then the reads reaped */
+static void wait_during(const char *what, int (*wait)(void *), void *arg)
+{
+	int r, e;
+
+	submit_all();
+	r = wait(arg);
+	e = errno;
+	dt_out("%s while %d complete = %s", what, DEPTH, wait_res(r, e));
+	dt_out("  then %d good", reap_all());
+}
+
+static int sv[2], ep_raw;
+
+static int recv_timed(void *arg)
+{
+	char c;
+
+	(void)arg;
+	return (int)recv(sv[0], &c, 1, 0);   /* nothing was sent to sv[0] */
+}
+
+/* sv[0] is full: a send of one more byte waits for room */
+static int send_timed(void *arg)
+{
+	char c = 0;
+
+	(void)arg;
+	return (int)send(sv[0], &c, 1, 0);
+}
+
+static int raw_epoll(void *arg)
+{
+	struct epoll_event ee;
+
+	(void)arg;
+	return (int)raw_syscall(SYS_epoll_pwait, ep_raw, &ee, 1, 150, NULL, 8);
+}
+
+static int raw_sigwait(void *arg)
+{
+	struct timespec t = { 0, 150000000 };
+
+	return (int)raw_syscall(SYS_rt_sigtimedwait, arg, NULL, &t, 8);
+}
+
+static void timeo(int s, int opt)
+{
+	struct timeval tv = { 0, 150000 };
+
+	if (setsockopt(s, SOL_SOCKET, opt, &tv, sizeof tv))
+		dt_fail("setsockopt: %s", dt_errname(errno));
+}
+
+/* the waits that neither the kernel restarts after completion work nor
+ * libuipc can make again: each ends by its timeout, as on the kernel */
+static void raw_quiet_waits(int argc, char **argv)
+{
+	char fill[4096];
+	sigset_t s;
+	int r;
+
+	(void)argc; (void)argv;
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		dt_fail("socketpair");
+	timeo(sv[0], SO_RCVTIMEO);
+	timeo(sv[0], SO_SNDTIMEO);
+	memset(fill, 0, sizeof fill);
+	do
+		r = (int)send(sv[0], fill, sizeof fill, MSG_DONTWAIT);
+	while (r > 0);
+	ep_raw = epoll_create1(0);
+	sigemptyset(&s);
+	sigaddset(&s, SIGUSR2);
+	sigprocmask(SIG_BLOCK, &s, NULL);
+	setup();
+	for (int round = 0; round < 2; round++) {
+		dt_out("round %d, warm-up at depth: %ld good", round, run_depth(512));
+		wait_during("recv, SO_RCVTIMEO 150 ms", recv_timed, NULL);
+		wait_during("send, full, SO_SNDTIMEO 150 ms", send_timed, NULL);
+		wait_during("epoll_pwait(150 ms) by instruction", raw_epoll, NULL);
+		wait_during("rt_sigtimedwait(150 ms) by instruction", raw_sigwait, &s);
+	}
+	close(ep_raw);
+	close(sv[0]);
+	close(sv[1]);
+	cleanup();
+}
+
 static void *kicker(void *arg)
 {
 	dt_msleep(100);
@@ -387,6 +482,7 @@ const struct dt_case dt_cases[] = {
 	{ "depth", depth, 0 },
 	{ "userspace-reap", userspace_reap, 0 },
 	{ "quiet-waits", quiet_waits, 0 },
+	{ "raw-quiet-waits", raw_quiet_waits, 0 },
 	{ "signalled-waits", signalled_waits, 0 },
 	{ "submitter-exits", submitter_exits, 0 },
 	{ "resfd-destroy", resfd_destroy, 0 },

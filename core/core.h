@@ -59,6 +59,8 @@ struct ns {
 	int cnt_fd;                /* its count of user.max_ipc_namespaces: the
 				      fd holding its slot's lock, else -1 */
 	bool created_here;         /* an anonymous one this process image made */
+	uint64_t slots_done;       /* made anew in place: the segment numbers up
+				      to this one are emptied already (nsfile.c) */
 	int hold_fd;               /* a named one joined by setns: its file until
 				      it is entered (the marker), else -1 */
 	dev_t dev;                 /* the file: what /proc/PID/ns/ipc names */

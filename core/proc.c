@@ -1280,7 +1280,9 @@ static bool run_own_leave_hooks(struct ns *ns, struct uproc *p)
  * or another's memory); the survivors, if any, see a dead process. */
 static void leave_broken(struct ns *ns, bool mt)
 {
+	uipc_crit_enter();      /* no handler's registration takes it meanwhile */
 	parked_drop(ns);
+	uipc_crit_exit();
 	pthread_mutex_lock(&reg_mutex);
 	__atomic_store_n(&ns->proc_idx, UINT32_MAX, __ATOMIC_RELEASE);
 	ns->stale_idx = UINT32_MAX;

@@ -284,6 +284,9 @@ UIPC_HIDDEN void ns_let_go(int fd, void *base, size_t size);
 /* empty [OFF, +LEN) of an anonymous namespace's memfd FD: in a helper when
  * the memfd holds much memory, else here */
 UIPC_HIDDEN void ns_punch(int fd, off_t off, off_t len);
+/* the live helpers have closed their copies of this process's fds (a
+ * count's lock among them): before letting go of a count; bounded */
+UIPC_HIDDEN void ns_helpers_settle(void);
 
 /* ---- nsdoor.c: which namespace a process is in (/proc/PID/ns/ipc) ---- */
 /* PID is not under uipc: its IPC namespace is the kernel's */

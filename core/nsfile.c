@@ -1402,6 +1402,7 @@ static void count_file_tidy(void)
 	char path[4096];
 	int fd;
 
+	ns_helpers_settle();     /* their copies of our count's fd closed */
 	count_path(path, sizeof(path));
 	fd = count_open(path, 0);
 	if (fd < 0)

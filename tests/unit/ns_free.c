@@ -23,6 +23,10 @@
  *        naming it, the entries on it do not grow, nor the mappings; a
  *        fork child made after one, registered in the namespace then shared,
  *        has exactly one word of its own on its list.
+ *
+ *   ns_free bigleave: (tests/unit-ns-life.t) an unshare out of a namespace
+ *        with a written 64 MiB segment (its slots emptied by a helper),
+ *        then the process exits at once; no output.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -326,8 +330,14 @@ static void kept_alias(int n)
 	   "a fork child's call there: one word of its own on its robust list");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "bigleave")) {
+		unshare(CLONE_NEWIPC);
+		if (written_segment(KEY, 'e') < 0)
+			return 1;
+		return unshare(CLONE_NEWIPC) != 0;
+	}
 	printf("1..15\n");
 	recycled();
 	let_go();

@@ -59,6 +59,8 @@ struct ns {
 	int cnt_fd;                /* its count of user.max_ipc_namespaces: the
 				      fd holding its slot's lock, else -1 */
 	bool created_here;         /* an anonymous one this process image made */
+	uint64_t slots_done;       /* made anew in place: the segment numbers up
+				      to this one are emptied already (nsfile.c) */
 	int hold_fd;               /* a named one joined by setns: its file until
 				      it is entered (the marker), else -1 */
 	dev_t dev;                 /* the file: what /proc/PID/ns/ipc names */
@@ -282,6 +284,9 @@ UIPC_HIDDEN void ns_let_go(int fd, void *base, size_t size);
 /* empty [OFF, +LEN) of an anonymous namespace's memfd FD: in a helper when
  * the memfd holds much memory, else here */
 UIPC_HIDDEN void ns_punch(int fd, off_t off, off_t len);
+/* the live helpers have closed their copies of this process's fds (a
+ * count's lock among them): before letting go of a count; bounded */
+UIPC_HIDDEN void ns_helpers_settle(void);
 
 /* ---- nsdoor.c: which namespace a process is in (/proc/PID/ns/ipc) ---- */
 /* PID is not under uipc: its IPC namespace is the kernel's */

@@ -1402,6 +1402,7 @@ static void count_file_tidy(void)
 	char path[4096];
 	int fd;
 
+	ns_helpers_settle();     /* their copies of our count's fd closed */
 	count_path(path, sizeof(path));
 	fd = count_open(path, 0);
 	if (fd < 0)
@@ -1588,20 +1589,25 @@ static void zero_tables(struct ns *ns)
 
 /* The segment slots the old incarnation used, emptied: the new one takes
  * numbers past them (shm.c's counter, kept), so a helper can do it off
- * this path when they hold much memory.  Numbers that went round may be
- * anywhere: all slots, here. */
+ * this path when they hold much memory.  Those of the incarnations before
+ * were emptied by their own remaking (ns->slots_done, in our memory): only
+ * the numbers given since are, so the kernel's walk of the file's pages is
+ * short.  Numbers that went round may be anywhere: all slots, here. */
 static void empty_old_slots(struct ns *ns, uint64_t next_file)
 {
-	uint64_t last = next_file & ~(1ULL << 63);
+	uint64_t last = next_file & ~(1ULL << 63), from = ns->slots_done + 1;
 
 	if (!next_file)
 		return;
-	if ((next_file >> 63) || last >= ANON_SLOTS) {
+	if ((next_file >> 63) || last >= ANON_SLOTS || last < ns->slots_done) {
 		fallocate(ns->anon_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)ANON_SLOT,
 			  (off_t)(ANON_FILE_SIZE - ANON_SLOT));
 		return;
 	}
-	ns_punch(ns->anon_fd, (off_t)ANON_SLOT, (off_t)(last << ANON_SLOT_SHIFT));
+	if (last == ns->slots_done)
+		return;   /* no segment made since */
+	ns_punch(ns->anon_fd, (off_t)(from << ANON_SLOT_SHIFT),
+		 (off_t)((last - from + 1) << ANON_SLOT_SHIFT));
 }
 
 /* The heap's populated end for the new incarnation: as much as a new
@@ -1640,6 +1646,7 @@ static void reset_arena(struct ns *ns)
 		h->alloc.populated = populated;
 	if (!(next_file >> 63))
 		h->shm_pool.next_file = next_file;  /* past the slots being emptied */
+	ns->slots_done = next_file >> 63 ? 0 : next_file;
 	h->creator_pid = cur_pid();
 	atomic_store_explicit(&h->magic, UIPC_MAGIC, memory_order_release);
 }

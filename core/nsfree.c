@@ -42,6 +42,7 @@
 struct helper {
 	_Atomic int busy;         /* the helper's tid while it lives (CLEARTID) */
 	_Atomic int go;           /* 1: the caller has let go, close now */
+	_Atomic int closed;       /* 1: its copies of the caller's other fds closed */
 	pid_t parent;             /* the caller's process */
 	int fd;
 	bool punch;               /* empty [off, +len) of fd, then close it */
@@ -72,6 +73,8 @@ static int helper_main(void *arg)
 	if (h->fd > 0)
 		sys_raw6(SYS_close_range, 0, h->fd - 1, 0, 0, 0, 0);
 	sys_raw6(SYS_close_range, h->fd + 1, ~0U, 0, 0, 0, 0);
+	atomic_store(&h->closed, 1);
+	sys_raw6(SYS_futex, (long)&h->closed, FUTEX_WAKE, INT_MAX, 0, 0, 0);
 	if (h->punch) {
 		sys_raw6(SYS_fallocate, h->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, h->off,
 			 h->len, 0, 0);
@@ -121,6 +124,7 @@ static struct helper *helper_start(int fd, bool punch, off_t off, off_t len)
 	h->off = off;
 	h->len = len;
 	atomic_store(&h->go, 0);
+	atomic_store(&h->closed, 0);
 	atomic_store(&h->busy, 1);
 	/* (uipc_sigmask: libc's pthread_sigmask is entry/'s, trap.c) */
 	sigfillset(&all);
@@ -135,6 +139,29 @@ static struct helper *helper_start(int fd, bool punch, off_t off, off_t len)
 	}
 	h->pid = pid;
 	return h;
+}
+
+/*
+ * Until a helper has closed its copies of the caller's fds, it holds what
+ * they hold: the OFD lock of the count of user.max_ipc_namespaces
+ * (nsfile.c), so that a caller that lets go of its count right away (its
+ * exit) would find the count file still locked and leave it.  Waits for
+ * the live helpers to have closed them, at most 100 ms each (a helper
+ * that is not run by then is waited for no longer: the file stays, as
+ * when a holder is killed).
+ */
+void ns_helpers_settle(void)
+{
+	for (int i = 0; i < HELPERS; i++) {
+		struct helper *h = &helpers[i];
+		struct timespec limit = { 0, 100 * 1000 * 1000 };
+
+		for (int tries = 0; tries < 3 && atomic_load(&h->busy) && !atomic_load(&h->closed);
+		     tries++)
+			if (sys_raw6(SYS_futex, (long)&h->closed, FUTEX_WAIT, 0, (long)&limit, 0, 0) ==
+			    -ETIMEDOUT)
+				break;
+	}
 }
 
 static bool is_big(int fd)

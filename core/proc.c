@@ -276,11 +276,29 @@ struct alias {
 	pid_t tid;
 	void *entry;                 /* on the thread's robust list */
 	uint64_t cookie;             /* alias_cookie: proc_alias_ns knows it */
+	dev_t dev;                   /* NS's file, while parked (parked_alias) */
+	ino_t ino;
 };
 
 static struct alias g_aliases = { .next = &g_aliases, .prev = &g_aliases };
 static pthread_mutex_t alias_mutex = PTHREAD_MUTEX_INITIALIZER;
 static __thread struct alias *my_aliases;
+
+/*
+ * A namespace made anew in place (ns_recycle_*, one thread only) is the
+ * same memfd, laid out the same: this thread's slot page there is the same
+ * memory.  So the alias of its slot is parked instead of unmapped
+ * (proc_forget_ns), its entry left on the robust list (the alive word is
+ * zeroed with the slots: nothing for the kernel to mark meanwhile), and
+ * the next registration there takes it back when it gets the same slot:
+ * no get_robust_list, mmap, mremap, munmap, nor the fault of a new private
+ * page.  Any other leave, the thread's end, a registration elsewhere or in
+ * another slot drops it (parked_drop); a fork child unmaps its copy.  Only
+ * the thread itself touches it (its robust list).  The file's identity is
+ * kept with it: the parked mapping holds the memfd, so no live file can
+ * have its inode number, whatever becomes of the struct ns.
+ */
+static __thread struct alias *parked_alias;
 
 /* the list head of a thread that libc gave none (not one of glibc's) */
 static __thread struct {
@@ -405,15 +423,39 @@ struct ns *proc_alias_ns(void *addr)
 	return rec.cookie == cookie && (uintptr_t)rec.map == page ? rec.ns : NULL;
 }
 
+static void parked_drop(struct ns *only);
+
+/* the parked alias, if it is slot SLOT's of NS (its entry on our list, its
+ * page the slot's: the same file, the same layout); dropped otherwise */
+static struct alias *take_parked(struct ns *ns, uint32_t slot)
+{
+	struct alias *a = parked_alias;
+
+	if (!a)
+		return NULL;
+	if (a->ns == ns && a->slot == slot && a->dev == ns->dev && a->ino == ns->ino &&
+	    ns->anon_fd >= 0 && !__atomic_load_n(&ns->broken, __ATOMIC_ACQUIRE)) {
+		parked_alias = NULL;
+		return a;
+	}
+	parked_drop(NULL);
+	return NULL;
+}
+
 /* Map slot T's page again, with a private page after it, and put T's alive
  * word on this thread's (TID's) robust list.  NULL if that cannot be done. */
 static struct alias *alias_attach(struct ns *ns, struct uthread *t, uint32_t slot, pid_t tid)
 {
-	struct rlist_head *head = robust_head();
+	struct rlist_head *head;
 	uoff_t off = ns_off(ns, t), page = off & ~(uoff_t)(UIPC_PAGE - 1);
-	struct alias *a;
+	struct alias *a = take_parked(ns, slot);
 	char *map;
 
+	if (a) {
+		a->tid = tid;
+		return a;
+	}
+	head = robust_head();
 	if (!head || head->futex_offset < OFFSET_MIN || head->futex_offset > OFFSET_MAX)
 		return NULL;
 	map = sys_mmap(NULL, 2 * UIPC_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
@@ -508,8 +550,8 @@ static void hand_holder_over(struct alias *a)
 
 /* This thread is done with A's slot (A off the lists): clear its alive
  * word (its sleepers wake: the thread is gone) and free the slot if both
- * are still ours, take the word off the robust list, unmap. */
-static void alias_release(struct alias *a)
+ * are still ours. */
+static void alias_give_slot_back(struct alias *a)
 {
 	struct uthread *t = a->t;
 	_Atomic uint32_t *aw = uthread_alive(t);
@@ -521,18 +563,52 @@ static void alias_release(struct alias *a)
 		atomic_compare_exchange_strong(&t->state, &w,
 					       SLOT_WORD_GEN(SLOT_GEN(w), 0, SLOT_FREE));
 	}
+}
+
+/* A's word off the robust list, its pages unmapped */
+static void alias_unmap(struct alias *a)
+{
 	robust_remove(a->entry);
 	sys_munmap(a->map, 2 * UIPC_PAGE);
 }
 
+static void alias_release(struct alias *a)
+{
+	alias_give_slot_back(a);
+	alias_unmap(a);
+}
+
+/* the parked alias (of ONLY, or any: NULL) let go of */
+static void parked_drop(struct ns *only)
+{
+	struct alias *a = parked_alias;
+
+	if (!a || (only && a->ns != only))
+		return;
+	parked_alias = NULL;
+	alias_unmap(a);
+}
+
+/* A kept for NS made anew in place (its slot given back all the same) */
+static void alias_park(struct alias *a)
+{
+	alias_give_slot_back(a);
+	a->dev = a->ns->dev;
+	a->ino = a->ns->ino;
+	parked_alias = a;
+}
+
 /* Give back this thread's slots: in ONLY, or everywhere (NULL).  No
  * handler may use them meanwhile (held off; this thread's slot is gone
- * first). */
-static void release_thread_slots(struct ns *only)
+ * first).  PARK: ONLY is being made anew in place, the alias of our slot
+ * there is parked (parked_alias). */
+static void release_thread_slots_park(struct ns *only, bool park)
 {
 	struct alias *done = NULL, **link = &my_aliases, *a;
 
 	uipc_crit_enter();
+	if (!park)
+		parked_drop(only);   /* a parked one stays parked for the next */
 	if (!only || uipc_tls_ns == only)
 		uipc_tls_thread = NULL;
 	pthread_mutex_lock(&alias_mutex);
@@ -550,9 +626,17 @@ static void release_thread_slots(struct ns *only)
 	pthread_mutex_unlock(&alias_mutex);
 	while ((a = done)) {
 		done = a->tnext;
-		alias_release(a);
+		if (park && !parked_alias)
+			alias_park(a);
+		else
+			alias_release(a);
 	}
 	uipc_crit_exit();
+}
+
+static void release_thread_slots(struct ns *only)
+{
+	release_thread_slots_park(only, false);
 }
 
 /*
@@ -599,6 +683,9 @@ static void drop_inherited_aliases(void)
 	}
 	g_aliases.next = g_aliases.prev = &g_aliases;
 	my_aliases = NULL;
+	if (parked_alias)
+		sys_munmap(parked_alias->map, 2 * UIPC_PAGE);
+	parked_alias = NULL;
 	pthread_mutex_init(&alias_mutex, NULL);
 }
 
@@ -1124,13 +1211,14 @@ static void run_proc_leave_hooks(struct ns *ns, struct uproc *p)
  * done whole; else the slot is handed over as a dead process's, with no
  * reaper yet, so that a survivor's reaper finishes it (its SEM_UNDO
  * adjustments, its attachments) once the lock it could not have is free
- * again (lockwait.c). */
-static void free_own_slot(struct ns *ns, bool done)
+ * again (lockwait.c).  PARK: NS is being made anew in place (the alias of
+ * this thread's slot is kept for its next registration there). */
+static void give_own_slot_back(struct ns *ns, bool done, bool park)
 {
 	uint32_t idx = __atomic_load_n(&ns->proc_idx, __ATOMIC_ACQUIRE);
 	struct uproc *p = idx == UINT32_MAX ? NULL : proc_at(ns, idx);
 
-	release_thread_slots(ns);
+	release_thread_slots_park(ns, park);
 	pthread_mutex_lock(&reg_mutex);
 	__atomic_store_n(&ns->proc_idx, UINT32_MAX, __ATOMIC_RELEASE);
 	ns->stale_idx = UINT32_MAX;
@@ -1146,6 +1234,11 @@ static void free_own_slot(struct ns *ns, bool done)
 	if (ns_aio_keeps_slot(ns, p))
 		return;
 	atomic_store(&p->state, SLOT_WORD(0, done ? SLOT_FREE : SLOT_DEAD));
+}
+
+static void free_own_slot(struct ns *ns, bool done)
+{
+	give_own_slot_back(ns, done, false);
 }
 
 /* threads of this process (field 20 of /proc/self/stat); 0: unknown */
@@ -1191,6 +1284,9 @@ static bool run_own_leave_hooks(struct ns *ns, struct uproc *p)
 static void leave_broken(struct ns *ns, bool mt)
 {
 	run_leave_hooks(ns);
+	uipc_crit_enter();      /* no handler's registration takes it meanwhile */
+	parked_drop(ns);
+	uipc_crit_exit();
 	pthread_mutex_lock(&reg_mutex);
 	__atomic_store_n(&ns->proc_idx, UINT32_MAX, __ATOMIC_RELEASE);
 	ns->stale_idx = UINT32_MAX;
@@ -1683,7 +1779,7 @@ void proc_exec_prepare(void)
 void proc_forget_ns(struct ns *ns)
 {
 	run_leave_hooks(ns);
-	free_own_slot(ns, true);
+	give_own_slot_back(ns, true, true);
 	uipc_tls_thread = NULL;
 	uipc_tls_ns = NULL;
 }

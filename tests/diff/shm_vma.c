@@ -495,7 +495,8 @@ static void madvise_populate(int argc, char **argv)
 	dt_shmdt(p, "p");
 	rm();
 
-	/* a read-only attachment */
+	/* a read-only attachment (at ADDR, free again: DEST is where the ASan
+	 * runtime of tests/unit-sanitize.t keeps its allocator) */
 	g_id = dt_shmget(IPC_PRIVATE, 40 * P, 0600);
 	r = dt_shmat(g_id, ADDR, SHM_RDONLY);
 	if (r == (void *)-1)

@@ -3583,49 +3583,97 @@ static uint32_t loan_of(struct ns *ns, struct fork_loan *loans, int *nl, int max
 	return idx == UINT32_MAX ? FORK_SELF : idx;
 }
 
-/*
- * Before fork (l_forklock held exclusively, l_mutex held): count the
- * attachments the child inherits, as the kernel's dup_mmap does (nattch,
- * atime, lpid = us), in a loan per namespace that the child takes over.
- * Each attachment notes its loan for the child; one whose segment is gone
- * is lost (FORK_LOST), one without a loan is counted by the child itself
- * (FORK_SELF).  True: some are, and the parent must wait for the child.
- */
-static bool count_for_child(void)
+/* what count_for_child needs of an attachment, copied under l_mutex */
+struct fork_count {
+	struct ns *ns;
+	uintptr_t addr;
+	uint64_t gen;
+	int shmid;
+	uint32_t loan;
+};
+
+/* Count the attachments C[0..N) in loans; true if some have none */
+static bool count_in_loans(struct fork_count *c, int n)
 {
 	struct fork_loan loans[8];
 	int nl = 0;
 	bool self = false;
 
-	for (int i = 0; i < l_n; i++) {
-		struct lattach *a = &l_att[i];
+	for (int i = 0; i < n; i++) {
 		uint32_t idx;
 
-		a->loan = FORK_SELF;
-		if (a->vmf & VMF_DONTCOPY)
-			continue;
-		idx = loan_of(a->ns, loans, &nl, 8);
+		if (c[i].loan != FORK_SELF)
+			continue;  /* MADV_DONTFORK: not inherited */
+		idx = loan_of(c[i].ns, loans, &nl, 8);
 		if (idx == FORK_SELF) {
 			self = true;
 			continue;
 		}
-		if (shm_account(a->ns, a->shmid, a->gen, idx, cur_pid(), 1, 0) == 0) {
-			a->loan = idx;
+		if (shm_account(c[i].ns, c[i].shmid, c[i].gen, idx, cur_pid(), 1, 0) == 0) {
+			c[i].loan = idx;
 			for (int k = 0; k < nl; k++)
-				loans[k].counted += loans[k].ns == a->ns;
+				loans[k].counted += loans[k].ns == c[i].ns;
 		} else {
-			a->loan = FORK_LOST;
+			c[i].loan = FORK_LOST;
 		}
 	}
 	/* a loan with nothing counted in it is not needed */
 	for (int k = 0; k < nl; k++) {
-		if (loans[k].idx != FORK_SELF && !loans[k].counted) {
-			proc_loan_cancel(loans[k].ns, loans[k].idx);
-			for (int i = 0; i < l_n; i++)
-				if (l_att[i].ns == loans[k].ns && l_att[i].loan == loans[k].idx)
-					l_att[i].loan = FORK_LOST;
-		}
+		if (loans[k].idx == FORK_SELF || loans[k].counted)
+			continue;
+		proc_loan_cancel(loans[k].ns, loans[k].idx);
+		for (int i = 0; i < n; i++)
+			if (c[i].ns == loans[k].ns && c[i].loan == loans[k].idx)
+				c[i].loan = FORK_LOST;
 	}
+	return self;
+}
+
+/*
+ * Before fork (l_forklock held exclusively, l_mutex not held): count the
+ * attachments the child inherits, as the kernel's dup_mmap does (nattch,
+ * atime, lpid = us), in a loan per namespace that the child takes over.
+ * Each attachment notes its loan for the child; one whose segment is gone
+ * is lost (FORK_LOST), one without a loan is counted by the child itself
+ * (FORK_SELF).  True: some are, and the parent must wait for the child.
+ * The counting runs without l_mutex: it may reap dead attachers, whose
+ * exit work may destroy segments (release_file takes l_mutex).  The table
+ * cannot change meanwhile (its changers hold l_forklock shared); an entry
+ * found changed all the same is left to the child (FORK_SELF).
+ */
+static bool count_for_child(void)
+{
+	struct fork_count *c;
+	bool self;
+	int n;
+
+	pthread_mutex_lock(&l_mutex);
+	n = l_n;
+	c = n ? malloc((size_t)n * sizeof(*c)) : NULL;
+	for (int i = 0; i < l_n; i++) {
+		struct lattach *a = &l_att[i];
+
+		a->loan = FORK_SELF;
+		if (c)
+			c[i] = (struct fork_count){ a->ns, a->addr, a->gen, a->shmid,
+						    a->vmf & VMF_DONTCOPY ? FORK_LOST : FORK_SELF };
+	}
+	pthread_mutex_unlock(&l_mutex);
+	if (!c)
+		return n > 0;
+	self = count_in_loans(c, n);
+	pthread_mutex_lock(&l_mutex);
+	for (int i = 0; i < l_n; i++) {
+		struct lattach *a = &l_att[i];
+
+		if (i < n && a->addr == c[i].addr && a->ns == c[i].ns && a->gen == c[i].gen &&
+		    !(a->vmf & VMF_DONTCOPY))
+			a->loan = c[i].loan;
+		else
+			self = true;
+	}
+	pthread_mutex_unlock(&l_mutex);
+	free(c);
 	return self;
 }
 
@@ -3633,12 +3681,14 @@ static void shm_atfork_prepare(void)
 {
 	struct ns *ns;
 	int maxidx;
+	bool self;
 
 	uipc_crit_enter();         /* until the parent or child handler */
 	pthread_rwlock_wrlock(&l_forklock);
+	self = count_for_child();
 	pthread_mutex_lock(&l_mutex);
 	l_nfork = 0;
-	if (count_for_child() && pipe2(l_forkpipe, O_CLOEXEC) < 0)
+	if (self && pipe2(l_forkpipe, O_CLOEXEC) < 0)
 		l_forkpipe[0] = l_forkpipe[1] = -1;
 	/* only a child that can change its credentials may lose access */
 	if (!l_used || (cur_cred()->euid != 0 && !has_cap(CAP_SETUID) && !has_cap(CAP_SETGID)))

@@ -372,6 +372,45 @@ static void fork_thread(int argc, char **argv)
 	dt_shmstat(g_id, IPC_STAT);
 }
 
+static int g_id2;
+
+static void attach_both(void *arg)
+{
+	(void)arg;
+	dt_shmat(g_id, NULL, 0);
+	dt_shmat(g_id2, NULL, 0);
+	dt_chan_send(0, 0, 0);
+	for (;;)
+		pause();
+}
+
+/*
+ * A fork whose accounting meets a SIGKILLed attacher of the inherited
+ * segment, whose death also destroys another segment (marked for removal,
+ * its last attachment): the fork goes on, the other segment is gone.
+ * (Under uipc the parent counts the child's attachments before fork, and
+ * the dead attacher's exit work is done then.)
+ */
+static void fork_reaps(int argc, char **argv)
+{
+	struct dt_msg m;
+
+	(void)argc, (void)argv;
+	g_id = dt_shmget(IPC_PRIVATE, 4096, 0600);
+	g_id2 = dt_shmget(IPC_PRIVATE, 4096, 0600);
+	g_p = dt_shmat(g_id, NULL, 0);
+	pid_t x = dt_fork(attach_both, NULL);
+	dt_chan_recv(&m);
+	dt_shmctl(g_id2, IPC_RMID);
+	kill(x, SIGKILL);
+	dt_wait(x);
+	dt_wait(dt_fork(child_exit, NULL));
+	dt_shmstat(g_id, IPC_STAT);
+	dt_shmstat(g_id2, IPC_STAT);
+	dt_shmctl(g_id, IPC_RMID);
+	dt_shmdt(g_p, "p");
+}
+
 /* the fds this image has open above 2 (the listing's own excepted) */
 static int count_fds(void)
 {
@@ -454,6 +493,7 @@ const struct dt_case dt_cases[] = {
 	{ "fork-kill-early", fork_kill_early, 0 },
 	{ "fork-rmid-early", fork_rmid_early, 0 },
 	{ "fork-thread", fork_thread, 0 },
+	{ "fork-reaps", fork_reaps, 0 },
 	{ "fds", fds, 0 },
 	{ "fds-exec-child", fds_exec_child, 1 },
 	{ NULL, NULL, 0 },

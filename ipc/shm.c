@@ -3666,8 +3666,9 @@ static bool count_for_child(void)
 	for (int i = 0; i < l_n; i++) {
 		struct lattach *a = &l_att[i];
 
-		if (i < n && a->addr == c[i].addr && a->ns == c[i].ns && a->gen == c[i].gen &&
-		    !(a->vmf & VMF_DONTCOPY))
+		if (a->vmf & VMF_DONTCOPY)
+			continue;  /* not inherited: the child drops it */
+		if (i < n && a->addr == c[i].addr && a->ns == c[i].ns && a->gen == c[i].gen)
 			a->loan = c[i].loan;
 		else
 			self = true;

@@ -3678,19 +3678,13 @@ static bool count_for_child(void)
 	return self;
 }
 
-static void shm_atfork_prepare(void)
+/* l_mutex held: the segments' files opened for a child that may lose
+ * access to them */
+static void open_for_child(void)
 {
 	struct ns *ns;
 	int maxidx;
-	bool self;
 
-	uipc_crit_enter();         /* until the parent or child handler */
-	pthread_rwlock_wrlock(&l_forklock);
-	self = count_for_child();
-	pthread_mutex_lock(&l_mutex);
-	l_nfork = 0;
-	if (self && pipe2(l_forkpipe, O_CLOEXEC) < 0)
-		l_forkpipe[0] = l_forkpipe[1] = -1;
 	/* only a child that can change its credentials may lose access */
 	if (!l_used || (cur_cred()->euid != 0 && !has_cap(CAP_SETUID) && !has_cap(CAP_SETGID)))
 		return;
@@ -3724,8 +3718,25 @@ static void shm_atfork_prepare(void)
 	}
 }
 
+static void shm_atfork_prepare(void)
+{
+	bool self;
+
+	uipc_crit_enter();         /* until the parent or child handler */
+	pthread_rwlock_wrlock(&l_forklock);
+	self = count_for_child();
+	pthread_mutex_lock(&l_mutex);
+	l_nfork = 0;
+	if (self && pipe2(l_forkpipe, O_CLOEXEC) < 0)
+		l_forkpipe[0] = l_forkpipe[1] = -1;
+	open_for_child();
+	/* last: the count and the opens may forget sizes (validate.c) */
+	ipc_seen_fork_prepare();
+}
+
 static void shm_atfork_parent(void)
 {
+	ipc_seen_fork_parent();
 	/* the child holds the loans' locks now: ours go (the fork wrapper
 	 * then writes the child's pid into them, proc_loans_result) */
 	proc_loans_forked();

@@ -523,6 +523,23 @@ UIPC_HIDDEN void proc_note_continue(void);
 /* the exit work of the dead process P, unless someone else does it: true
  * if this call did it */
 UIPC_HIDDEN bool proc_reap(struct ns *ns, struct uproc *p);
+/*
+ * Loans (layout.h): process slots a forking process claims and counts in
+ * for its child-to-be.  proc_loan_open (prepare handler): a loan in NS, its
+ * lock taken, or UINT32_MAX; proc_loan_cancel: given back before fork (its
+ * counts undone by the exit hooks); proc_loans_forked (parent handler):
+ * the parent's fds closed, the child holds the locks; proc_loans_result
+ * (the fork wrapper, after it): CHILD's pid written into each loan, or, fork
+ * failed (CHILD < 0), the loans given back; proc_loan_take (the child,
+ * first thing): loan IDX of NS becomes its registration there (false: a
+ * member rewrote it); proc_loans_child_done: the child's fds closed.
+ */
+UIPC_HIDDEN uint32_t proc_loan_open(struct ns *ns);
+UIPC_HIDDEN void proc_loan_cancel(struct ns *ns, uint32_t idx);
+UIPC_HIDDEN void proc_loans_forked(void);
+UIPC_HIDDEN void proc_loans_result(pid_t child);
+UIPC_HIDDEN bool proc_loan_take(struct ns *ns, uint32_t idx);
+UIPC_HIDDEN void proc_loans_child_done(void);
 /* unshare, setns: this thread leaves its namespace for NEW (mapped, not
  * entered), as the kernel moves the calling thread only.  Where it was the
  * last thread of the process in the old one, the kernel's exit_sem and

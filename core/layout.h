@@ -35,7 +35,7 @@ typedef uint64_t uoff_t;
 
 /* ---- layout constants ---- */
 #define UIPC_MAGIC          0x31534e4350495555ULL /* "UUIPCNS1" */
-#define UIPC_LAYOUT_VERSION 11u
+#define UIPC_LAYOUT_VERSION 12u
 #define UIPC_PAGE           4096u
 
 #define IPC_SEM_IDS 0
@@ -153,7 +153,21 @@ struct jframe {
  * every claim, so that a lock word names one incarnation of a slot.
  */
 
-enum { SLOT_FREE = 0, SLOT_CLAIMING = 1, SLOT_LIVE = 2, SLOT_DEAD = 3 };
+enum { SLOT_FREE = 0, SLOT_CLAIMING = 1, SLOT_LIVE = 2, SLOT_DEAD = 3, SLOT_LOAN = 4 };
+
+/*
+ * A loan (process slots only): a slot a forking process claimed for its
+ * child-to-be, in which it counted the attachments the child inherits
+ * before fork, as the kernel counts them inside fork (ipc/shm.c).  Its id
+ * is the child's pid once the parent knows it, 0 before.  What keeps it is
+ * an OFD read lock on byte LOAN_LOCK_BASE + slot of the namespace file,
+ * taken by the parent before fork through a file description of its own,
+ * which the child inherits: the lock is there while the parent (before
+ * fork) or the child (until it takes the slot over, LOAN -> LIVE) lives,
+ * and goes with the last of them, however they go.  A loan whose byte is
+ * not locked is dead: a reaper gives its counts back (core/proc.c).
+ */
+#define LOAN_LOCK_BASE (1LL << 40)
 #define SLOT_STATE(w) ((unsigned)((w) & 0xff))
 #define SLOT_ID(w)    ((int32_t)((w) >> 8))
 #define SLOT_WORD(id, st) (((uint64_t)(uint32_t)(id) << 8) | (st))

@@ -767,6 +767,244 @@ static int claim_slot(struct ns *ns, bool threads, int32_t id, uint64_t *claimed
 	return -1;
 }
 
+/* ---- loans (layout.h): a slot counted for a fork child before fork ---- */
+
+/*
+ * The loans this process has open: claimed and locked before a fork, their
+ * fds not yet closed (the parent closes them once fork returned, the child
+ * once it took its slot over).  Only fork's prepare and parent handlers
+ * (which shm.c's fork lock serializes) and the child's handler change the
+ * table; proc_is_dead reads it without a lock: an entry whose word still
+ * matches the slot's is a loan whose lock we hold, so no system call is
+ * needed to see that it lives.
+ */
+#define LOANS_MAX 8
+struct loan {
+	struct ns *ns;
+	uint32_t idx;
+	int fd;
+	_Atomic uint64_t word;     /* the slot's state word as we left it; 0: unused */
+};
+static struct loan g_loans[LOANS_MAX];
+/* the forking thread's loans after fork, for its fork wrapper to name (or
+ * give back, fork failed): copied from g_loans by the parent handler */
+static __thread struct loan tls_forked[LOANS_MAX];
+static __thread int tls_nforked;
+
+/* a generation for loan words, so that a reaper's compare-and-swap acts
+ * only on the incarnation of the loan it looked at */
+static uint32_t next_loan_gen(void)
+{
+	static _Atomic uint32_t gen;
+	uint32_t g = atomic_fetch_add(&gen, 1);
+
+	return (g + (uint32_t)cur_pid() * 2654435761u) & SLOT_GEN_MASK;
+}
+
+/* A new file description of NS's file, read-only, whose locks are its
+ * own (an anonymous namespace's memfd reopened through /proc), checked to
+ * be that file; or -1. */
+static int ns_file_reopen(struct ns *ns)
+{
+	char buf[64];
+	const char *path = ns->path;
+	int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY, fd;
+	struct stat st;
+
+	if (ns->anon_fd >= 0) {
+		snprintf(buf, sizeof(buf), "/proc/self/fd/%d", ns->anon_fd);
+		path = buf;
+	} else {
+		flags |= O_NOFOLLOW;
+	}
+	fd = sys_open(path, flags);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || st.st_dev != ns->dev || st.st_ino != ns->ino) {
+		sys_close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static struct flock loan_lock(uint32_t idx, short type)
+{
+	return (struct flock){ .l_type = type, .l_whence = SEEK_SET,
+			       .l_start = (off_t)(LOAN_LOCK_BASE + (long long)idx), .l_len = 1 };
+}
+
+/* one of our own open loans, in state W? */
+static bool loan_is_ours(struct ns *ns, uint32_t idx, uint64_t w)
+{
+	for (int i = 0; i < LOANS_MAX; i++)
+		if (atomic_load(&g_loans[i].word) == w && g_loans[i].ns == ns && g_loans[i].idx == idx)
+			return true;
+	return false;
+}
+
+/* Does someone (a parent before fork, a child before its take-over) hold
+ * the lock of loan IDX, in state W?  When it cannot be told, yes: a loan
+ * kept too long is a leak, one given back too early would let a segment
+ * go while a child still maps it. */
+static bool loan_held(struct ns *ns, uint32_t idx, uint64_t w)
+{
+	struct flock fl = loan_lock(idx, F_WRLCK);
+	int fd;
+	bool held = true;
+
+	if (loan_is_ours(ns, idx, w))
+		return true;
+	fd = ns->anon_fd >= 0 ? ns->anon_fd : ns_file_reopen(ns);
+	if (fd < 0)
+		return true;
+	if (fcntl(fd, F_OFD_GETLK, &fl) == 0)
+		held = fl.l_type != F_UNLCK;
+	if (fd != ns->anon_fd)
+		sys_close(fd);
+	return held;
+}
+
+uint32_t proc_loan_open(struct ns *ns)
+{
+	struct loan *l = NULL;
+	struct flock fl;
+	struct uproc *p;
+	uint64_t w;
+	int fd, idx;
+
+	for (int i = 0; i < LOANS_MAX && !l; i++)
+		if (!atomic_load(&g_loans[i].word))
+			l = &g_loans[i];
+	if (!l || (fd = ns_file_reopen(ns)) < 0)
+		return UINT32_MAX;
+	/* claimed under our pid: if we die now, the slot is free again */
+	idx = claim_slot(ns, false, cur_pid(), NULL);
+	p = idx >= 0 ? proc_at(ns, (uint32_t)idx) : NULL;
+	fl = loan_lock((uint32_t)idx, F_RDLCK);
+	if (!p || fcntl(fd, F_OFD_SETLK, &fl) < 0) {
+		if (p)
+			atomic_store(&p->state, SLOT_WORD(0, SLOT_FREE));
+		sys_close(fd);
+		return UINT32_MAX;
+	}
+	atomic_store(&p->holder, 0);
+	ulock_init(&p->lock);
+	p->pid = 0;
+	p->starttime = 0;
+	p->undo = 0;
+	p->aio_nr = 0;
+	w = SLOT_WORD_GEN(next_loan_gen(), 0, SLOT_LOAN);
+	l->ns = ns;
+	l->idx = (uint32_t)idx;
+	l->fd = fd;
+	atomic_store(&l->word, w);
+	/* locked first, then a loan: a reaper that sees the loan sees the lock */
+	atomic_store(&p->state, w);
+	return (uint32_t)idx;
+}
+
+static struct loan *loan_find(struct ns *ns, uint32_t idx)
+{
+	for (int i = 0; i < LOANS_MAX; i++)
+		if (atomic_load(&g_loans[i].word) && g_loans[i].ns == ns && g_loans[i].idx == idx)
+			return &g_loans[i];
+	return NULL;
+}
+
+static void loan_forget(struct loan *l)
+{
+	atomic_store(&l->word, 0);
+	sys_close(l->fd);
+	l->fd = -1;
+}
+
+void proc_loan_cancel(struct ns *ns, uint32_t idx)
+{
+	struct loan *l = loan_find(ns, idx);
+	struct uproc *p = proc_at(ns, idx);
+
+	if (!l)
+		return;
+	/* the lock gone, the loan is dead: its counts go back now */
+	loan_forget(l);
+	if (p)
+		proc_reap(ns, p);
+}
+
+void proc_loans_forked(void)
+{
+	tls_nforked = 0;
+	for (int i = 0; i < LOANS_MAX; i++) {
+		struct loan *l = &g_loans[i];
+
+		if (!atomic_load(&l->word))
+			continue;
+		tls_forked[tls_nforked++] = (struct loan){ l->ns, l->idx, -1, atomic_load(&l->word) };
+		/* the child holds the lock now (it shares this description) */
+		loan_forget(l);
+	}
+}
+
+void proc_loans_result(pid_t child)
+{
+	int n = tls_nforked;
+
+	tls_nforked = 0;
+	for (int i = 0; i < n; i++) {
+		struct loan *l = &tls_forked[i];
+		struct uproc *p = proc_at(l->ns, l->idx);
+		uint64_t w = atomic_load(&l->word);
+
+		if (!p)
+			continue;
+		if (child > 0) {
+			/* only the state word: the slot may be reaped (and taken
+			 * again) at any time once the child died, so nothing else
+			 * of it is ours to write; a reaper takes the pid from it */
+			atomic_compare_exchange_strong(&p->state, &w,
+				SLOT_WORD_GEN(SLOT_GEN(w), child, SLOT_LOAN));
+		} else if (child < 0) {
+			proc_reap(l->ns, p);   /* no child: the counts go back */
+		}
+	}
+}
+
+bool proc_loan_take(struct ns *ns, uint32_t idx)
+{
+	struct loan *l = loan_find(ns, idx);
+	struct uproc *p = proc_at(ns, idx);
+	pid_t pid = cur_pid();
+	uint64_t w, named;
+	bool ok = false;
+
+	if (!l || !p)
+		return false;
+	w = atomic_load(&l->word);
+	named = SLOT_WORD_GEN(SLOT_GEN(w), pid, SLOT_LOAN);
+	/* while we hold the lock nobody reaps the loan: the slot is ours to
+	 * fill (unless a member rewrote it: then the compare-and-swap fails) */
+	p->pid = pid;
+	p->starttime = read_starttime(pid);
+	for (int tries = 0; tries < 2 && !ok; tries++) {
+		uint64_t cur = atomic_load(&p->state);
+
+		if (cur != w && cur != named)
+			break;
+		ok = atomic_compare_exchange_strong(&p->state, &cur, SLOT_WORD(pid, SLOT_LIVE));
+	}
+	if (ok)
+		__atomic_store_n(&ns->proc_idx, idx, __ATOMIC_RELEASE);
+	return ok;
+}
+
+void proc_loans_child_done(void)
+{
+	tls_nforked = 0;
+	for (int i = 0; i < LOANS_MAX; i++)
+		if (atomic_load(&g_loans[i].word))
+			loan_forget(&g_loans[i]);
+}
+
 /* ---- processes ---- */
 
 /* slots of processes that look gone, checked after we registered: a few
@@ -804,6 +1042,11 @@ static uint32_t register_proc(struct ns *ns)
 			ns->stale_idx = i;
 		} else if (SLOT_STATE(w) == SLOT_LIVE && ns->nreap < REAP_CHECKS &&
 			   !proc_holder_alive(ns, p, NULL)) {
+			ns->reap[ns->nreap++] = i;
+		} else if (SLOT_STATE(w) == SLOT_LOAN && ns->nreap < REAP_CHECKS &&
+			   !loan_held(ns, i, w)) {
+			/* a loan with no counts yet that nobody holds (its
+			 * parent died before fork) is no one's attacher */
 			ns->reap[ns->nreap++] = i;
 		}
 	}
@@ -1010,6 +1253,8 @@ bool proc_is_dead(struct ns *ns, struct uproc *p)
 	uint64_t w = atomic_load(&p->state);
 	bool abrupt;
 
+	if (SLOT_STATE(w) == SLOT_LOAN)
+		return !loan_held(ns, proc_index(ns, p), w);
 	if (SLOT_STATE(w) != SLOT_LIVE)
 		return SLOT_STATE(w) == SLOT_DEAD;
 	if (proc_holder_alive(ns, p, NULL))
@@ -1050,7 +1295,7 @@ bool proc_reap(struct ns *ns, struct uproc *p)
 	 * DEAD) in one CAS.  A reaper killed in the middle is replaced (the
 	 * exit work is idempotent, entry by entry).
 	 */
-	if (SLOT_STATE(w) == SLOT_LIVE) {
+	if (SLOT_STATE(w) == SLOT_LIVE || SLOT_STATE(w) == SLOT_LOAN) {
 		/* the caller saw a dead process in this slot, but the slot may
 		 * have been reaped and taken by a new process since: look again
 		 * at this incarnation (the CAS fails if the slot changes) */
@@ -1065,6 +1310,13 @@ bool proc_reap(struct ns *ns, struct uproc *p)
 	}
 	if (!atomic_compare_exchange_strong(&p->state, &w, SLOT_WORD(me, SLOT_DEAD)))
 		return false;
+	if (SLOT_STATE(w) == SLOT_LOAN) {
+		/* a fork child that died before it ran (or no child: the
+		 * parent died before fork, id 0): its detaches name it, as
+		 * the kernel's at its exit */
+		p->pid = SLOT_ID(w);
+		p->starttime = 0;
+	}
 	{
 		/* the kernel woke one sleeper of the death (maybe us): the others */
 		uint32_t *aw = proc_holder_word(ns, p);

@@ -169,6 +169,8 @@ UIPC_HIDDEN int ipc_seen_size(struct ns *ns, int type, int id, uint64_t size);
 UIPC_HIDDEN void ipc_seen_forget(struct ns *ns, int type, int id);
 UIPC_HIDDEN void ipc_seen_forget_all(void);
 /* a fork child: the table's lock, taken for the fork, is free again */
+UIPC_HIDDEN void ipc_seen_fork_prepare(void);
+UIPC_HIDDEN void ipc_seen_fork_parent(void);
 UIPC_HIDDEN void ipc_seen_fork_child(void);
 
 /* the fixed part of each type's object (sem: without its semaphores),

@@ -116,7 +116,12 @@ struct lattach {
 	struct ns *ns;             /* the segment's namespace: a thread may be
 				      in another one when it detaches it, or
 				      the process may have left it since */
+	uint32_t loan;             /* at fork: the loan (process slot) it was
+				      counted in for the child, FORK_SELF or
+				      FORK_LOST (shm_atfork_prepare) */
 };
+#define FORK_SELF UINT32_MAX         /* the child counts it (no loan) */
+#define FORK_LOST (UINT32_MAX - 1)   /* could not be counted: the child loses it */
 
 /*
  * The fd cache: the fds of segment files this process created or opened
@@ -150,13 +155,18 @@ static pthread_mutex_t l_mutex = PTHREAD_MUTEX_INITIALIZER;
 /*
  * Fork and the local table.  The kernel counts the child's vmas inside
  * fork, so nothing the parent does afterwards can come first.  Here the
- * child counts them in its atfork handler, so: (1) whatever changes this
- * process's mappings of attachments (shmat, shmdt, the munmap/mremap/
- * mprotect/mmap hooks) holds l_forklock shared from its first step to its
- * last, and fork takes it exclusively (the child inherits a table that
- * matches its mappings); (2) the parent waits, in its atfork handler, until
- * the child has counted (l_forkpipe: the child closes its end when done,
- * or dies), so that a detach or remove by the parent comes after.
+ * parent counts them before fork, in a loan (core/layout.h): a process
+ * slot per namespace that the child takes over as its own when it first
+ * runs, kept by a lock the child inherits, so that a reaper gives the
+ * counts back if the child dies before it runs (or the parent before it
+ * forks).  So: (1) whatever changes this process's mappings of
+ * attachments (shmat, shmdt, the munmap/mremap/mprotect/mmap hooks) holds
+ * l_forklock shared from its first step to its last, and fork takes it
+ * exclusively from the count to fork's return (the child inherits a table
+ * that matches its mappings and what was counted); (2) where no loan could
+ * be had, the child counts in its atfork handler and the parent waits
+ * until it has (l_forkpipe: the child closes its end when done, or dies),
+ * so that a detach or remove by the parent comes after.
  */
 static pthread_rwlock_t l_forklock = PTHREAD_RWLOCK_INITIALIZER;
 
@@ -2352,7 +2362,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 			frag_unmap((uintptr_t)m, len, &ds);   /* what it replaced */
 		local_add((struct lattach){ (uintptr_t)m, len, 0, len, prot,
 					    l_vmf_future | (shmflg & SHM_RDONLY ? VMF_NOWRITE : 0),
-					    shmid, ns_off(ns, shp), gen, 0, ns });
+					    shmid, ns_off(ns, shp), gen, 0, ns, FORK_SELF });
 		if (keep >= 0 && !fd_keep(ns, ns_off(ns, shp), gen, file, keep))
 			close_guarded(keep);
 		pthread_mutex_unlock(&l_mutex);
@@ -3514,12 +3524,46 @@ static void lose_inherited(int i)
 	l_att[i] = l_att[--l_n];
 }
 
+/* The loans the parent counted our attachments in become our registration
+ * in their namespaces; one that cannot be (a member rewrote it) leaves its
+ * attachments uncounted: they are lost, as a destroyed segment's. */
+static void take_loans(void)
+{
+	for (int i = 0; i < l_n; i++) {
+		struct lattach *a = &l_att[i];
+		uint32_t loan = a->loan;
+		bool seen = false;
+
+		if (loan == FORK_SELF || loan == FORK_LOST)
+			continue;
+		/* the first attachment of each loan takes it, for all of them */
+		for (int k = 0; k < i && !seen; k++)
+			seen = l_att[k].ns == a->ns && l_att[k].loan == loan;
+		if (seen || proc_loan_take(a->ns, loan))
+			continue;
+		for (int k = i; k < l_n; k++)
+			if (l_att[k].ns == a->ns && l_att[k].loan == loan)
+				l_att[k].loan = FORK_LOST;
+	}
+	/* ours now (or lost): the locks that kept them go */
+	proc_loans_child_done();
+}
+
 static void fork_child_count(void)
 {
 	struct ns *ns;
 	struct uproc *me;
 	int ppid;
 
+	if (l_n) {
+		/* tests: widen the window between fork and the child's first
+		 * step (its take-over of the loans, or its own count) */
+		const char *d = getenv("UIPC_TEST_FORK_DELAY_MS");
+
+		if (d)
+			usleep((useconds_t)atoi(d) * 1000);
+	}
+	take_loans();
 	/* only this thread survived the fork: no mmap is in progress */
 	l_fd_busy = 0;
 	while (l_ndeferred)
@@ -3556,30 +3600,31 @@ static void fork_child_count(void)
 	}
 	if (!l_n)
 		return;
-	{
-		/* tests: widen the window between fork and this count */
-		const char *d = getenv("UIPC_TEST_FORK_DELAY_MS");
-
-		if (d)
-			usleep((useconds_t)atoi(d) * 1000);
-	}
 	ppid = (int)getppid();
 	for (int i = 0; i < l_n;) {
 		struct lattach *a = &l_att[i];
 		struct shmid_kernel *shp;
 		int err = 0;
 
+		/* MADV_DONTFORK: the kernel does not copy the vma */
+		if (a->vmf & VMF_DONTCOPY) {
+			l_att[i] = l_att[--l_n];
+			continue;
+		}
+		if (a->loan != FORK_SELF) {
+			/* counted by the parent, in the loan we took over */
+			if (a->loan == FORK_LOST)
+				lose_inherited(i);
+			else
+				i++;
+			continue;
+		}
 		/* counted in its segment's namespace, as the kernel's shm_open
 		 * of the copied vma */
 		ns = a->ns;
 		me = cur_proc(ns);
 		if (!me) {
 			lose_inherited(i);
-			continue;
-		}
-		/* MADV_DONTFORK: the kernel does not copy the vma */
-		if (a->vmf & VMF_DONTCOPY) {
-			l_att[i] = l_att[--l_n];
 			continue;
 		}
 
@@ -3607,17 +3652,130 @@ static void fork_child_count(void)
 	}
 }
 
-static void shm_atfork_prepare(void)
+/* The loan of namespace NS for this fork, opened at its first attachment
+ * (LOANS: the namespaces seen, NL of them), or FORK_SELF: none to be had */
+struct fork_loan {
+	struct ns *ns;
+	uint32_t idx;
+	uint32_t counted;
+};
+
+static uint32_t loan_of(struct ns *ns, struct fork_loan *loans, int *nl, int max)
+{
+	uint32_t idx;
+
+	for (int k = 0; k < *nl; k++)
+		if (loans[k].ns == ns)
+			return loans[k].idx;
+	if (*nl == max)
+		return FORK_SELF;
+	idx = proc_loan_open(ns);
+	loans[(*nl)++] = (struct fork_loan){ ns, idx == UINT32_MAX ? FORK_SELF : idx, 0 };
+	return idx == UINT32_MAX ? FORK_SELF : idx;
+}
+
+/* what count_for_child needs of an attachment, copied under l_mutex */
+struct fork_count {
+	struct ns *ns;
+	uintptr_t addr;
+	uint64_t gen;
+	int shmid;
+	uint32_t loan;
+};
+
+/* Count the attachments C[0..N) in loans; true if some have none */
+static bool count_in_loans(struct fork_count *c, int n)
+{
+	struct fork_loan loans[8];
+	int nl = 0;
+	bool self = false;
+
+	for (int i = 0; i < n; i++) {
+		uint32_t idx;
+
+		if (c[i].loan != FORK_SELF)
+			continue;  /* MADV_DONTFORK: not inherited */
+		idx = loan_of(c[i].ns, loans, &nl, 8);
+		if (idx == FORK_SELF) {
+			self = true;
+			continue;
+		}
+		if (shm_account(c[i].ns, c[i].shmid, c[i].gen, idx, cur_pid(), 1, 0) == 0) {
+			c[i].loan = idx;
+			for (int k = 0; k < nl; k++)
+				loans[k].counted += loans[k].ns == c[i].ns;
+		} else {
+			c[i].loan = FORK_LOST;
+		}
+	}
+	/* a loan with nothing counted in it is not needed */
+	for (int k = 0; k < nl; k++) {
+		if (loans[k].idx == FORK_SELF || loans[k].counted)
+			continue;
+		proc_loan_cancel(loans[k].ns, loans[k].idx);
+		for (int i = 0; i < n; i++)
+			if (c[i].ns == loans[k].ns && c[i].loan == loans[k].idx)
+				c[i].loan = FORK_LOST;
+	}
+	return self;
+}
+
+/*
+ * Before fork (l_forklock held exclusively, l_mutex not held): count the
+ * attachments the child inherits, as the kernel's dup_mmap does (nattch,
+ * atime, lpid = us), in a loan per namespace that the child takes over.
+ * Each attachment notes its loan for the child; one whose segment is gone
+ * is lost (FORK_LOST), one without a loan is counted by the child itself
+ * (FORK_SELF).  True: some are, and the parent must wait for the child.
+ * The counting runs without l_mutex: it may reap dead attachers, whose
+ * exit work may destroy segments (release_file takes l_mutex).  The table
+ * cannot change meanwhile (its changers hold l_forklock shared); an entry
+ * found changed all the same is left to the child (FORK_SELF).
+ */
+static bool count_for_child(void)
+{
+	struct fork_count *c;
+	bool self;
+	int n;
+
+	pthread_mutex_lock(&l_mutex);
+	n = l_n;
+	c = n ? malloc((size_t)n * sizeof(*c)) : NULL;
+	for (int i = 0; i < l_n; i++) {
+		struct lattach *a = &l_att[i];
+
+		a->loan = FORK_SELF;
+		if (c)
+			c[i] = (struct fork_count){ a->ns, a->addr, a->gen, a->shmid,
+						    a->vmf & VMF_DONTCOPY ? FORK_LOST : FORK_SELF };
+	}
+	pthread_mutex_unlock(&l_mutex);
+	if (!c)
+		return n > 0;
+	self = count_in_loans(c, n);
+	pthread_mutex_lock(&l_mutex);
+	for (int i = 0; i < l_n; i++) {
+		struct lattach *a = &l_att[i];
+
+		if (a->vmf & VMF_DONTCOPY)
+			continue;  /* not inherited: the child drops it */
+		if (i < n && a->addr == c[i].addr && a->ns == c[i].ns && a->gen == c[i].gen)
+			a->loan = c[i].loan;
+		else
+			self = true;
+	}
+	pthread_mutex_unlock(&l_mutex);
+	free(c);
+	return self;
+}
+
+/* l_mutex held: the segments' files opened for a child that may lose
+ * access to them */
+static void open_for_child(void)
 {
 	struct ns *ns;
 	int maxidx;
 
-	uipc_crit_enter();         /* until the parent or child handler */
-	pthread_rwlock_wrlock(&l_forklock);
-	pthread_mutex_lock(&l_mutex);
-	l_nfork = 0;
-	if (l_n && pipe2(l_forkpipe, O_CLOEXEC) < 0)
-		l_forkpipe[0] = l_forkpipe[1] = -1;
 	/* only a child that can change its credentials may lose access */
 	if (!l_used || (cur_cred()->euid != 0 && !has_cap(CAP_SETUID) && !has_cap(CAP_SETGID)))
 		return;
@@ -3651,8 +3809,28 @@ static void shm_atfork_prepare(void)
 	}
 }
 
+static void shm_atfork_prepare(void)
+{
+	bool self;
+
+	uipc_crit_enter();         /* until the parent or child handler */
+	pthread_rwlock_wrlock(&l_forklock);
+	self = count_for_child();
+	pthread_mutex_lock(&l_mutex);
+	l_nfork = 0;
+	if (self && pipe2(l_forkpipe, O_CLOEXEC) < 0)
+		l_forkpipe[0] = l_forkpipe[1] = -1;
+	open_for_child();
+	/* last: the count and the opens may forget sizes (validate.c) */
+	ipc_seen_fork_prepare();
+}
+
 static void shm_atfork_parent(void)
 {
+	ipc_seen_fork_parent();
+	/* the child holds the loans' locks now: ours go (the fork wrapper
+	 * then writes the child's pid into them, proc_loans_result) */
+	proc_loans_forked();
 	if (l_forkpipe[1] >= 0) {
 		struct pollfd pfd = { .fd = l_forkpipe[0], .events = POLLIN };
 		char c;

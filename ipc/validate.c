@@ -219,20 +219,25 @@ bool ipc_obj_fits_slow(struct ns *ns, const void *p, uint64_t len, struct fits_m
 
 /*
  * A fork child must not inherit the lock held by another thread: fork
- * takes it (this prepare handler runs first, registered last) and gives
- * it back.  In the child it is given back by the ipc layer's fork_child
- * hook (ipc_seen_fork_child, namespace.c), before shm_fork_child: glibc
- * runs the child handlers in registration order, core/proc.c's (which runs
- * the hooks, and whose work may reap a dead process and so forget sizes)
- * before this file's, which would be too late (the child spun on the lock
- * forever, holding the shm ids lock: tests/unit-chaos-mixed.t).
+ * takes it and gives it back.  It is taken last in shm.c's prepare handler
+ * (ipc_seen_fork_prepare), after the count of the child's attachments,
+ * which may reap a dead process and so forget sizes (taken before it, as
+ * by a prepare handler of this file's, the forking thread spun on it for
+ * ever: tests/unit-chaos-mixed.t); core/proc.c's prepare handler, which
+ * runs after shm.c's, makes no use of it.  In the parent it is given back
+ * by shm.c's parent handler (ipc_seen_fork_parent); in the child by the
+ * ipc layer's fork_child hook (ipc_seen_fork_child, namespace.c), before
+ * shm_fork_child: glibc runs the child handlers in registration order,
+ * core/proc.c's (which runs the hooks, and whose work may reap a dead
+ * process) before shm.c's, which would be too late (the child spun on the
+ * lock forever, holding the shm ids lock: tests/unit-chaos-mixed.t).
  */
-static void seen_atfork_prepare(void)
+void ipc_seen_fork_prepare(void)
 {
 	seen_spin_lock();
 }
 
-static void seen_atfork_release(void)
+void ipc_seen_fork_parent(void)
 {
 	seen_spin_unlock();
 }
@@ -240,9 +245,4 @@ static void seen_atfork_release(void)
 void ipc_seen_fork_child(void)
 {
 	seen_spin_unlock();
-}
-
-__attribute__((constructor)) static void seen_init(void)
-{
-	pthread_atfork(seen_atfork_prepare, seen_atfork_release, NULL);
 }

@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,6 +288,129 @@ static void fork_race(int argc, char **argv)
 	dt_shmstat(g_id, IPC_STAT);
 }
 
+static void child_pause(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+}
+
+/*
+ * A fork child killed before it runs: its inherited attachments were
+ * counted inside fork (nattch, atime, lpid = the parent, seen by the parent
+ * at once) and go at its death (lpid = the child, dtime).  Under uipc the
+ * parent counts them before fork in a loan the child takes over when it
+ * first runs, which UIPC_TEST_FORK_DELAY_MS delays past the SIGKILL: the
+ * loan's counts are given back by whoever looks next.
+ */
+static void fork_kill_early(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	g_id = dt_shmget(IPC_PRIVATE, 4096, 0600);
+	g_p = dt_shmat(g_id, NULL, 0);
+	char *p2 = dt_shmat(g_id, NULL, SHM_RDONLY);
+	setenv("UIPC_TEST_FORK_DELAY_MS", "300", 1);
+	pid_t c = dt_fork(child_pause, NULL);
+	unsetenv("UIPC_TEST_FORK_DELAY_MS");
+	dt_shmstat(g_id, IPC_STAT);
+	kill(c, SIGKILL);
+	dt_wait(c);
+	dt_shmstat(g_id, IPC_STAT);
+	dt_shminfo(SHM_INFO);
+	dt_shmdt(p2, "p2");
+	dt_shmctl(g_id, IPC_RMID);
+	dt_shmdt(g_p, "p");
+	dt_shmstat(g_id, IPC_STAT);
+}
+
+/*
+ * A segment marked for removal, attached by the parent only, lives on
+ * through a fork child killed before it runs while the parent detaches:
+ * it goes with the child's death, not before.
+ */
+static void fork_rmid_early(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	g_id = dt_shmget(IPC_PRIVATE, 8192, 0600);
+	g_p = dt_shmat(g_id, NULL, 0);
+	g_p[1] = 'r';
+	dt_shmctl(g_id, IPC_RMID);
+	setenv("UIPC_TEST_FORK_DELAY_MS", "300", 1);
+	pid_t c = dt_fork(child_pause, NULL);
+	unsetenv("UIPC_TEST_FORK_DELAY_MS");
+	dt_shmdt(g_p, "p");
+	dt_shmstat(g_id, IPC_STAT);
+	dt_shminfo(SHM_INFO);
+	kill(c, SIGKILL);
+	dt_wait(c);
+	dt_shmstat(g_id, IPC_STAT);
+	dt_shminfo(SHM_INFO);
+}
+
+static void *fork_from_thread(void *arg)
+{
+	(void)arg;
+	dt_wait(dt_fork(child_exit, NULL));
+	return NULL;
+}
+
+/* fork from a thread other than the main one: the same accounting */
+static void fork_thread(int argc, char **argv)
+{
+	pthread_t t;
+
+	(void)argc, (void)argv;
+	g_id = dt_shmget(IPC_PRIVATE, 4096, 0600);
+	g_p = dt_shmat(g_id, NULL, 0);
+	dt_msleep(1100);
+	if (pthread_create(&t, NULL, fork_from_thread, NULL) == 0)
+		pthread_join(t, NULL);
+	dt_out("p[100]=%c", g_p[100]);
+	dt_shmstat(g_id, IPC_STAT);
+	dt_shmctl(g_id, IPC_RMID);
+	dt_shmdt(g_p, "p");
+	dt_shmstat(g_id, IPC_STAT);
+}
+
+static int g_id2;
+
+static void attach_both(void *arg)
+{
+	(void)arg;
+	dt_shmat(g_id, NULL, 0);
+	dt_shmat(g_id2, NULL, 0);
+	dt_chan_send(0, 0, 0);
+	for (;;)
+		pause();
+}
+
+/*
+ * A fork whose accounting meets a SIGKILLed attacher of the inherited
+ * segment, whose death also destroys another segment (marked for removal,
+ * its last attachment): the fork goes on, the other segment is gone.
+ * (Under uipc the parent counts the child's attachments before fork, and
+ * the dead attacher's exit work is done then.)
+ */
+static void fork_reaps(int argc, char **argv)
+{
+	struct dt_msg m;
+
+	(void)argc, (void)argv;
+	g_id = dt_shmget(IPC_PRIVATE, 4096, 0600);
+	g_id2 = dt_shmget(IPC_PRIVATE, 4096, 0600);
+	g_p = dt_shmat(g_id, NULL, 0);
+	pid_t x = dt_fork(attach_both, NULL);
+	dt_chan_recv(&m);
+	dt_shmctl(g_id2, IPC_RMID);
+	kill(x, SIGKILL);
+	dt_wait(x);
+	dt_wait(dt_fork(child_exit, NULL));
+	dt_shmstat(g_id, IPC_STAT);
+	dt_shmstat(g_id2, IPC_STAT);
+	dt_shmctl(g_id, IPC_RMID);
+	dt_shmdt(g_p, "p");
+}
+
 /* the fds this image has open above 2 (the listing's own excepted) */
 static int count_fds(void)
 {
@@ -366,6 +490,10 @@ const struct dt_case dt_cases[] = {
 	{ "nested", nested, 0 },
 	{ "rmid-forced", rmid_forced, 0 },
 	{ "fork-race", fork_race, 0 },
+	{ "fork-kill-early", fork_kill_early, 0 },
+	{ "fork-rmid-early", fork_rmid_early, 0 },
+	{ "fork-thread", fork_thread, 0 },
+	{ "fork-reaps", fork_reaps, 0 },
 	{ "fds", fds, 0 },
 	{ "fds-exec-child", fds_exec_child, 1 },
 	{ NULL, NULL, 0 },

@@ -20,7 +20,7 @@ UNIT_PROGS := \
 	$(UNIT_DIR)/ns_life $(UNIT_DIR)/ns_free $(UNIT_DIR)/ns_many $(UNIT_DIR)/ns_crash \
 	$(UNIT_DIR)/ns_fault \
 	$(UNIT_DIR)/lock_hostile $(UNIT_DIR)/hostile \
-	$(UNIT_DIR)/proc_reclaim \
+	$(UNIT_DIR)/proc_reclaim $(UNIT_DIR)/crash_fork \
 	$(UNIT_DIR)/key_table
 TEST_PROGS += $(UNIT_PROGS)
 

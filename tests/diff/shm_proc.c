@@ -86,6 +86,7 @@ static void kill9(int argc, char **argv)
 	dt_shmstat(g_id, IPC_STAT);
 	dt_shmdt(g_p, "p");
 	dt_shmctl(g_id, IPC_RMID);
+	usleep(100000);
 	dt_shmstat(g_id, IPC_STAT);
 	kill(c, SIGKILL);
 	dt_wait(c);
@@ -237,12 +238,17 @@ static void rmid_forced(int argc, char **argv)
 	dt_sysctl_set("kernel.shm_rmid_forced", "0");
 }
 
+/* the parent's word to the fork-race child that it may detach */
+static int g_gate[2] = { -1, -1 };
+
 static void child_race(void *arg)
 {
 	struct shmid_ds ds;
 	long long end = dt_now_ms() + 5000;
+	char go;
 
 	(void)arg;
+	close(g_gate[1]);       /* the parent's death ends the read below */
 	/* quietly until the parent has detached and removed */
 	while (dt_now_ms() < end) {
 		if (shmctl(g_id, IPC_STAT, &ds) < 0 || (ds.shm_perm.mode & 01000))
@@ -253,6 +259,9 @@ static void child_race(void *arg)
 		dt_chan_send(-1, errno, 0);
 	else
 		dt_chan_send((int)ds.shm_nattch, 0, (int)ds.shm_perm.mode);
+	/* not before the parent's IPC_STAT: a detach here destroys it */
+	if (read(g_gate[0], &go, 1) != 1)
+		dt_chan_send(-1, EPIPE, 1);
 	if (shmdt(g_p) < 0)
 		dt_chan_send(-1, errno, 1);
 	else
@@ -273,18 +282,25 @@ static void fork_race(int argc, char **argv)
 	(void)argc, (void)argv;
 	g_id = dt_shmget(IPC_PRIVATE, 4096, 0600);
 	g_p = dt_shmat(g_id, NULL, 0);
+	if (pipe(g_gate) < 0)
+		dt_out("pipe: %s", strerror(errno));
 	setenv("UIPC_TEST_FORK_DELAY_MS", "300", 1);
 	pid_t c = dt_fork(child_race, NULL);
 	unsetenv("UIPC_TEST_FORK_DELAY_MS");
 	dt_shmdt(g_p, "p");
 	dt_shmctl(g_id, IPC_RMID);
+	usleep(100000);
 	dt_shmstat(g_id, IPC_STAT);
+	if (write(g_gate[1], "g", 1) != 1)
+		dt_out("gate: %s", strerror(errno));
 	if (dt_chan_recv(&m) == 0)
 		dt_out("child saw: %s nattch=%d mode=%o", dt_res(m.ret < 0 ? -1 : 0, m.err),
 		       m.ret, (unsigned)m.extra);
 	if (dt_chan_recv(&m) == 0)
 		dt_out("child shmdt = %s", dt_res(m.ret, m.err));
 	dt_wait(c);
+	close(g_gate[0]);
+	close(g_gate[1]);
 	dt_shmstat(g_id, IPC_STAT);
 }
 

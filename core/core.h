@@ -628,6 +628,9 @@ static inline const struct ucred_cache *cur_cred(void)
 }
 /* the credentials may have changed (entry/'s set*id and capset wrappers) */
 UIPC_HIDDEN void cred_invalidate(void);
+/* the process may be in another user namespace now (unshare, setns, a
+ * clone child's CLONE_NEWUSER): the cached one is forgotten as well */
+UIPC_HIDDEN void cred_userns_changed(void);
 UIPC_HIDDEN bool has_cap(int cap);
 /* the kernel's capable(): the capability in the initial user namespace,
  * whoever owns the namespace (msgctl's CAP_SYS_RESOURCE, SHM_HUGETLB's

@@ -49,11 +49,48 @@ void cred_invalidate(void)
 
 /* ---- user namespaces ---- */
 
+/*
+ * This process's user namespace, as /proc/self/ns/user names it
+ * ("user:[INO]"), cached for the process: a user namespace is the whole
+ * process's (unshare and setns into one refuse a process with several
+ * threads), so it changes only by the calls entry/ watches, which forget
+ * it (cred_userns_changed), and a clone child made in a new one forgets
+ * it too.  0: not known.  Read by readlink, which names the namespace
+ * without opening it: half the cost of a stat through the link, and
+ * this was most of a process's first create (issue 15's first call).
+ */
+static _Atomic uint64_t userns_ino_cached;
+
+static uint64_t read_userns_ino(void)
+{
+	char buf[64], *end;
+	ssize_t n = sys_readlinkat(AT_FDCWD, "/proc/self/ns/user", buf, sizeof(buf) - 1);
+	unsigned long long ino;
+
+	if (n <= 6 || memcmp(buf, "user:[", 6))
+		return 0;
+	buf[n] = 0;
+	ino = strtoull(buf + 6, &end, 10);
+	return *end == ']' && ino ? (uint64_t)ino : 0;
+}
+
 static uint64_t self_userns_ino(void)
 {
-	struct stat st;
+	uint64_t ino = atomic_load_explicit(&userns_ino_cached, memory_order_relaxed);
 
-	return sys_stat("/proc/self/ns/user", &st) == 0 ? (uint64_t)st.st_ino : USERNS_INIT_INO;
+	if (ino)
+		return ino;
+	ino = read_userns_ino();
+	if (!ino)                   /* no /proc: taken as the initial one */
+		return USERNS_INIT_INO;
+	atomic_store_explicit(&userns_ino_cached, ino, memory_order_relaxed);
+	return ino;
+}
+
+void cred_userns_changed(void)
+{
+	atomic_store_explicit(&userns_ino_cached, 0, memory_order_relaxed);
+	cred_invalidate();
 }
 
 /* the extents of /proc/self/{uid,gid}_map (inside, outside, count), at

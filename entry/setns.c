@@ -151,7 +151,7 @@ long entry_setns(int fd, int nstype)
 	/* into a user namespace (NSTYPE 0: whatever FD is): credentials are
 	 * judged anew (core/cred.c) */
 	if (r == 0 && (!nstype || (nstype & CLONE_NEWUSER)))
-		cred_invalidate();
+		cred_userns_changed();
 	return r;
 }
 

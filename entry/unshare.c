@@ -43,6 +43,18 @@
 
 /* the old namespace, nobody else's, made the new one in place (nsfile.c);
  * false when it cannot be */
+/* the kernel's part of an unshare: 0 or -errno.  Past a new user
+ * namespace, what this process knew of its own is forgotten before
+ * anything here records the namespace's owner (core/cred.c) */
+static long kernel_unshare(int flags)
+{
+	long r = sys_raw6(SYS_unshare, flags, 0, 0, 0, 0, 0);
+
+	if (r == 0 && (flags & CLONE_NEWUSER))
+		cred_userns_changed();
+	return r;
+}
+
 static bool recycle(int other_flags, long *r)
 {
 	struct ns *old = ns_current();
@@ -54,7 +66,7 @@ static bool recycle(int other_flags, long *r)
 		ns_recycle_abort(old);
 		return true;
 	}
-	if (other_flags && (*r = sys_raw6(SYS_unshare, other_flags, 0, 0, 0, 0, 0)) < 0) {
+	if (other_flags && (*r = kernel_unshare(other_flags)) < 0) {
 		ns_recycle_abort(old);
 		return true;
 	}
@@ -75,10 +87,9 @@ static long new_ipc_ns(int other_flags)
 	r = ns_anon_new(&new);
 	if (r)
 		return r;
-	if (other_flags && sys_syscall(SYS_unshare, other_flags) < 0) {
-		r = -errno;
+	if (other_flags && (rr = kernel_unshare(other_flags)) < 0) {
 		ns_anon_drop(new);
-		return r;
+		return rr;
 	}
 	if (other_flags & CLONE_NEWUSER)
 		ns_anon_reown(new);   /* the new user namespace owns it */
@@ -96,13 +107,13 @@ long entry_unshare(int flags)
 	/* a new user namespace: credentials are judged anew (core/cred.c),
 	 * also if another thread refilled them while the call was made */
 	if (flags & CLONE_NEWUSER)
-		cred_invalidate();
+		cred_userns_changed();
 	if (!(flags & CLONE_NEWIPC))
-		r = sys_raw6(SYS_unshare, flags, 0, 0, 0, 0, 0);
+		r = kernel_unshare(flags);
 	else
 		r = new_ipc_ns(flags & ~CLONE_NEWIPC);
 	if (flags & CLONE_NEWUSER)
-		cred_invalidate();
+		cred_userns_changed();
 	return r;
 }
 
@@ -152,8 +163,10 @@ static int clone_child(void *p)
 {
 	struct clone_start *st = p;
 
-	if (st->newuser)
+	if (st->newuser) {
+		cred_userns_changed();    /* not the parent's user namespace */
 		ns_anon_reown(st->new);   /* the child's new user namespace owns it */
+	}
 	proc_clone_child(st->new, st->robust_head, st->robust_len, st->tid_addr);
 	return st->fn(st->arg);
 }
@@ -260,8 +273,10 @@ static long raw_forklike(long (*do_clone)(const void *ctx), const void *ctx, boo
 		return r;
 	pid = do_clone(ctx);
 	if (pid == 0) {
-		if (st.newuser)
+		if (st.newuser) {
+			cred_userns_changed();
 			ns_anon_reown(st.new);
+		}
 		proc_clone_child(st.new, st.robust_head, st.robust_len, st.tid_addr);
 		return 0;
 	}

@@ -101,6 +101,10 @@ static _Atomic unsigned in_ring;                 /* completions to come or unrea
 static _Atomic int reapers;                      /* callers that reap before they return */
 static struct aio_kiocb *_Atomic pending;        /* for the ring thread, LIFO */
 static _Atomic int thread_sleeping;              /* the ring thread waits on evfd */
+/* requests completed by a program thread's reap, for the ring thread to
+ * free (the close of their descriptors off the program's way), LIFO */
+static struct aio_kiocb *_Atomic to_free;
+static __thread bool t_ring_thread;
 static _Atomic int setup_state;                  /* futex word: 0, 1 ok, -errno */
 
 /* the ring thread's own: requests waiting for room, oldest first */
@@ -461,6 +465,41 @@ static void reaper_leave(void)
 
 /* ---- the completion queue (reap_lock held) ---- */
 
+/*
+ * A request whose event is posted.  Its descriptor's close (and its
+ * memory) is the ring thread's when a program thread reaps: io_getevents
+ * would otherwise close a descriptor per request before it returns (a
+ * burst of 32 at depth 32), while the disk waits for the program's next
+ * requests.  The ring thread is kicked if it sleeps, so the descriptors
+ * go at once all the same.
+ */
+static void free_later(struct aio_kiocb *req)
+{
+	struct aio_kiocb *head;
+
+	if (t_ring_thread || req->fd < 0) {
+		aio_req_free(req);
+		return;
+	}
+	head = atomic_load(&to_free);
+	do
+		req->next = head;
+	while (!atomic_compare_exchange_weak(&to_free, &head, req));
+	if (atomic_exchange(&thread_sleeping, 0))
+		kick_thread();
+}
+
+/* the ring thread's: what program threads' reaps left to free */
+static void free_deferred(void)
+{
+	struct aio_kiocb *req = atomic_exchange(&to_free, NULL), *next;
+
+	for (; req; req = next) {
+		next = req->next;
+		aio_req_free(req);
+	}
+}
+
 /* REQ's result RES from the ring: its event (the context is woken by the
  * caller), or the threads backend's turn for a file that would not block
  * in io_uring's way.  Whether an event was posted. */
@@ -501,7 +540,7 @@ static unsigned reap_locked(void)
 		req = done->next;
 		if (!req || req->ctx != done->ctx)
 			aio_wake(done->ctx);
-		aio_req_free(done);
+		free_later(done);
 	}
 	return n;
 }
@@ -678,7 +717,8 @@ static int64_t spin_bound(int64_t now)
 /* what is there to do now without sleeping */
 static int work_ready(void)
 {
-	if (atomic_load_explicit(&pending, memory_order_relaxed))
+	if (atomic_load_explicit(&pending, memory_order_relaxed) ||
+	    atomic_load_explicit(&to_free, memory_order_relaxed))
 		return SPIN_REQUESTS;
 	if (taskrun_flag && (__atomic_load_n(ring.sq_flags, __ATOMIC_RELAXED) & IORING_SQ_TASKRUN))
 		return SPIN_TASKRUN;
@@ -746,8 +786,10 @@ static void *uring_main(void *arg)
 	publish_setup(err ? err : 1);
 	if (err)
 		return NULL;
+	t_ring_thread = true;
 	for (;;) {
 		submit_backlog();
+		free_deferred();
 		if (!atomic_load(&reapers) && cq_nonempty())
 			reap();
 		switch (spin_for_work(found)) {
@@ -759,7 +801,8 @@ static void *uring_main(void *arg)
 			continue;
 		}
 		atomic_store(&thread_sleeping, 1);
-		if (atomic_load(&pending) || (backlog && atomic_load(&in_ring) < RING_ROOM) ||
+		if (atomic_load(&pending) || atomic_load(&to_free) ||
+		    (backlog && atomic_load(&in_ring) < RING_ROOM) ||
 		    (!atomic_load(&reapers) && cq_nonempty())) {
 			atomic_store(&thread_sleeping, 0);
 			continue;
@@ -1068,6 +1111,7 @@ void aio_uring_fork_child(void)
 	pthread_mutex_init(&sq_lock, NULL);
 	pthread_mutex_init(&reap_lock, NULL);
 	atomic_store(&pending, NULL);
+	atomic_store(&to_free, NULL);   /* the parent's: it frees them */
 	atomic_store(&thread_sleeping, 0);
 	atomic_store(&in_ring, 0);
 	atomic_store(&reapers, 0);

@@ -466,27 +466,36 @@ static void reaper_leave(void)
 /* ---- the completion queue (reap_lock held) ---- */
 
 /*
- * A request whose event is posted.  Its descriptor's close (and its
- * memory) is the ring thread's when a program thread reaps: io_getevents
- * would otherwise close a descriptor per request before it returns (a
- * burst of 32 at depth 32), while the disk waits for the program's next
- * requests.  The ring thread is kicked if it sleeps, so the descriptors
- * go at once all the same.
+ * Requests whose events are posted, linked by next from HEAD to TAIL.
+ * Their descriptors' close (and their memory) is the ring thread's when a
+ * program thread reaps and the ring thread is awake (it spins for the
+ * program's next requests): io_getevents would otherwise close a
+ * descriptor per request before it returns (a burst of 32 at depth 32),
+ * while the disk waits for the program's next requests.  A sleeping ring
+ * thread is not woken for it (on one CPU that wake-up would cost the
+ * program more than the closes): the reaper closes them itself.
  */
-static void free_later(struct aio_kiocb *req)
+static void free_reqs(struct aio_kiocb *head, struct aio_kiocb *tail)
 {
-	struct aio_kiocb *head;
+	struct aio_kiocb *top, *next;
 
-	if (t_ring_thread || req->fd < 0) {
-		aio_req_free(req);
+	if (!head)
+		return;
+	if (!t_ring_thread && !atomic_load(&thread_sleeping)) {
+		top = atomic_load(&to_free);
+		do
+			tail->next = top;
+		while (!atomic_compare_exchange_weak(&to_free, &top, head));
+		/* it went to sleep meanwhile (it looks at to_free after it says
+		 * so, we after we pushed: one of the two sees the other) */
+		if (atomic_exchange(&thread_sleeping, 0))
+			kick_thread();
 		return;
 	}
-	head = atomic_load(&to_free);
-	do
-		req->next = head;
-	while (!atomic_compare_exchange_weak(&to_free, &head, req));
-	if (atomic_exchange(&thread_sleeping, 0))
-		kick_thread();
+	for (; head; head = next) {
+		next = head->next;
+		aio_req_free(head);
+	}
 }
 
 /* the ring thread's: what program threads' reaps left to free */
@@ -517,7 +526,7 @@ static bool complete_req(struct aio_kiocb *req, int res)
 static unsigned reap_locked(void)
 {
 	unsigned head = *ring.cq_head, tail = __atomic_load_n(ring.cq_tail, __ATOMIC_ACQUIRE);
-	struct aio_kiocb *done = NULL, *req;
+	struct aio_kiocb *done = NULL, *req, *dead = NULL, *dead_tail = NULL;
 	unsigned n = 0;
 
 	for (; head != tail; head++, n++) {
@@ -540,8 +549,12 @@ static unsigned reap_locked(void)
 		req = done->next;
 		if (!req || req->ctx != done->ctx)
 			aio_wake(done->ctx);
-		free_later(done);
+		done->next = dead;
+		dead = done;
+		if (!dead_tail)
+			dead_tail = done;
 	}
+	free_reqs(dead, dead_tail);
 	return n;
 }
 

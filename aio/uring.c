@@ -727,13 +727,23 @@ static int64_t spin_bound(int64_t now)
 	return ++spin.skipped % 32 ? 0 : SPIN_MAX_NS;
 }
 
-/* what is there to do now without sleeping */
-static int work_ready(void)
+/* IORING_SQ_TASKRUN is set: completion work waits for some thread */
+static bool taskrun_waits(void)
+{
+	return taskrun_flag && (__atomic_load_n(ring.sq_flags, __ATOMIC_RELAXED) & IORING_SQ_TASKRUN);
+}
+
+/* what is there to do now without sleeping; TASKRUN_OURS: a set
+ * IORING_SQ_TASKRUN may be the ring thread's completion work (not once
+ * running its own left the flag set: the flag is the ring's, and a program
+ * thread that entered requests itself (auto, direct) runs its own work at
+ * its next system call) */
+static int work_ready(bool taskrun_ours)
 {
 	if (atomic_load_explicit(&pending, memory_order_relaxed) ||
 	    atomic_load_explicit(&to_free, memory_order_relaxed))
 		return SPIN_REQUESTS;
-	if (taskrun_flag && (__atomic_load_n(ring.sq_flags, __ATOMIC_RELAXED) & IORING_SQ_TASKRUN))
+	if (taskrun_ours && taskrun_waits())
 		return SPIN_TASKRUN;
 	return SPIN_NOTHING;
 }
@@ -741,13 +751,13 @@ static int work_ready(void)
 /* look for work for a while (above); FOUND: work was found since the
  * thread woke (a spin that ends empty after it costs the budget nothing:
  * the burst is over) */
-static int spin_for_work(bool found)
+static int spin_for_work(bool found, bool taskrun_ours)
 {
 	int64_t start = mono_ns(), last = start, now, bound = spin_bound(start);
 	int what = SPIN_NOTHING;
 
 	for (unsigned i = 1; bound; i++) {
-		if ((what = work_ready()) != SPIN_NOTHING) {
+		if ((what = work_ready(taskrun_ours)) != SPIN_NOTHING) {
 			spin.ns = spin.ns * 2 < SPIN_MIN_NS ? SPIN_MIN_NS :
 				  spin.ns * 2 > SPIN_MAX_NS ? SPIN_MAX_NS : spin.ns * 2;
 			break;
@@ -794,6 +804,7 @@ static void *uring_main(void *arg)
 {
 	int err = ring_setup();
 	bool found = false;              /* work found by spinning since the last sleep */
+	bool taskrun_ours = true;        /* IORING_SQ_TASKRUN may be ours (work_ready) */
 
 	(void)arg;
 	publish_setup(err ? err : 1);
@@ -805,9 +816,10 @@ static void *uring_main(void *arg)
 		free_deferred();
 		if (!atomic_load(&reapers) && cq_nonempty())
 			reap();
-		switch (spin_for_work(found)) {
+		switch (spin_for_work(found, taskrun_ours)) {
 		case SPIN_TASKRUN:           /* run it: the completions are posted */
 			uring_enter(0, 0, IORING_ENTER_GETEVENTS, NULL, 0);
+			taskrun_ours = !taskrun_waits();
 			/* fallthrough */
 		case SPIN_REQUESTS:
 			found = true;
@@ -822,6 +834,7 @@ static void *uring_main(void *arg)
 		}
 		sleep_for_work();
 		found = false;
+		taskrun_ours = true;
 		atomic_store(&thread_sleeping, 0);
 	}
 	return NULL;

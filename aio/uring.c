@@ -70,6 +70,7 @@
 #define CQ_ENTRIES 4096
 #define RING_ROOM  (CQ_ENTRIES - 64)  /* completions to come or unread, at most */
 #define TAG_NUDGE  1                  /* user_data of a NOP (requests are pointers) */
+#define FILE_SLOTS 1024               /* the ring's table of files (requests not yet entered) */
 
 struct uring {
 	int fd;
@@ -95,6 +96,8 @@ enum { SUBMIT_AUTO, SUBMIT_THREAD, SUBMIT_DIRECT };
 static int submit_mode;
 static bool waitable;                            /* IORING_FEAT_EXT_ARG: sleepers may wait in it */
 static bool taskrun_flag;                        /* IORING_SQ_TASKRUN tells of completion work */
+static bool fixed_files;                         /* the ring has a table of FILE_SLOTS files */
+static _Atomic uint64_t slot_used[FILE_SLOTS / 64];
 static pthread_mutex_t sq_lock = PTHREAD_MUTEX_INITIALIZER;   /* the submission queue */
 static pthread_mutex_t reap_lock = PTHREAD_MUTEX_INITIALIZER; /* the completion queue */
 static _Atomic unsigned in_ring;                 /* completions to come or unread */
@@ -217,6 +220,20 @@ static bool ops_supported(int fd)
 }
 
 /*
+ * The ring's table of files, empty (5.19 and later): a request waiting for
+ * the ring thread holds its file there, the way the kernel's AIO holds a
+ * reference to it, rather than by a dup in the program's descriptor table
+ * (seen in /proc/self/fd, by RLIMIT_NOFILE, by a fork child).
+ */
+static bool files_table(int fd)
+{
+	struct io_uring_rsrc_register rr = { .nr = FILE_SLOTS, .flags = IORING_RSRC_REGISTER_SPARSE };
+
+	return sys_raw6(SYS_io_uring_register, fd, IORING_REGISTER_FILES2, (long)&rr, sizeof(rr),
+			0, 0) == 0;
+}
+
+/*
  * The ring.  COOP_TASKRUN: a program thread that submitted (direct) and
  * runs in user space is not interrupted for its completion work, which runs
  * at its next entry into the kernel (a sleeping one is still woken); nor
@@ -247,6 +264,7 @@ static int ring_setup(void)
 		ring_unmap(&ring);
 		return err;
 	}
+	fixed_files = files_table(fd);
 	/* sleeping in the ring needs EXT_ARG (a timeout and a signal mask)
 	 * and the flag that turns the eventfd off */
 	waitable = (p.features & IORING_FEAT_EXT_ARG) && ring.cq_flags;
@@ -283,6 +301,63 @@ static bool seccomp_allows_uring(void)
 	while (sys_raw6(SYS_wait4, pid, (long)&status, __WCLONE, 0, 0, 0) == -EINTR)
 		;
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* ---- the table of files ---- */
+
+/* a free slot of the table, taken, or -1 */
+static int slot_get(void)
+{
+	for (unsigned w = 0; w < FILE_SLOTS / 64; w++) {
+		uint64_t cur = atomic_load_explicit(&slot_used[w], memory_order_relaxed);
+
+		while (~cur)
+			if (atomic_compare_exchange_weak(&slot_used[w], &cur,
+							 cur | 1ull << __builtin_ctzll(~cur)))
+				return (int)(w * 64 + (unsigned)__builtin_ctzll(~cur));
+	}
+	return -1;
+}
+
+/* N slots from FIRST hold the files FDS (-1: none).  How many were set,
+ * or -errno. */
+static long slots_set(unsigned first, const int *fds, unsigned n)
+{
+	struct io_uring_files_update up = { .offset = first, .fds = (uint64_t)(uintptr_t)fds };
+
+	return sys_raw6(SYS_io_uring_register, ring.fd, IORING_REGISTER_FILES_UPDATE, (long)&up, n,
+			0, 0);
+}
+
+/*
+ * The slots of REQS (those that have one) emptied and free again: their
+ * requests are complete or will not enter the ring.  (Not as soon as they
+ * entered: io_uring may look the file up only when its worker performs the
+ * request, an fsync for one.)  Emptied in runs of consecutive slots, one
+ * call each.
+ */
+static void slots_release(struct aio_kiocb *const *reqs, unsigned n)
+{
+	static const int none[SQ_ENTRIES] = { [0 ... SQ_ENTRIES - 1] = -1 };
+	int s[SQ_ENTRIES];
+	unsigned k = 0, i, j;
+
+	for (i = 0; i < n; i++)
+		if (reqs[i]->slot >= 0) {
+			int v = reqs[i]->slot;
+
+			reqs[i]->slot = -1;
+			for (j = k++; j > 0 && s[j - 1] > v; j--)   /* sorted */
+				s[j] = s[j - 1];
+			s[j] = v;
+		}
+	for (i = 0; i < k; i = j) {
+		for (j = i + 1; j < k && s[j] == s[j - 1] + 1; j++)
+			;
+		slots_set((unsigned)s[i], none, j - i);
+		for (unsigned t = i; t < j; t++)
+			atomic_fetch_and(&slot_used[s[t] / 64], ~(1ull << (s[t] % 64)));
+	}
 }
 
 /* ---- the submission queue (sq_lock held) ---- */
@@ -363,7 +438,8 @@ static void iov_skip_done(struct aio_kiocb *req)
 /* the SQE of REQ: readv, writev, fsync or fdatasync on FD */
 static void sqe_fill(struct io_uring_sqe *sqe, struct aio_kiocb *req, int fd)
 {
-	sqe->fd = fd;
+	sqe->fd = req->slot >= 0 ? req->slot : fd;
+	sqe->flags = req->slot >= 0 ? IOSQE_FIXED_FILE : 0;
 	sqe->user_data = (uintptr_t)req;
 	switch (req->opcode) {
 	case IOCB_CMD_FSYNC:
@@ -465,6 +541,25 @@ static void reaper_leave(void)
 
 /* ---- the completion queue (reap_lock held) ---- */
 
+/* the completed requests linked by next from HEAD freed: their slots
+ * (a call per run of them), their descriptors, their memory */
+static void reqs_free(struct aio_kiocb *head)
+{
+	struct aio_kiocb *some[SQ_ENTRIES], *req = head, *next;
+	unsigned n;
+
+	while (fixed_files && req) {
+		for (n = 0; req && n < SQ_ENTRIES; req = req->next)
+			if (req->slot >= 0)
+				some[n++] = req;
+		slots_release(some, n);
+	}
+	for (req = head; req; req = next) {
+		next = req->next;
+		aio_req_free(req);
+	}
+}
+
 /*
  * Requests whose events are posted, linked by next from HEAD to TAIL.
  * Their descriptors' close (and their memory) is the ring thread's when a
@@ -477,7 +572,7 @@ static void reaper_leave(void)
  */
 static void free_reqs(struct aio_kiocb *head, struct aio_kiocb *tail)
 {
-	struct aio_kiocb *top, *next;
+	struct aio_kiocb *top;
 
 	if (!head)
 		return;
@@ -492,21 +587,13 @@ static void free_reqs(struct aio_kiocb *head, struct aio_kiocb *tail)
 			kick_thread();
 		return;
 	}
-	for (; head; head = next) {
-		next = head->next;
-		aio_req_free(head);
-	}
+	reqs_free(head);
 }
 
 /* the ring thread's: what program threads' reaps left to free */
 static void free_deferred(void)
 {
-	struct aio_kiocb *req = atomic_exchange(&to_free, NULL), *next;
-
-	for (; req; req = next) {
-		next = req->next;
-		aio_req_free(req);
-	}
+	reqs_free(atomic_exchange(&to_free, NULL));
 }
 
 /* REQ's result RES from the ring: its event (the context is woken by the
@@ -620,11 +707,12 @@ static void take_pending(void)
 }
 
 /* requests the ring did not take (io_uring_enter failing): a worker
- * thread performs them, blocking */
+ * thread performs them, blocking (one whose file was in the table, which
+ * no descriptor names: -EAGAIN in its event) */
 static void to_threads(struct aio_kiocb *const *reqs, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
-		if (aio_threads_queue(reqs[i]))
+		if (reqs[i]->fd < 0 || aio_threads_queue(reqs[i]))
 			aio_complete(reqs[i], -EAGAIN, 0);
 }
 
@@ -653,6 +741,7 @@ static void submit_backlog(void)
 		pthread_mutex_unlock(&sq_lock);
 		if (took < n) {
 			sq_untake(put + took, n - took);
+			slots_release(put + took, n - took);
 			to_threads(put + took, n - took);
 		}
 		if (!n)
@@ -897,8 +986,25 @@ fail:
 	return state;
 }
 
-/* the ring thread's: REQ has a descriptor of its own; it goes with the
- * rest of this io_submit's at its end (aio_uring_kick) */
+/* io_submit (thread): REQ for the ring thread with the file of FD in a slot
+ * of the table, if one is free */
+bool aio_uring_queue_held(struct aio_kiocb *req, int fd)
+{
+	int s = fixed_files ? slot_get() : -1;
+
+	if (s < 0)
+		return false;
+	req->slot = s;
+	if (slots_set((unsigned)s, &fd, 1) != 1) {
+		slots_release(&req, 1);
+		return false;
+	}
+	aio_uring_queue(req);
+	return true;
+}
+
+/* the ring thread's: REQ has a descriptor of its own or a slot; it goes
+ * with the rest of this io_submit's at its end (aio_uring_kick) */
 void aio_uring_queue(struct aio_kiocb *req)
 {
 	uipc_crit_enter();               /* a handler's io_submit sees the list whole */
@@ -1148,4 +1254,7 @@ void aio_uring_fork_child(void)
 	waiting_for = NULL;
 	t_reaper = t_entered = false;
 	waitable = false;
+	fixed_files = false;
+	for (unsigned w = 0; w < FILE_SLOTS / 64; w++)
+		atomic_store(&slot_used[w], 0);
 }

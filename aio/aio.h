@@ -61,7 +61,6 @@ struct aio_kiocb {
 	int opcode;
 	int fd;                      /* our own dup when queued */
 	int borrowed_fd;             /* the program's, while io_submit runs (uring.c, direct) */
-	int slot;                    /* its file in the ring's table until it enters (uring.c), or -1 */
 	int resfd;                   /* eventfd, or -1 */
 	int rw_flags;
 	int64_t pos;
@@ -119,10 +118,6 @@ UIPC_HIDDEN int aio_queue_work(struct aio_kiocb *req);
  * with the program's FD, which needs no dup (the submission takes the
  * file).  Whether it was taken. */
 UIPC_HIDDEN bool aio_queue_direct(struct aio_kiocb *req, int fd);
-/* or: REQ goes to the io_uring's thread with the file of FD held in the
- * ring's table of files, not by a descriptor.  Whether it was taken (no
- * slot free, or no such table: the caller dups FD). */
-UIPC_HIDDEN bool aio_queue_held(struct aio_kiocb *req, int fd);
 /* start what aio_queue_work queued (once per io_submit) */
 UIPC_HIDDEN void aio_queue_flush(void);
 UIPC_HIDDEN void aio_backend_fork_child(void);
@@ -140,7 +135,6 @@ UIPC_HIDDEN void aio_threads_fork_child(void);
 /* the ring and its thread: 0, or -errno when io_uring cannot be used */
 UIPC_HIDDEN int aio_uring_start(void);
 UIPC_HIDDEN void aio_uring_queue(struct aio_kiocb *req);
-UIPC_HIDDEN bool aio_uring_queue_held(struct aio_kiocb *req, int fd);
 UIPC_HIDDEN void aio_uring_kick(void);
 /* io_submit enters the ring itself (UIPC_AIO_SUBMIT, uring.c) */
 UIPC_HIDDEN bool aio_uring_direct(void);

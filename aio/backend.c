@@ -73,11 +73,6 @@ bool aio_queue_direct(struct aio_kiocb *req, int fd)
 	return true;
 }
 
-bool aio_queue_held(struct aio_kiocb *req, int fd)
-{
-	return chosen() == BACKEND_URING && aio_uring_queue_held(req, fd);
-}
-
 void aio_queue_flush(void)
 {
 	if (atomic_load_explicit(&backend, memory_order_relaxed) == BACKEND_URING) {

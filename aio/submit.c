@@ -98,14 +98,13 @@ static void note_memfs(int fd, bool memfs)
 
 /* ---- issue ---- */
 
-/* hand REQ to the backend holding the file (the kernel holds a reference
- * to it: the program may close its fd meanwhile): entered by this io_submit,
- * in the io_uring's table of files, or a descriptor of its own */
+/* hand REQ to the workers with a descriptor of its own (the kernel holds
+ * a reference to the file: the program may close its fd meanwhile) */
 static int queue_req(struct aio_kiocb *req, int fd, int fl)
 {
 	/* io_uring answers O_NONBLOCK's -EAGAIN: such a file needs a dup for
 	 * the threads backend */
-	if (!(fl & O_NONBLOCK) && (aio_queue_direct(req, fd) || aio_queue_held(req, fd)))
+	if (!(fl & O_NONBLOCK) && aio_queue_direct(req, fd))
 		return 0;
 	req->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	if (req->fd < 0)
@@ -448,7 +447,6 @@ static int io_submit_one(struct kioctx *ctx, struct iocb *user_iocb)
 	}
 	req->fd = -1;
 	req->borrowed_fd = -1;
-	req->slot = -1;
 	req->resfd = -1;
 	req->cancel_fd = -1;
 	err = submit_req(ctx, req, &cb, user_iocb);

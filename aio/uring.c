@@ -57,8 +57,6 @@
  * threads backend, which blocks as the kernel's AIO would.
  */
 #include <linux/io_uring.h>
-#include <sched.h>
-#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -70,11 +68,10 @@
 #define CQ_ENTRIES 4096
 #define RING_ROOM  (CQ_ENTRIES - 64)  /* completions to come or unread, at most */
 #define TAG_NUDGE  1                  /* user_data of a NOP (requests are pointers) */
-#define FILE_SLOTS 1024               /* the ring's table of files (requests not yet entered) */
 
 struct uring {
 	int fd;
-	unsigned *sq_head, *sq_tail, *sq_array, *sq_flags, sq_mask;
+	unsigned *sq_head, *sq_tail, *sq_array, sq_mask;
 	unsigned *cq_head, *cq_tail, cq_mask, *cq_flags;
 	struct io_uring_sqe *sqes;
 	struct io_uring_cqe *cqes;
@@ -86,28 +83,18 @@ static struct uring ring = { .fd = -1 };
 /* registered with the ring: the kernel signals it at each completion while
  * no reaper is in; io_submit's kicks of the ring thread use it too */
 static int evfd = -1;
-/* the ring thread sleeps here, on evfd (edge-triggered: the count is
- * never read); an epoll_wait ends with EINTR when its completion work ran */
-static int epfd = -1;
 /* who enters a request (UIPC_AIO_SUBMIT): the ring thread always (the
  * default), the io_submit caller always, or (auto) the caller if it reaps
  * in the ring */
 enum { SUBMIT_AUTO, SUBMIT_THREAD, SUBMIT_DIRECT };
 static int submit_mode;
 static bool waitable;                            /* IORING_FEAT_EXT_ARG: sleepers may wait in it */
-static bool taskrun_flag;                        /* IORING_SQ_TASKRUN tells of completion work */
-static bool fixed_files;                         /* the ring has a table of FILE_SLOTS files */
-static _Atomic uint64_t slot_used[FILE_SLOTS / 64];
 static pthread_mutex_t sq_lock = PTHREAD_MUTEX_INITIALIZER;   /* the submission queue */
 static pthread_mutex_t reap_lock = PTHREAD_MUTEX_INITIALIZER; /* the completion queue */
 static _Atomic unsigned in_ring;                 /* completions to come or unread */
 static _Atomic int reapers;                      /* callers that reap before they return */
 static struct aio_kiocb *_Atomic pending;        /* for the ring thread, LIFO */
 static _Atomic int thread_sleeping;              /* the ring thread waits on evfd */
-/* requests completed by a program thread's reap, for the ring thread to
- * free (the close of their descriptors off the program's way), LIFO */
-static struct aio_kiocb *_Atomic to_free;
-static __thread bool t_ring_thread;
 static _Atomic int setup_state;                  /* futex word: 0, 1 ok, -errno */
 
 /* the ring thread's own: requests waiting for room, oldest first */
@@ -179,7 +166,6 @@ static int ring_map(struct uring *r, const struct io_uring_params *p)
 	r->sq_tail = (unsigned *)(sq + p->sq_off.tail);
 	r->sq_mask = *(unsigned *)(sq + p->sq_off.ring_mask);
 	r->sq_array = (unsigned *)(sq + p->sq_off.array);
-	r->sq_flags = (unsigned *)(sq + p->sq_off.flags);
 	r->cq_head = (unsigned *)(cq + p->cq_off.head);
 	r->cq_tail = (unsigned *)(cq + p->cq_off.tail);
 	r->cq_mask = *(unsigned *)(cq + p->cq_off.ring_mask);
@@ -220,33 +206,16 @@ static bool ops_supported(int fd)
 }
 
 /*
- * The ring's table of files, empty (5.19 and later): a request waiting for
- * the ring thread holds its file there, the way the kernel's AIO holds a
- * reference to it, rather than by a dup in the program's descriptor table
- * (seen in /proc/self/fd, by RLIMIT_NOFILE, by a fork child).
- */
-static bool files_table(int fd)
-{
-	struct io_uring_rsrc_register rr = { .nr = FILE_SLOTS, .flags = IORING_RSRC_REGISTER_SPARSE };
-
-	return sys_raw6(SYS_io_uring_register, fd, IORING_REGISTER_FILES2, (long)&rr, sizeof(rr),
-			0, 0) == 0;
-}
-
-/*
  * The ring.  COOP_TASKRUN: a program thread that submitted (direct) and
  * runs in user space is not interrupted for its completion work, which runs
- * at its next entry into the kernel (a sleeping one is still woken); nor
- * is the ring thread while it spins, which TASKRUN_FLAG's IORING_SQ_TASKRUN
- * tells it.  The eventfd is registered so that the kernel signals it.
- * 0 or -errno.
+ * at its next entry into the kernel (a sleeping one is still woken).  The
+ * eventfd is registered so that the kernel signals it.  0 or -errno.
  */
 static int ring_setup(void)
 {
 	struct io_uring_params p;
-	int fd = setup_fd(IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG, &p), err;
+	int fd = setup_fd(IORING_SETUP_COOP_TASKRUN, &p), err;
 
-	taskrun_flag = fd >= 0;
 	if (fd == -EINVAL)               /* before 5.19 */
 		fd = setup_fd(0, &p);
 	if (fd < 0)
@@ -264,7 +233,6 @@ static int ring_setup(void)
 		ring_unmap(&ring);
 		return err;
 	}
-	fixed_files = files_table(fd);
 	/* sleeping in the ring needs EXT_ARG (a timeout and a signal mask)
 	 * and the flag that turns the eventfd off */
 	waitable = (p.features & IORING_FEAT_EXT_ARG) && ring.cq_flags;
@@ -301,63 +269,6 @@ static bool seccomp_allows_uring(void)
 	while (sys_raw6(SYS_wait4, pid, (long)&status, __WCLONE, 0, 0, 0) == -EINTR)
 		;
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
-/* ---- the table of files ---- */
-
-/* a free slot of the table, taken, or -1 */
-static int slot_get(void)
-{
-	for (unsigned w = 0; w < FILE_SLOTS / 64; w++) {
-		uint64_t cur = atomic_load_explicit(&slot_used[w], memory_order_relaxed);
-
-		while (~cur)
-			if (atomic_compare_exchange_weak(&slot_used[w], &cur,
-							 cur | 1ull << __builtin_ctzll(~cur)))
-				return (int)(w * 64 + (unsigned)__builtin_ctzll(~cur));
-	}
-	return -1;
-}
-
-/* N slots from FIRST hold the files FDS (-1: none).  How many were set,
- * or -errno. */
-static long slots_set(unsigned first, const int *fds, unsigned n)
-{
-	struct io_uring_files_update up = { .offset = first, .fds = (uint64_t)(uintptr_t)fds };
-
-	return sys_raw6(SYS_io_uring_register, ring.fd, IORING_REGISTER_FILES_UPDATE, (long)&up, n,
-			0, 0);
-}
-
-/*
- * The slots of REQS (those that have one) emptied and free again: their
- * requests are complete or will not enter the ring.  (Not as soon as they
- * entered: io_uring may look the file up only when its worker performs the
- * request, an fsync for one.)  Emptied in runs of consecutive slots, one
- * call each.
- */
-static void slots_release(struct aio_kiocb *const *reqs, unsigned n)
-{
-	static const int none[SQ_ENTRIES] = { [0 ... SQ_ENTRIES - 1] = -1 };
-	int s[SQ_ENTRIES];
-	unsigned k = 0, i, j;
-
-	for (i = 0; i < n; i++)
-		if (reqs[i]->slot >= 0) {
-			int v = reqs[i]->slot;
-
-			reqs[i]->slot = -1;
-			for (j = k++; j > 0 && s[j - 1] > v; j--)   /* sorted */
-				s[j] = s[j - 1];
-			s[j] = v;
-		}
-	for (i = 0; i < k; i = j) {
-		for (j = i + 1; j < k && s[j] == s[j - 1] + 1; j++)
-			;
-		slots_set((unsigned)s[i], none, j - i);
-		for (unsigned t = i; t < j; t++)
-			atomic_fetch_and(&slot_used[s[t] / 64], ~(1ull << (s[t] % 64)));
-	}
 }
 
 /* ---- the submission queue (sq_lock held) ---- */
@@ -438,8 +349,7 @@ static void iov_skip_done(struct aio_kiocb *req)
 /* the SQE of REQ: readv, writev, fsync or fdatasync on FD */
 static void sqe_fill(struct io_uring_sqe *sqe, struct aio_kiocb *req, int fd)
 {
-	sqe->fd = req->slot >= 0 ? req->slot : fd;
-	sqe->flags = req->slot >= 0 ? IOSQE_FIXED_FILE : 0;
+	sqe->fd = fd;
 	sqe->user_data = (uintptr_t)req;
 	switch (req->opcode) {
 	case IOCB_CMD_FSYNC:
@@ -541,61 +451,6 @@ static void reaper_leave(void)
 
 /* ---- the completion queue (reap_lock held) ---- */
 
-/* the completed requests linked by next from HEAD freed: their slots
- * (a call per run of them), their descriptors, their memory */
-static void reqs_free(struct aio_kiocb *head)
-{
-	struct aio_kiocb *some[SQ_ENTRIES], *req = head, *next;
-	unsigned n;
-
-	while (fixed_files && req) {
-		for (n = 0; req && n < SQ_ENTRIES; req = req->next)
-			if (req->slot >= 0)
-				some[n++] = req;
-		slots_release(some, n);
-	}
-	for (req = head; req; req = next) {
-		next = req->next;
-		aio_req_free(req);
-	}
-}
-
-/*
- * Requests whose events are posted, linked by next from HEAD to TAIL.
- * Their descriptors' close (and their memory) is the ring thread's when a
- * program thread reaps and the ring thread is awake (it spins for the
- * program's next requests): io_getevents would otherwise close a
- * descriptor per request before it returns (a burst of 32 at depth 32),
- * while the disk waits for the program's next requests.  A sleeping ring
- * thread is not woken for it (on one CPU that wake-up would cost the
- * program more than the closes): the reaper closes them itself.
- */
-static void free_reqs(struct aio_kiocb *head, struct aio_kiocb *tail)
-{
-	struct aio_kiocb *top;
-
-	if (!head)
-		return;
-	if (!t_ring_thread && !atomic_load(&thread_sleeping)) {
-		top = atomic_load(&to_free);
-		do
-			tail->next = top;
-		while (!atomic_compare_exchange_weak(&to_free, &top, head));
-		/* it went to sleep meanwhile (it looks at to_free after it says
-		 * so, we after we pushed: one of the two sees the other) */
-		if (atomic_exchange(&thread_sleeping, 0))
-			kick_thread();
-		return;
-	}
-	reqs_free(head);
-}
-
-/* the ring thread's: what program threads' reaps left to free */
-static void free_deferred(void)
-{
-	reqs_free(atomic_exchange(&to_free, NULL));
-}
-
 /* REQ's result RES from the ring: its event (the context is woken by the
  * caller), or the threads backend's turn for a file that would not block
  * in io_uring's way.  Whether an event was posted. */
@@ -613,7 +468,7 @@ static bool complete_req(struct aio_kiocb *req, int res)
 static unsigned reap_locked(void)
 {
 	unsigned head = *ring.cq_head, tail = __atomic_load_n(ring.cq_tail, __ATOMIC_ACQUIRE);
-	struct aio_kiocb *done = NULL, *req, *dead = NULL, *dead_tail = NULL;
+	struct aio_kiocb *done = NULL, *req;
 	unsigned n = 0;
 
 	for (; head != tail; head++, n++) {
@@ -636,12 +491,8 @@ static unsigned reap_locked(void)
 		req = done->next;
 		if (!req || req->ctx != done->ctx)
 			aio_wake(done->ctx);
-		done->next = dead;
-		dead = done;
-		if (!dead_tail)
-			dead_tail = done;
+		aio_req_free(done);
 	}
-	free_reqs(dead, dead_tail);
 	return n;
 }
 
@@ -707,12 +558,11 @@ static void take_pending(void)
 }
 
 /* requests the ring did not take (io_uring_enter failing): a worker
- * thread performs them, blocking (one whose file was in the table, which
- * no descriptor names: -EAGAIN in its event) */
+ * thread performs them, blocking */
 static void to_threads(struct aio_kiocb *const *reqs, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
-		if (reqs[i]->fd < 0 || aio_threads_queue(reqs[i]))
+		if (aio_threads_queue(reqs[i]))
 			aio_complete(reqs[i], -EAGAIN, 0);
 }
 
@@ -741,7 +591,6 @@ static void submit_backlog(void)
 		pthread_mutex_unlock(&sq_lock);
 		if (took < n) {
 			sq_untake(put + took, n - took);
-			slots_release(put + took, n - took);
 			to_threads(put + took, n - took);
 		}
 		if (!n)
@@ -756,207 +605,41 @@ static void publish_setup(int state)
 	sys_futex_wake((void *)&setup_state, INT_MAX);
 }
 
-/* ---- the ring thread's spin ----
- *
- * Each request goes through the ring thread and each completion's work
- * runs on it; asleep, it is woken for both: two thread wake-ups the
- * kernel's AIO does not have, during which this VM's disk (it completes
- * its queue in bursts) stands idle.  So after it ran completion work (the
- * program is about to reap and submit again) and after it entered a batch
- * (more io_submit calls of the burst follow), it looks for new requests
- * for a while before it sleeps: a request found so costs a wake-up on
- * neither side (io_submit kicks only a sleeping thread).  Bounded and
- * adaptive (issue 18: a spin must not cost a loaded machine more than it
- * saves):
- * - at most spin.ns since the last work found: a spin that found nothing
- *   since the thread woke halves it (below SPIN_MIN_NS: none, but a probe
- *   every 32nd sleep), one that found work doubles it, up to SPIN_MAX_NS
- *   (the program's wake-up, reap and next io_submit);
- * - none while the thread may run on one CPU only (the program could not
- *   run while it spins);
- * - a spin that was off its CPU for SPIN_LATE_NS (another task wanted the
- *   CPU) counts as late in issue 18's rule (core/backoff.c: 3 of the last
- *   8 stop the spins for 16 ms, doubling up to 1 s).
- * While it spins, completion work waits for the thread's next system call
- * (COOP_TASKRUN sends no interrupt): IORING_SQ_TASKRUN ends the spin.
- */
-#define SPIN_MAX_NS      50000LL
-#define SPIN_MIN_NS       2000LL
-#define SPIN_LATE_NS    200000LL
-#define SPIN_CPUS_EVERY 1000000000LL   /* the affinity looked at again */
-
-static struct {
-	int64_t ns;                      /* the next spin's bound; 0: sleep at once */
-	unsigned skipped;                /* sleeps without a spin, for the probe */
-	int64_t cpus_at;                 /* when the affinity was looked at */
-	bool one_cpu;
-	struct late_policy late;
-} spin = { .ns = SPIN_MAX_NS };
-
-enum { SPIN_NOTHING, SPIN_REQUESTS, SPIN_TASKRUN };
-
-static bool on_one_cpu(int64_t now)
-{
-	cpu_set_t set;
-
-	if (now - spin.cpus_at >= SPIN_CPUS_EVERY || !spin.cpus_at) {
-		spin.cpus_at = now;
-		spin.one_cpu = sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) < 2;
-	}
-	return spin.one_cpu;
-}
-
-/* the bound of a spin now (ns), 0: none */
-static int64_t spin_bound(int64_t now)
-{
-	if (on_one_cpu(now) || !late_policy_allows(&spin.late, now))
-		return 0;
-	if (spin.ns)
-		return spin.ns;
-	return ++spin.skipped % 32 ? 0 : SPIN_MAX_NS;
-}
-
-/* IORING_SQ_TASKRUN is set: completion work waits for some thread */
-static bool taskrun_waits(void)
-{
-	return taskrun_flag && (__atomic_load_n(ring.sq_flags, __ATOMIC_RELAXED) & IORING_SQ_TASKRUN);
-}
-
-/* what is there to do now without sleeping; TASKRUN_OURS: a set
- * IORING_SQ_TASKRUN may be the ring thread's completion work (not once
- * running its own left the flag set: the flag is the ring's, and a program
- * thread that entered requests itself (auto, direct) runs its own work at
- * its next system call) */
-static int work_ready(bool taskrun_ours)
-{
-	if (atomic_load_explicit(&pending, memory_order_relaxed) ||
-	    atomic_load_explicit(&to_free, memory_order_relaxed))
-		return SPIN_REQUESTS;
-	if (taskrun_ours && taskrun_waits())
-		return SPIN_TASKRUN;
-	return SPIN_NOTHING;
-}
-
-/* look for work for a while (above); FOUND: work was found since the
- * thread woke (a spin that ends empty after it costs the budget nothing:
- * the burst is over) */
-static int spin_for_work(bool found, bool taskrun_ours)
-{
-	int64_t start = mono_ns(), last = start, now, bound = spin_bound(start);
-	int what = SPIN_NOTHING;
-
-	for (unsigned i = 1; bound; i++) {
-		if ((what = work_ready(taskrun_ours)) != SPIN_NOTHING) {
-			spin.ns = spin.ns * 2 < SPIN_MIN_NS ? SPIN_MIN_NS :
-				  spin.ns * 2 > SPIN_MAX_NS ? SPIN_MAX_NS : spin.ns * 2;
-			break;
-		}
-		cpu_relax();
-		if (i % 32)
-			continue;
-		now = mono_ns();
-		if (now - last > SPIN_LATE_NS) {
-			late_policy_note(&spin.late, now, true);
-			return SPIN_NOTHING;
-		}
-		last = now;
-		if (now - start > bound) {
-			if (!found)
-				spin.ns = spin.ns / 2 < SPIN_MIN_NS ? 0 : spin.ns / 2;
-			break;
-		}
-	}
-	if (bound)
-		late_policy_note(&spin.late, mono_ns(), false);
-	return what;
-}
-
-/* sleep until io_submit kicks, the kernel signals a completion (no reaper
- * in), or completion work of the thread's ran (EINTR) */
-static void sleep_for_work(void)
-{
-	struct epoll_event ev;
-
-	if (sys_raw6(SYS_epoll_pwait, epfd, (long)&ev, 1, -1, 0, 0) < 0) {
-		/* EINTR: completion work ran (signals are blocked here) */
-	}
-}
-
 /*
- * Submit what io_submit pushed, reap when no reaper is in, spin for more
- * (above), sleep on the eventfd: the kernel signals it at each completion
- * while no reaper is in, io_submit when it pushed requests for a sleeping
- * thread.  Its completion work (requests it submitted) wakes it too, and
- * runs inside the sleep, which it ends.
+ * Submit what io_submit pushed, reap when no reaper is in, sleep on the
+ * eventfd: the kernel signals it at each completion while no reaper is
+ * in, io_submit when it pushed requests for a sleeping thread.  Its
+ * completion work (requests it submitted) wakes it too, and runs inside
+ * that read (restarted by the kernel).
  */
 static void *uring_main(void *arg)
 {
 	int err = ring_setup();
-	bool found = false;              /* work found by spinning since the last sleep */
-	bool taskrun_ours = true;        /* IORING_SQ_TASKRUN may be ours (work_ready) */
+	uint64_t v;
 
 	(void)arg;
 	publish_setup(err ? err : 1);
 	if (err)
 		return NULL;
-	t_ring_thread = true;
 	for (;;) {
 		submit_backlog();
-		free_deferred();
 		if (!atomic_load(&reapers) && cq_nonempty())
 			reap();
-		switch (spin_for_work(found, taskrun_ours)) {
-		case SPIN_TASKRUN:           /* run it: the completions are posted */
-			uring_enter(0, 0, IORING_ENTER_GETEVENTS, NULL, 0);
-			taskrun_ours = !taskrun_waits();
-			/* fallthrough */
-		case SPIN_REQUESTS:
-			found = true;
-			continue;
-		}
 		atomic_store(&thread_sleeping, 1);
-		if (atomic_load(&pending) || atomic_load(&to_free) ||
-		    (backlog && atomic_load(&in_ring) < RING_ROOM) ||
+		if (atomic_load(&pending) || (backlog && atomic_load(&in_ring) < RING_ROOM) ||
 		    (!atomic_load(&reapers) && cq_nonempty())) {
 			atomic_store(&thread_sleeping, 0);
 			continue;
 		}
-		sleep_for_work();
-		found = false;
-		taskrun_ours = true;
+		if (sys_raw6(SYS_read, evfd, (long)&v, sizeof(v), 0, 0, 0) < 0) {
+			/* signals are blocked here: no EINTR; nothing else fails */
+		}
 		atomic_store(&thread_sleeping, 0);
 	}
 	return NULL;
 }
 
 /* ---- what backend.c and submit.c call ---- */
-
-static void evfd_close(void)
-{
-	if (epfd >= 0)
-		sys_close(epfd);
-	if (evfd >= 0)
-		sys_close(evfd);
-	epfd = evfd = -1;
-}
-
-/* the eventfd and the epoll the ring thread sleeps in.  0 or -errno. */
-static int evfd_setup(void)
-{
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
-	long r;
-
-	evfd = (int)sys_raw6(SYS_eventfd2, 0, EFD_CLOEXEC, 0, 0, 0, 0);
-	if (evfd < 0)
-		return evfd;
-	epfd = (int)sys_raw6(SYS_epoll_create1, EPOLL_CLOEXEC, 0, 0, 0, 0, 0);
-	r = epfd < 0 ? epfd : sys_raw6(SYS_epoll_ctl, epfd, EPOLL_CTL_ADD, evfd, (long)&ev, 0, 0);
-	if (r < 0) {
-		evfd_close();
-		return (int)r;
-	}
-	return 0;
-}
 
 int aio_uring_start(void)
 {
@@ -971,8 +654,9 @@ int aio_uring_start(void)
 	if (submit_mode == SUBMIT_THREAD && e && *e && strcmp(e, "thread"))
 		fprintf(stderr, "uipc: UIPC_AIO_SUBMIT=%s is unknown (auto, thread, direct): "
 			"thread\n", e);
-	if ((state = evfd_setup()))
-		return state;
+	evfd = (int)sys_raw6(SYS_eventfd2, 0, EFD_CLOEXEC, 0, 0, 0, 0);
+	if (evfd < 0)
+		return evfd;
 	atomic_store(&setup_state, 0);
 	state = aio_start_thread(uring_main, NULL);
 	if (state)
@@ -982,29 +666,13 @@ int aio_uring_start(void)
 	if (state == 1)
 		return 0;
 fail:
-	evfd_close();
+	sys_close(evfd);
+	evfd = -1;
 	return state;
 }
 
-/* io_submit (thread): REQ for the ring thread with the file of FD in a slot
- * of the table, if one is free */
-bool aio_uring_queue_held(struct aio_kiocb *req, int fd)
-{
-	int s = fixed_files ? slot_get() : -1;
-
-	if (s < 0)
-		return false;
-	req->slot = s;
-	if (slots_set((unsigned)s, &fd, 1) != 1) {
-		slots_release(&req, 1);
-		return false;
-	}
-	aio_uring_queue(req);
-	return true;
-}
-
-/* the ring thread's: REQ has a descriptor of its own or a slot; it goes
- * with the rest of this io_submit's at its end (aio_uring_kick) */
+/* the ring thread's: REQ has a descriptor of its own; it goes with the
+ * rest of this io_submit's at its end (aio_uring_kick) */
 void aio_uring_queue(struct aio_kiocb *req)
 {
 	uipc_crit_enter();               /* a handler's io_submit sees the list whole */
@@ -1214,20 +882,18 @@ out:
 bool aio_fd_guarded(int fd)
 {
 	return fd >= 0 && (fd == __atomic_load_n(&ring.fd, __ATOMIC_RELAXED) ||
-			   fd == __atomic_load_n(&evfd, __ATOMIC_RELAXED) ||
-			   fd == __atomic_load_n(&epfd, __ATOMIC_RELAXED));
+			   fd == __atomic_load_n(&evfd, __ATOMIC_RELAXED));
 }
 
 int aio_fd_next_guarded(unsigned lo)
 {
-	int fds[3] = { __atomic_load_n(&ring.fd, __ATOMIC_RELAXED),
-		       __atomic_load_n(&evfd, __ATOMIC_RELAXED),
-		       __atomic_load_n(&epfd, __ATOMIC_RELAXED) };
-	int best = INT_MAX;
+	int r = __atomic_load_n(&ring.fd, __ATOMIC_RELAXED);
+	int k = __atomic_load_n(&evfd, __ATOMIC_RELAXED), best = INT_MAX;
 
-	for (int i = 0; i < 3; i++)
-		if (fds[i] >= 0 && (unsigned)fds[i] >= lo && fds[i] < best)
-			best = fds[i];
+	if (r >= 0 && (unsigned)r >= lo)
+		best = r;
+	if (k >= 0 && (unsigned)k >= lo && k < best)
+		best = k;
 	return best;
 }
 
@@ -1237,13 +903,12 @@ void aio_uring_fork_child(void)
 {
 	if (ring.fd >= 0)
 		ring_unmap(&ring);
-	evfd_close();
-	memset(&spin, 0, sizeof(spin));
-	spin.ns = SPIN_MAX_NS;
+	if (evfd >= 0)
+		sys_close(evfd);
+	evfd = -1;
 	pthread_mutex_init(&sq_lock, NULL);
 	pthread_mutex_init(&reap_lock, NULL);
 	atomic_store(&pending, NULL);
-	atomic_store(&to_free, NULL);   /* the parent's: it frees them */
 	atomic_store(&thread_sleeping, 0);
 	atomic_store(&in_ring, 0);
 	atomic_store(&reapers, 0);
@@ -1254,7 +919,4 @@ void aio_uring_fork_child(void)
 	waiting_for = NULL;
 	t_reaper = t_entered = false;
 	waitable = false;
-	fixed_files = false;
-	for (unsigned w = 0; w < FILE_SLOTS / 64; w++)
-		atomic_store(&slot_used[w], 0);
 }

@@ -655,23 +655,6 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* whether a thread's yields or spins for a peer should stop for a while:
- * the last 8 that came back late (the thread was off its CPU), and the
- * stop (backoff.c, issue 18's rule) */
-struct late_policy {
-	int64_t off_until;         /* none before this (mono_ns) */
-	int64_t off_ns;            /* how long the next stop lasts */
-	uint8_t late;              /* the last 8, 1 = late */
-};
-
-static inline bool late_policy_allows(const struct late_policy *y, int64_t now)
-{
-	return now >= y->off_until;
-}
-
-/* one more came back at NOW, LATE or not */
-UIPC_HIDDEN void late_policy_note(struct late_policy *y, int64_t now, bool late);
-
 /* CLOCK_MONOTONIC in nanoseconds (vDSO: no system call) */
 static inline int64_t mono_ns(void)
 {

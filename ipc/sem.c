@@ -1616,12 +1616,43 @@ static __thread struct spin_budget sem_spin = { .ns = SPIN_NS, .max = SPIN_NS };
  * the post with the precedence the scheduler gives a woken sleeper, as the
  * kernel's sleeper is.  Other work on the machine makes a yield late now
  * and then, and sleeping instead would cost more than it saves (a futex
- * wait and wake per hand-off).  So a yield longer than YIELD_SLOW_NS is
- * late, and issue 18's rule (core/backoff.c: 3 late of the last 8) stops
- * this thread's yields for a while.
+ * wait and wake per hand-off).  So when 3 of this thread's last 8 yields
+ * came back late, its yields stop for a while, twice as long each time
+ * (16 ms up to 1 s: the yields after a stop cost a slice each while the
+ * busy task is still there); 8 in time in a row make the next stop short
+ * again.
  */
 #define YIELD_SLOW_NS       500000LL
-static __thread struct late_policy sem_yield;
+#define YIELD_SLOW_OF_8      3
+#define YIELD_OFF_MIN_NS  16000000LL
+#define YIELD_OFF_MAX_NS 1000000000LL
+struct yield_policy {
+	int64_t off_until;         /* no yields before (mono_ns) */
+	int64_t off_ns;            /* how long the next stop lasts */
+	uint8_t late;              /* the last 8 yields, 1 = late */
+};
+static __thread struct yield_policy sem_yield;
+
+static bool yield_allowed(const struct yield_policy *y, int64_t now)
+{
+	return now >= y->off_until;
+}
+
+/* a yield took NS (until NOW) */
+static void yield_result(struct yield_policy *y, int64_t now, int64_t ns)
+{
+	bool late = ns > YIELD_SLOW_NS;
+
+	y->late = (uint8_t)(y->late << 1 | late);
+	if (late && __builtin_popcount(y->late) >= YIELD_SLOW_OF_8) {
+		if (y->off_ns < YIELD_OFF_MIN_NS)
+			y->off_ns = YIELD_OFF_MIN_NS;
+		y->off_until = now + y->off_ns;
+		y->off_ns = y->off_ns * 2 > YIELD_OFF_MAX_NS ? YIELD_OFF_MAX_NS : y->off_ns * 2;
+	} else if (!y->late) {
+		y->off_ns = 0;
+	}
+}
 
 /* Yield to the waker up to WAKER_YIELDS times while that pays: 0 woken,
  * -EINTR (a handler ran), 1 not woken (sleep) */
@@ -1629,7 +1660,7 @@ static int yield_to_waker(struct semq *q, uint32_t seq, unsigned hand0, int64_t 
 {
 	int64_t t = start;
 
-	if (!late_policy_allows(&sem_yield, start))
+	if (!yield_allowed(&sem_yield, start))
 		return 1;
 	for (int i = 0; i < WAKER_YIELDS; i++) {
 		int64_t now;
@@ -1638,12 +1669,12 @@ static int yield_to_waker(struct semq *q, uint32_t seq, unsigned hand0, int64_t 
 		sched_yield();
 		woken = atomic_load_explicit(&q->wake, memory_order_acquire) == seq;
 		now = mono_ns();
-		late_policy_note(&sem_yield, now, now - t > YIELD_SLOW_NS);
+		yield_result(&sem_yield, now, now - t);
 		if (woken)
 			return 0;
 		if (uipc_handler_gen() != hand0)
 			return -EINTR;
-		if (!late_policy_allows(&sem_yield, now))
+		if (!yield_allowed(&sem_yield, now))
 			return 1;
 		t = now;
 	}

@@ -11,23 +11,17 @@
  * libuipc cannot reach (a socket's SO_RCVTIMEO and SO_SNDTIMEO, epoll_pwait
  * and rt_sigtimedwait by instruction); a submitter that exits leaves its
  * requests to complete; IOCB_FLAG_RESFD counts each completion; io_destroy waits.
- * Requests in flight take no descriptor of the process: none more while
- * they are, in the process or a child forked meanwhile, and with every
- * descriptor up to RLIMIT_NOFILE taken they are still accepted.
  */
 #include "aiodt.h"
 #include "rawinsn.h"
 
-#include <dirent.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 
 #define BLK     4096
@@ -187,15 +181,15 @@ static void submit_all(void)
 		dt_fail("io_submit");
 }
 
-/* reap WANT events with io_getevents; how many were good */
-static int reap_n(int want)
+/* reap DEPTH events with io_getevents; how many were good */
+static int reap_all(void)
 {
 	struct io_event ev[DEPTH];
 	struct timespec ts = { 10, 0 };
 	int got = 0, good = 0;
 
-	while (got < want) {
-		int r = io_getevents(ctx, 1, want - got, ev, &ts);
+	while (got < DEPTH) {
+		int r = io_getevents(ctx, 1, DEPTH - got, ev, &ts);
 
 		if (r <= 0)
 			dt_fail("io_getevents = %s", aio_res(r));
@@ -204,11 +198,6 @@ static int reap_n(int want)
 		got += r;
 	}
 	return good;
-}
-
-static int reap_all(void)
-{
-	return reap_n(DEPTH);
 }
 
 /* the ring read with no system call, as fio's userspace_reap: head and
@@ -489,97 +478,6 @@ static void resfd_destroy(int argc, char **argv)
 	cleanup();
 }
 
-/* the descriptors of this process that name the file read (the
- * program's own is one) */
-static int fds_open(void)
-{
-	char me[64], p[300], l[PATH_MAX], want[PATH_MAX];
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	ssize_t m, w;
-	int n = 0;
-
-	snprintf(me, sizeof me, "/proc/self/fd/%d", fd);
-	w = readlink(me, want, sizeof want - 1);
-	while (w > 0 && d && (e = readdir(d))) {
-		snprintf(p, sizeof p, "/proc/self/fd/%s", e->d_name);
-		m = readlink(p, l, sizeof l);
-		n += m == w && !memcmp(l, want, (size_t)w);
-	}
-	if (d)
-		closedir(d);
-	return n;
-}
-
-/* a child forked now: the descriptors it has that name the file, less
- * BEFORE (in its exit status) */
-static int child_extra_fds(int before)
-{
-	int st;
-	pid_t pid = fork();
-
-	if (pid == 0)
-		_exit(fds_open() - before);
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
-		dt_fail("fork");
-	return WEXITSTATUS(st);
-}
-
-/* no descriptor free below RLIMIT_NOFILE: its soft limit lowered to the
- * highest open one + 1 and every one below taken; the fillers opened */
-static int fill_fd_table(int *fill, int max)
-{
-	struct rlimit rl;
-	int top = 0, n = 0, f;
-
-	for (int i = 0; i < 1024; i++)
-		if (fcntl(i, F_GETFD) >= 0)
-			top = i;
-	getrlimit(RLIMIT_NOFILE, &rl);
-	rl.rlim_cur = (rlim_t)top + 1;
-	if (setrlimit(RLIMIT_NOFILE, &rl))
-		dt_fail("setrlimit");
-	while (n < max && (f = open("/dev/null", O_RDONLY)) >= 0)
-		fill[n++] = f;
-	return n;
-}
-
-static void no_descriptors(int argc, char **argv)
-{
-	struct rlimit rl0;
-	int before, here, child, fill[1024], nfill, took = 0;
-	long r = 0;
-
-	(void)argc; (void)argv;
-	setup();
-	dt_out("warm-up at depth: %ld good", run_depth(512));
-	before = fds_open();
-	submit_all();
-	here = fds_open() - before;
-	child = child_extra_fds(before);
-	dt_out("%d in flight: %d more descriptors, %d more in a child forked then", DEPTH, here,
-	       child);
-	dt_out("  then %d good", reap_all());
-	getrlimit(RLIMIT_NOFILE, &rl0);
-	nfill = fill_fd_table(fill, 1024);
-	dt_out("every descriptor below RLIMIT_NOFILE taken: %s",
-	       open("/dev/null", O_RDONLY) < 0 && errno == EMFILE ? "EMFILE" : "one free");
-	for (int s = 0; s < DEPTH && r >= 0; s++) {
-		struct iocb *v = &cbs[s];
-
-		io_prep_pread(&cbs[s], fd, bufs + (size_t)s * BLK, BLK, (long long)s * BLK);
-		cbs[s].data = (void *)(uintptr_t)s;
-		r = io_submit(ctx, 1, &v);
-		took += r == 1;
-	}
-	dt_out("  io_submit, one at a time: %d taken, then %s", took, aio_res(r));
-	dt_out("  %d good", reap_n(took));
-	for (int i = 0; i < nfill; i++)
-		close(fill[i]);
-	setrlimit(RLIMIT_NOFILE, &rl0);
-	cleanup();
-}
-
 const struct dt_case dt_cases[] = {
 	{ "depth", depth, 0 },
 	{ "userspace-reap", userspace_reap, 0 },
@@ -588,6 +486,5 @@ const struct dt_case dt_cases[] = {
 	{ "signalled-waits", signalled_waits, 0 },
 	{ "submitter-exits", submitter_exits, 0 },
 	{ "resfd-destroy", resfd_destroy, 0 },
-	{ "no-descriptors", no_descriptors, 0 },
 	{ NULL, NULL, 0 },
 };

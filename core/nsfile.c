@@ -568,7 +568,12 @@ static int check_header(int fd, const struct stat *st, const char *path, struct 
 		return -EINVAL;
 	}
 	if (hdr->version != UIPC_LAYOUT_VERSION || hdr->hdr_size != sizeof(*hdr)) {
-		say("uipc: %s has namespace layout version %u; this uipc reads version %u",
+		/* a uipc of another version made it (an upgrade with the file
+		 * kept): its objects are that version's to read; say how to
+		 * start afresh */
+		say("uipc: %s has namespace layout version %u; this uipc reads version %u "
+		    "(made by another uipc version: its objects are readable only by that "
+		    "version; `uipc ns rm` of its name removes it)",
 		    path, hdr->version, UIPC_LAYOUT_VERSION);
 		return -EINVAL;
 	}

@@ -4,7 +4,7 @@
 # read and set a namespace's limits, which ipcs -l then shows; help texts.
 . "$(dirname "$0")/cmd/tap.sh"
 require_build
-plan 33
+plan 36
 
 uid=$(id -u)
 
@@ -44,6 +44,16 @@ like "$?:$err" "^1:.*Invalid argument" "an invalid name is refused"
 is "$?" 0 "ns create --shared --mode 0660"
 like "$("$UIPC" ns ls)" "shared1 +shared +0660" "ns ls shows it as shared"
 is "$("$UIPC" ns path shared:shared1)" "$UDIR/uipc-shared-shared1" "ns path shared:NAME: the shared namespace's file"
+
+# a namespace file another version of uipc made (an upgrade that kept the
+# file): refused with both versions named and the way out, and removable
+"$UIPC" ns create oldver
+printf '\006\000\000\000' | dd of="$UDIR/uipc-$uid-oldver" bs=1 seek=8 conv=notrunc status=none
+err=$("$UIPC" run --ns oldver -- true 2>&1)
+like "$?:$err" "^[1-9][0-9]*:.*layout version 6; this uipc reads version [0-9]+ .*uipc ns rm" "another version's file: refused, saying how to remove it"
+"$UIPC" ns rm oldver
+is "$?" 0 "... and ns rm removes it"
+ok "$([ ! -e "$UDIR/uipc-$uid-oldver" ]; echo $?)" "... the file is gone"
 
 # ---- sysctl ----
 out=$("$UIPC" sysctl --ns alpha kernel.sem)

@@ -509,6 +509,10 @@ UIPC_HIDDEN struct uthread *thread_at(struct ns *ns, uint32_t idx);  /* NULL: no
 UIPC_HIDDEN struct uproc *proc_at(struct ns *ns, uint32_t idx);
 /* the exit work of this process (exit, _exit): every layer's proc_exit */
 UIPC_HIDDEN void proc_exit_work(void);
+/* the process ends now without libc's exit (a clone child whose function
+ * returned: glibc ends it with the exit system call): its exit work, its
+ * counts let go and its slots freed, as at exit */
+UIPC_HIDDEN void proc_exit_now(void);
 UIPC_HIDDEN bool proc_is_dead(struct ns *ns, struct uproc *p);
 /* the futex word the kernel marks (FUTEX_OWNER_DIED, waking one sleeper
  * if FUTEX_WAITERS is set) when the process of slot P dies: the alive word
@@ -644,6 +648,8 @@ UIPC_HIDDEN void cred_note_creator(struct owner_userns *o, uint32_t *euid);
 /* ids between the owner namespace's view (kept in objects) and the
  * caller's: for IPC_STAT; for IPC_SET (-EINVAL: no mapping) */
 UIPC_HIDDEN uint32_t cred_id_for_caller(uint32_t id, bool gid);
+/* the caller's euid as the initial user namespace sees it */
+UIPC_HIDDEN uint32_t cred_global_euid(void);
 UIPC_HIDDEN int cred_id_from_caller(uint32_t id, bool gid, uint32_t *out);
 
 /* ---- small helpers ---- */

@@ -302,6 +302,21 @@ bool has_cap_global(int cap)
  * sees it (IPC_STAT), the kernel's from_kuid_munged: the overflow id when
  * the caller's namespace has no mapping for it.
  */
+/* The caller's euid as the initial user namespace sees it, through the
+ * owner's maps when the current namespace is owned below it (one level of
+ * user namespaces, as above): what names the user's files that live
+ * outside any namespace (nsfile.c's count file), the same for a process
+ * before and after it made or entered a user namespace. */
+uint32_t cred_global_euid(void)
+{
+	const struct ucred_cache *c = cur_cred();
+	const struct owner_userns *o = cur_owner();
+
+	if (!o || o->ino == USERNS_INIT_INO || !o->nuid || c->rel == REL_ANCESTOR)
+		return c->euid;
+	return map_id(o->uid_map, o->nuid, c->euid, true);
+}
+
 uint32_t cred_id_for_caller(uint32_t id, bool gid)
 {
 	const struct ucred_cache *c = cur_cred();

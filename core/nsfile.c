@@ -1270,8 +1270,11 @@ static void count_path(char *path, size_t len)
 {
 	const char *d = getenv("UIPC_NSCOUNT_DIR");
 
+	/* named by the uid outside any user namespace: a process that made
+	 * one (unshare -r --ipc) lets go of the count in the file it took
+	 * it in, and counts there again */
 	snprintf(path, len, "%s/.uipc-%u-ipcns", d && *d ? d : "/dev/shm",
-		 (unsigned)cur_cred()->euid);
+		 (unsigned)cred_global_euid());
 }
 
 /* the user's count file, opened anew (a new open file description: its
@@ -1284,8 +1287,13 @@ static int count_open(const char *path, int flags)
 
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != cur_cred()->euid ||
-	    (st.st_mode & 022)) {
+	/* the owner as fstat shows it: in this process's own view; an
+	 * unmapped euid (a user namespace whose maps are not written yet)
+	 * would match any unmapped owner, so it counts nowhere */
+	uid_t me = geteuid();
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != me ||
+	    me == 65534 || (st.st_mode & 022)) {
 		sys_close(fd);
 		return -1;
 	}

@@ -1982,7 +1982,7 @@ void proc_exit_work(void)
 	}
 }
 
-static void exit_hook(void)
+void proc_exit_now(void)
 {
 	struct ns *all[KEPT_MAX];
 	int n;
@@ -1996,6 +1996,11 @@ static void exit_hook(void)
 	for (int i = 0; i < n; i++)
 		if (all[i]->proc_idx != UINT32_MAX)
 			free_own_slot(all[i], !all[i]->exit_undone);
+}
+
+static void exit_hook(void)
+{
+	proc_exit_now();
 }
 
 /* An exec: the new image is in this thread's namespace only, and none of

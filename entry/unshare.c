@@ -162,13 +162,19 @@ static int clone_prepare(struct clone_start *st)
 static int clone_child(void *p)
 {
 	struct clone_start *st = p;
+	int r;
 
 	if (st->newuser) {
 		cred_userns_changed();    /* not the parent's user namespace */
 		ns_anon_reown(st->new);   /* the child's new user namespace owns it */
 	}
 	proc_clone_child(st->new, st->robust_head, st->robust_len, st->tid_addr);
-	return st->fn(st->arg);
+	r = st->fn(st->arg);
+	/* glibc ends the child with the exit system call, no atexit: the
+	 * kernel's exit work is done here, as an exit would (and the user's
+	 * count file goes with its last count) */
+	proc_exit_now();
+	return r;
 }
 
 /*

@@ -1527,6 +1527,21 @@ static bool run_own_leave_hooks(struct ns *ns, struct uproc *p)
 	return lockwait_tls.failed == failed;
 }
 
+/* NS, left by this process's last thread there, stays held (mapped,
+ * without its fd) while attachments made in it are: true if so; their
+ * last shmdt lets it go (proc_ns_idle) */
+static bool keep_while_attached(struct ns *ns)
+{
+	if (!proc_ns_busy(ns))
+		return false;
+	ns_unpin(ns);
+	pthread_mutex_lock(&reg_mutex);
+	ns->left = true;
+	held_add(ns);
+	pthread_mutex_unlock(&reg_mutex);
+	return true;
+}
+
 /* NS's file was found truncated (fault.c): what this process knew of it
  * goes without a look at its arena (its slots there are zero pages now,
  * or another's memory); the survivors, if any, see a dead process.  The
@@ -1548,14 +1563,8 @@ static void leave_broken(struct ns *ns, bool mt)
 		uipc_tls_thread = NULL;
 		uipc_tls_ns = NULL;
 	}
-	if (proc_ns_busy(ns)) {
-		ns_unpin(ns);
-		pthread_mutex_lock(&reg_mutex);
-		ns->left = true;
-		held_add(ns);
-		pthread_mutex_unlock(&reg_mutex);
+	if (keep_while_attached(ns))
 		return;
-	}
 	pthread_mutex_lock(&reg_mutex);
 	held_del(ns);
 	pthread_mutex_unlock(&reg_mutex);
@@ -1589,14 +1598,8 @@ static void leave_last(struct ns *ns, bool release, bool mt)
 		done = run_own_leave_hooks(ns, p);
 	if (!release)
 		return;
-	if (proc_ns_busy(ns)) {
-		ns_unpin(ns);
-		pthread_mutex_lock(&reg_mutex);
-		ns->left = true;
-		held_add(ns);
-		pthread_mutex_unlock(&reg_mutex);
+	if (keep_while_attached(ns))
 		return;
-	}
 	if (p && done)
 		done = run_own_exit_hooks(ns, p);
 	free_own_slot(ns, done);
@@ -1998,11 +2001,6 @@ void proc_exit_now(void)
 			free_own_slot(all[i], !all[i]->exit_undone);
 }
 
-static void exit_hook(void)
-{
-	proc_exit_now();
-}
-
 /* An exec: the new image is in this thread's namespace only, and none of
  * the old image's attachments stay: the namespaces kept besides this
  * thread's (left ones with attachments, the process's or others' when
@@ -2078,5 +2076,5 @@ void proc_undo_ns(struct ns *ns)
 __attribute__((constructor)) static void proc_init(void)
 {
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-	atexit(exit_hook);
+	atexit(proc_exit_now);
 }

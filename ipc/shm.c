@@ -605,14 +605,20 @@ static struct shmid_kernel *shm_obj(struct ns *ns, uoff_t obj, uint64_t gen)
 	return NULL;
 }
 
+/* the entry of segment (OBJ, GEN) with file FILE among T's N, or -1 */
+static int fdent_find(const struct fdent *t, int n, struct ns *ns, uoff_t obj, uint64_t gen,
+		      uint64_t file)
+{
+	for (int i = 0; i < n; i++)
+		if (t[i].obj == obj && t[i].gen == gen && t[i].file == file && t[i].ns == ns)
+			return i;
+	return -1;
+}
+
 /* the entry of segment (OBJ, GEN) with file FILE, or of spare FILE (OBJ 0) */
 static int fd_find(struct ns *ns, uoff_t obj, uint64_t gen, uint64_t file)
 {
-	for (int i = 0; i < l_nfds; i++)
-		if (l_fds[i].obj == obj && l_fds[i].gen == gen && l_fds[i].file == file &&
-		    l_fds[i].ns == ns)
-			return i;
-	return -1;
+	return fdent_find(l_fds, l_nfds, ns, obj, gen, file);
 }
 
 static void fd_drop(int i)
@@ -708,23 +714,12 @@ static void fd_prune(struct ns *ns)
  * twin when it cannot open the file itself.  Twins whose entry left the
  * cache are closed at the next change.  (l_mutex held unless said.)
  */
-struct rotwin {
-	struct ns *ns;
-	uoff_t obj;
-	uint64_t gen;
-	uint64_t file;
-	int fd;
-};
-static struct rotwin l_ro[FDCACHE];
+static struct fdent l_ro[FDCACHE];   /* as the cache's entries, fd the twin */
 static int l_nro;
 
 static int ro_find(struct ns *ns, uoff_t obj, uint64_t gen, uint64_t file)
 {
-	for (int i = 0; i < l_nro; i++)
-		if (l_ro[i].obj == obj && l_ro[i].gen == gen && l_ro[i].file == file &&
-		    l_ro[i].ns == ns)
-			return i;
-	return -1;
+	return fdent_find(l_ro, l_nro, ns, obj, gen, file);
 }
 
 static void fd_close_safe(int fd);
@@ -762,7 +757,7 @@ void shm_cred_prepare(void)
 			continue;
 		ro = reopen_rdonly(e->fd);
 		if (ro >= 0)
-			l_ro[l_nro++] = (struct rotwin){ e->ns, e->obj, e->gen, e->file, ro };
+			l_ro[l_nro++] = (struct fdent){ ro, e->ns, e->obj, e->gen, e->file };
 	}
 	pthread_mutex_unlock(&l_mutex);
 }

@@ -297,11 +297,6 @@ bool has_cap_global(int cap)
 	return (cur_cred()->caps_global >> cap) & 1;
 }
 
-/*
- * An id kept in an object (as the owner namespace sees it) as the caller
- * sees it (IPC_STAT), the kernel's from_kuid_munged: the overflow id when
- * the caller's namespace has no mapping for it.
- */
 /* The caller's euid as the initial user namespace sees it, through the
  * owner's maps when the current namespace is owned below it (one level of
  * user namespaces, as above): what names the user's files that live
@@ -317,6 +312,11 @@ uint32_t cred_global_euid(void)
 	return map_id(o->uid_map, o->nuid, c->euid, true);
 }
 
+/*
+ * An id kept in an object (as the owner namespace sees it) as the caller
+ * sees it (IPC_STAT), the kernel's from_kuid_munged: the overflow id when
+ * the caller's namespace has no mapping for it.
+ */
 uint32_t cred_id_for_caller(uint32_t id, bool gid)
 {
 	const struct ucred_cache *c = cur_cred();

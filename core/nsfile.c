@@ -1283,15 +1283,14 @@ static void count_path(char *path, size_t len)
 static int count_open(const char *path, int flags)
 {
 	struct stat st;
-	int fd = sys_open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | flags, 0600);
-
-	if (fd < 0)
-		return -1;
 	/* the owner as fstat shows it: in this process's own view; an
 	 * unmapped euid (a user namespace whose maps are not written yet)
 	 * would match any unmapped owner, so it counts nowhere */
 	uid_t me = geteuid();
+	int fd = sys_open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | flags, 0600);
 
+	if (fd < 0)
+		return -1;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != me ||
 	    me == 65534 || (st.st_mode & 022)) {
 		sys_close(fd);

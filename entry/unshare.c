@@ -41,8 +41,6 @@
 
 #include "entry/entry.h"
 
-/* the old namespace, nobody else's, made the new one in place (nsfile.c);
- * false when it cannot be */
 /* the kernel's part of an unshare: 0 or -errno.  Past a new user
  * namespace, what this process knew of its own is forgotten before
  * anything here records the namespace's owner (core/cred.c) */
@@ -55,6 +53,8 @@ static long kernel_unshare(int flags)
 	return r;
 }
 
+/* the old namespace, nobody else's, made the new one in place (nsfile.c);
+ * false when it cannot be */
 static bool recycle(int other_flags, long *r)
 {
 	struct ns *old = ns_current();
@@ -104,16 +104,11 @@ long entry_unshare(int flags)
 {
 	long r;
 
-	/* a new user namespace: credentials are judged anew (core/cred.c),
-	 * also if another thread refilled them while the call was made */
-	if (flags & CLONE_NEWUSER)
-		cred_userns_changed();
+	/* a new user namespace: credentials are judged anew (kernel_unshare) */
 	if (!(flags & CLONE_NEWIPC))
 		r = kernel_unshare(flags);
 	else
 		r = new_ipc_ns(flags & ~CLONE_NEWIPC);
-	if (flags & CLONE_NEWUSER)
-		cred_userns_changed();
 	return r;
 }
 

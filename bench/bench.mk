@@ -92,7 +92,7 @@ $(B)/nojournal/core/lock.o: core/lock.c $(LIB_HDRS) bench/bench.mk
 	$(CC) $(CFLAGS) $(LIBCFLAGS) -DUIPC_BENCH_NO_JOURNAL -c $< -o $@
 
 $(B)/nojournal/libuipc.so: $(NOJ_OBJS) $(LIB_MAP)
-	$(CC) $(CFLAGS) -shared -pthread -Wl,-z,defs -Wl,--version-script=$(LIB_MAP) -o $@ $(NOJ_OBJS) -ldl
+	$(CC) $(CFLAGS) $(LIB_LDFLAGS) -o $@ $(NOJ_OBJS) -ldl
 
 # what crash safety (the journal) costs the locked paths: locked_paths with
 # the normal library and the no-journal one, alternating, medians; the

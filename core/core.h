@@ -479,6 +479,7 @@ UIPC_HIDDEN void arena_free(struct ns *ns, uoff_t off);
 UIPC_HIDDEN void arena_free_now(struct ns *ns, uoff_t off, struct jentry *mark);
 UIPC_HIDDEN int arena_populate(struct ns *ns, uoff_t off, uint64_t len);
 UIPC_HIDDEN void arena_init(struct uipc_hdr *h, uoff_t heap_start);
+UIPC_HIDDEN int arena_populate_first(struct ns *ns);
 
 /* ---- proc.c ---- */
 UIPC_HIDDEN struct uthread *cur_thread_slow(struct ns *ns);

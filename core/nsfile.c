@@ -356,8 +356,11 @@ static int init_tables(struct ns *ns, int extended, unsigned mode)
  * it) and the heap's first chunk (arena.c).  A page first touched costs
  * 2-4 us here, one at a time, and a first create touched four: made with
  * the namespace, which pays 2 us a page, its first create touches none
- * (issue 15's first call).  28 KiB more: an empty namespace holds 44 KiB
- * (52 with a file and its first process), within issue 15's 64.
+ * (issue 15's first call).  28 KiB more (a file namespace holds 52 KiB
+ * with its first process, within issue 15's 64).  Only for a namespace
+ * file, which a first call makes because it is about to use it: an
+ * unshare's memfd may never be used (the seed's loop), and would pay 23
+ * us for it (four calls).
  */
 static int populate_first_use(struct ns *ns)
 {
@@ -369,8 +372,9 @@ static int populate_first_use(struct ns *ns)
 	return arena_populate_first(ns);
 }
 
-/* Build a complete namespace in the mapping at BASE (SIZE bytes). */
-static int init_arena(char *base, uint64_t size, int extended, unsigned mode)
+/* Build a complete namespace in the mapping at BASE (SIZE bytes);
+ * FIRST_USE: with what its first objects need (populate_first_use). */
+static int init_arena(char *base, uint64_t size, int extended, unsigned mode, bool first_use)
 {
 	struct ns tmp = { .base = base, .size = size, .hdr = (struct uipc_hdr *)base };
 	int shift = extended ? IPCMNI_EXT_SHIFT : IPCMNI_SHIFT;
@@ -385,7 +389,7 @@ static int init_arena(char *base, uint64_t size, int extended, unsigned mode)
 	if (arena_populate(&tmp, UIPC_PAGE, eager_end - UIPC_PAGE))
 		return -ENOMEM;
 	r = init_tables(&tmp, extended, mode);
-	if (!r)
+	if (!r && first_use)
 		r = populate_first_use(&tmp);
 	if (r)
 		return r;
@@ -787,7 +791,7 @@ static int build_file(int fd, unsigned mode, uint64_t size, int extended, void *
 	m = map_arena(fd, size);
 	if (m == MAP_FAILED)
 		return -errno;
-	r = init_arena(m, size, extended, mode);
+	r = init_arena(m, size, extended, mode, true);
 	if (r || !map)
 		sys_munmap(m, size);
 	else
@@ -1262,7 +1266,7 @@ static struct ns *anon_build(int fd, void *m, uint64_t size, const char *path)
 	int extended = env_num("UIPC_NS_EXTENDED", 0) != 0;
 	struct stat st;
 	struct ns *ns;
-	int hi, r = init_arena(m, size, extended, 0600);
+	int hi, r = init_arena(m, size, extended, 0600, false);
 
 	if (!r && fstat(fd, &st) < 0)
 		r = -errno;

@@ -4091,30 +4091,28 @@ bool shm_ns_busy(struct ns *ns)
 	return busy;
 }
 
+/* the entries of NS in table T (*N of them) closed and dropped */
+static void fdents_close_ns(struct fdent *t, int *n, struct ns *ns)
+{
+	for (int i = 0; i < *n;) {
+		if (t[i].ns == ns) {
+			fd_close_safe(t[i].fd);
+			t[i] = t[--*n];
+		} else {
+			i++;
+		}
+	}
+}
+
 /* The last thread of this process leaves NS (unshare, setns), before its
  * exit_shm there: the fds it keeps of NS's segment files go (they are
  * looked up by NS's offsets); the attachments stay mapped and counted in
  * NS until their shmdt, as on the kernel. */
-
 void shm_ns_leave(struct ns *ns)
 {
 	pthread_mutex_lock(&l_mutex);
-	for (int i = 0; i < l_nfds;) {
-		if (l_fds[i].ns == ns) {
-			fd_close_safe(l_fds[i].fd);
-			l_fds[i] = l_fds[--l_nfds];
-		} else {
-			i++;
-		}
-	}
-	for (int i = 0; i < l_nro;) {
-		if (l_ro[i].ns == ns) {
-			fd_close_safe(l_ro[i].fd);
-			l_ro[i] = l_ro[--l_nro];
-		} else {
-			i++;
-		}
-	}
+	fdents_close_ns(l_fds, &l_nfds, ns);
+	fdents_close_ns(l_ro, &l_nro, ns);
 	atomic_store(&exec_pending, NO_PROC);
 	pthread_mutex_unlock(&l_mutex);
 }

@@ -287,8 +287,8 @@ void arena_init(struct uipc_hdr *h, uoff_t heap_start)
 }
 
 /*
- * The heap's first chunk, populated with a new namespace (HDR at BASE, not
- * yet published, so not journaled): the blocks of its first objects (a key
+ * The heap's first chunk, populated with a new namespace NS (not yet
+ * published, so not journaled): the blocks of its first objects (a key
  * table and an array) come from there, and a page first touched costs 2-4
  * us here, one at a time, against 2 in a batch: so a new namespace's first
  * create touches no new page (issue 15's first call).

@@ -1939,17 +1939,34 @@ static int open_seg_rdonly(struct ns *ns, uint64_t file, bool *own)
 	return fd_hide(fd);
 }
 
+/* Under its lock, is SHP still segment SHMID of generation GEN, with file
+ * FILE?  An fd opened by a number read without the lock may be of a
+ * segment destroyed since: its file is truncated after the destroying
+ * section commits, so a short file is an ordinary race, not corruption,
+ * unless the segment still has it. */
+static bool seg_still_has(struct ns *ns, struct shmid_kernel *shp, int shmid, uint64_t gen,
+			  uint64_t file)
+{
+	bool has;
+
+	if (ulock_acquire(ns, &shp->lock))
+		return false;
+	has = shp_valid(ns, shp, shmid, gen) && seg_file_is(shp, file);
+	ulock_release(ns, &shp->lock);
+	return has;
+}
+
 /*
- * The length to map for segment SHP (id SHMID, file FILE, opened as FD),
- * or -errno.  Its size comes from the arena, where another member can
- * rewrite it: checked against what this process was told of the segment
- * (validate.c: it never changes under a process that knew it), and
- * against the real file: a file shorter than the mapping would give the
- * program SIGBUS, a size larger than the file would let SHM_REMAP replace
- * whatever the program has mapped after its address.
+ * The length to map for segment SHP (id SHMID of generation GEN, file
+ * FILE, opened as FD), or -errno.  Its size comes from the arena, where
+ * another member can rewrite it: checked against what this process was
+ * told of the segment (validate.c: it never changes under a process that
+ * knew it), and against the real file: a file shorter than the mapping
+ * would give the program SIGBUS, a size larger than the file would let
+ * SHM_REMAP replace whatever the program has mapped after its address.
  */
-static int64_t shmat_length(struct ns *ns, struct shmid_kernel *shp, int shmid, uint64_t file,
-			    int fd)
+static int64_t shmat_length(struct ns *ns, struct shmid_kernel *shp, int shmid, uint64_t gen,
+			    uint64_t file, int fd)
 {
 	uint64_t segsz = __atomic_load_n(&shp->segsz, __ATOMIC_RELAXED);
 	uint64_t len = PAGE_ALIGN(segsz);
@@ -1967,13 +1984,15 @@ static int64_t shmat_length(struct ns *ns, struct shmid_kernel *shp, int shmid, 
 		if (at < 0 || len > ANON_SLOT)
 			return -EIDRM;
 		if (fstat(fd, &st) < 0 || (uint64_t)st.st_size < (uint64_t)at + len) {
-			ns_corrupt(ns, "namespace memfd shorter than a segment's slot");
+			if (seg_still_has(ns, shp, shmid, gen, file))
+				ns_corrupt(ns, "namespace memfd shorter than a segment's slot");
 			return -EIDRM;
 		}
 		return (int64_t)len;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < len) {
-		ns_corrupt(ns, "segment file shorter than its segment");
+		if (seg_still_has(ns, shp, shmid, gen, file))
+			ns_corrupt(ns, "segment file shorter than its segment");
 		return -EIDRM;
 	}
 	return (int64_t)len;
@@ -2226,7 +2245,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 	if (fd < 0)
 		return fd == -EIDRM ? -EIDRM : -EACCES;
 	{
-		int64_t l = shmat_length(ns, shp, shmid, file, fd);
+		int64_t l = shmat_length(ns, shp, shmid, gen, file, fd);
 
 		if (l < 0) {
 			seg_fd_done(fd, own);

@@ -12,5 +12,6 @@ if [ ! -x "$prog" ] || [ ! -f "$lib" ]; then
 fi
 dir=$(mktemp -d /dev/shm/uipc-chaos.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
-UIPC_DIR=$dir UIPC_NS=chaos LD_PRELOAD=$lib timeout 400 "$prog" \
+. "$top/tests/lib/quiet-ns.sh"
+run_quiet_ns env UIPC_DIR=$dir UIPC_NS=chaos LD_PRELOAD=$lib timeout 400 "$prog" \
 	"${UIPC_CHAOS_MIXED_SECS:-90}" "${UIPC_CHAOS_KILLS:-10000}" 6 ${UIPC_CHAOS_SEED:-}

@@ -10,4 +10,5 @@ if [ ! -x "$prog" ] || [ ! -f "$lib" ]; then
 fi
 dir=$(mktemp -d /dev/shm/uipc-chaos.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
-UIPC_DIR=$dir UIPC_NS=chaos LD_PRELOAD=$lib timeout 300 "$prog" "${UIPC_CHAOS_SECS:-8}" 6
+. "$top/tests/lib/quiet-ns.sh"
+run_quiet_ns env UIPC_DIR=$dir UIPC_NS=chaos LD_PRELOAD=$lib timeout 300 "$prog" "${UIPC_CHAOS_SECS:-8}" 6

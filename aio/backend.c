@@ -46,13 +46,13 @@ static int chosen(void)
 
 	if (likely(b != BACKEND_UNSET))
 		return b;
-	pthread_mutex_lock(&choose_lock);
+	crit_mutex_lock(&choose_lock);
 	b = atomic_load(&backend);
 	if (b == BACKEND_UNSET) {
 		b = choose();
 		atomic_store_explicit(&backend, b, memory_order_release);
 	}
-	pthread_mutex_unlock(&choose_lock);
+	crit_mutex_unlock(&choose_lock);
 	return b;
 }
 

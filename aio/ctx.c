@@ -275,9 +275,9 @@ long ksys_io_setup(unsigned nr_events, aio_context_t *ctxp)
 		return -ENOMEM;
 	if (nr_events > aio_max_nr(ns))
 		return -EAGAIN;
-	pthread_mutex_lock(&table_lock);
+	crit_mutex_lock(&table_lock);
 	err = ioctx_alloc(ns, nr_events, nr, len, &ctx);
-	pthread_mutex_unlock(&table_lock);
+	crit_mutex_unlock(&table_lock);
 	if (err)
 		return err;
 	cur = ctx->user_id;
@@ -354,20 +354,20 @@ void aio_exec_prepare(void)
 	/* a vfork child (our memory, another pid): the contexts are its parent's */
 	if (!departures || sys_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0) != cur_pid())
 		return;
-	pthread_mutex_lock(&table_lock);
+	crit_mutex_lock(&table_lock);
 	for (struct departed *d = departures; d; d = d->next)
 		ns_aio_release_departed(d->held, d->idx, d->starttime, d->left, false);
-	pthread_mutex_unlock(&table_lock);
+	crit_mutex_unlock(&table_lock);
 }
 
 void aio_exec_failed(void)
 {
 	if (!departures || sys_raw6(SYS_getpid, 0, 0, 0, 0, 0, 0) != cur_pid())
 		return;
-	pthread_mutex_lock(&table_lock);
+	crit_mutex_lock(&table_lock);
 	for (struct departed *d = departures; d; d = d->next)
 		ns_aio_readd_departed(d->held, d->idx, d->starttime, d->left);
-	pthread_mutex_unlock(&table_lock);
+	crit_mutex_unlock(&table_lock);
 }
 
 /* ---- io_destroy ---- */
@@ -402,12 +402,12 @@ long ksys_io_destroy(aio_context_t user_id)
 
 	if (!ctx)
 		return -EINVAL;
-	pthread_mutex_lock(&table_lock);
+	crit_mutex_lock(&table_lock);
 	was_dead = atomic_exchange(&ctx->dead, 1);
 	t = atomic_load(&ioctx_table);
 	if (!was_dead)
 		atomic_store(&t->table[ctx->id], NULL);
-	pthread_mutex_unlock(&table_lock);
+	crit_mutex_unlock(&table_lock);
 	if (was_dead) {                 /* a concurrent io_destroy won */
 		put_ioctx(ctx);
 		return -EINVAL;
@@ -417,7 +417,7 @@ long ksys_io_destroy(aio_context_t user_id)
 	atomic_fetch_sub(&ctx->users, 1);
 	wait_quiet(ctx);
 	sys_munmap(ctx->ring, ctx->ring_len);
-	pthread_mutex_lock(&table_lock);
+	crit_mutex_lock(&table_lock);
 	if (ctx->dep) {
 		departed_release(ctx->dep, ctx->max_reqs);
 		ctx->dep = NULL;
@@ -431,7 +431,7 @@ long ksys_io_destroy(aio_context_t user_id)
 	ctx->user_id = 0;
 	ctx->next_free = free_ctxs;
 	free_ctxs = ctx;
-	pthread_mutex_unlock(&table_lock);
+	crit_mutex_unlock(&table_lock);
 	return 0;
 }
 
@@ -458,7 +458,7 @@ static void aio_ns_leave(struct ns *ns)
 	struct ctx_table *t;
 	struct departed *d = NULL;
 
-	pthread_mutex_lock(&table_lock);
+	crit_mutex_lock(&table_lock);
 	if (aio_nr)
 		d = depart(ns);
 	t = atomic_load(&ioctx_table);
@@ -470,7 +470,7 @@ static void aio_ns_leave(struct ns *ns)
 	}
 	acct_gen++;
 	aio_nr = 0;
-	pthread_mutex_unlock(&table_lock);
+	crit_mutex_unlock(&table_lock);
 }
 
 /* a namespace is made anew in place at an unshare only when nothing of

@@ -60,7 +60,7 @@ void aio_post(struct aio_kiocb *req, int64_t res, int64_t res2)
 	struct io_event *ev;
 	uint32_t tail;
 
-	pthread_mutex_lock(&ctx->completion_lock);
+	crit_mutex_lock(&ctx->completion_lock);
 	tail = ctx->tail;
 	ev = &ctx->ring->io_events[tail];
 	ev->data = req->data;
@@ -72,7 +72,7 @@ void aio_post(struct aio_kiocb *req, int64_t res, int64_t res2)
 	ctx->tail = tail;
 	__atomic_store_n(&ctx->ring->tail, tail, __ATOMIC_RELEASE);
 	atomic_fetch_sub(&ctx->inflight, 1);
-	pthread_mutex_unlock(&ctx->completion_lock);
+	crit_mutex_unlock(&ctx->completion_lock);
 	if (req->resfd >= 0)
 		signal_eventfd(req->resfd);
 }
@@ -87,7 +87,7 @@ static long read_ring(struct kioctx *ctx, long nr, struct io_event *events)
 	uint32_t n = ctx->nr_events, head, tail, avail;
 	long got = 0;
 
-	pthread_mutex_lock(&ctx->ring_lock);
+	crit_mutex_lock(&ctx->ring_lock);
 	head = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE) % n;
 	tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE) % n;
 	while (got < nr && head != tail) {
@@ -104,7 +104,7 @@ static long read_ring(struct kioctx *ctx, long nr, struct io_event *events)
 	}
 	if (got > 0)
 		__atomic_store_n(&ring->head, head, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&ctx->ring_lock);
+	crit_mutex_unlock(&ctx->ring_lock);
 	return got;
 }
 

@@ -239,9 +239,9 @@ static void *poll_thread(void *arg)
 		/* what woke it is gone again (another reader took the data):
 		 * the kernel's keyless wakeup keeps waiting then too */
 	}
-	pthread_mutex_lock(&ctx->active_lock);
+	crit_mutex_lock(&ctx->active_lock);
 	cancelled = !unlink_active(ctx, req);
-	pthread_mutex_unlock(&ctx->active_lock);
+	crit_mutex_unlock(&ctx->active_lock);
 	/* cancelled: 0, as the kernel's (its completion skips the poll) */
 	aio_complete(req, cancelled ? 0 : mask, 0);
 	return NULL;
@@ -281,14 +281,14 @@ int aio_poll(struct aio_kiocb *req, const struct iocb *cb, int fd, int fl)
 	req->cancel_fd = eventfd(0, EFD_CLOEXEC);
 	if (req->fd < 0 || req->cancel_fd < 0)
 		return -EAGAIN;
-	pthread_mutex_lock(&ctx->active_lock);
+	crit_mutex_lock(&ctx->active_lock);
 	req->on_active = true;
 	req->next_active = ctx->active;
 	ctx->active = req;
 	err = start_poll_thread(req);
 	if (err)
 		unlink_active(ctx, req);
-	pthread_mutex_unlock(&ctx->active_lock);
+	crit_mutex_unlock(&ctx->active_lock);
 	return err ? -EAGAIN : 0;
 }
 
@@ -306,7 +306,7 @@ int aio_poll_cancel(struct kioctx *ctx, uint64_t obj)
 	struct aio_kiocb *req;
 	int ret = -EINVAL;
 
-	pthread_mutex_lock(&ctx->active_lock);
+	crit_mutex_lock(&ctx->active_lock);
 	for (req = ctx->active; req; req = req->next_active)
 		if (req->obj == obj)
 			break;
@@ -314,18 +314,18 @@ int aio_poll_cancel(struct kioctx *ctx, uint64_t obj)
 		signal_cancel(req);   /* the thread completes it; req lives until then */
 		ret = -EINPROGRESS;
 	}
-	pthread_mutex_unlock(&ctx->active_lock);
+	crit_mutex_unlock(&ctx->active_lock);
 	return ret;
 }
 
 void aio_poll_cancel_all(struct kioctx *ctx)
 {
-	pthread_mutex_lock(&ctx->active_lock);
+	crit_mutex_lock(&ctx->active_lock);
 	while (ctx->active) {
 		struct aio_kiocb *req = ctx->active;
 
 		unlink_active(ctx, req);
 		signal_cancel(req);
 	}
-	pthread_mutex_unlock(&ctx->active_lock);
+	crit_mutex_unlock(&ctx->active_lock);
 }

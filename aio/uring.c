@@ -503,11 +503,9 @@ static unsigned reap(void)
 {
 	unsigned n;
 
-	uipc_crit_enter();               /* a handler calling io_submit waits for the end */
-	pthread_mutex_lock(&reap_lock);
+	crit_mutex_lock(&reap_lock);     /* a handler calling io_submit waits for the end */
 	n = reap_locked();
-	pthread_mutex_unlock(&reap_lock);
-	uipc_crit_exit();
+	crit_mutex_unlock(&reap_lock);
 	if (n && atomic_load(&backlogged))
 		kick_thread();
 	return n;
@@ -521,8 +519,7 @@ void aio_uring_nudge(void)
 
 	if (!room_take(1))
 		return;                  /* the ring is full: completions will come */
-	uipc_crit_enter();
-	pthread_mutex_lock(&sq_lock);
+	crit_mutex_lock(&sq_lock);
 	sqe = sqe_get();
 	if (sqe) {
 		sqe->opcode = IORING_OP_NOP;
@@ -531,8 +528,7 @@ void aio_uring_nudge(void)
 	}
 	if (!sqe || !sq_enter())
 		atomic_fetch_sub(&in_ring, 1);
-	pthread_mutex_unlock(&sq_lock);
-	uipc_crit_exit();
+	crit_mutex_unlock(&sq_lock);
 }
 
 /* ---- the ring thread ---- */
@@ -575,7 +571,7 @@ static void submit_backlog(void)
 	take_pending();
 	while (backlog) {
 		n = 0;
-		pthread_mutex_lock(&sq_lock);
+		crit_mutex_lock(&sq_lock);
 		while (backlog && n < SQ_ENTRIES && room_take(1)) {
 			struct aio_kiocb *req = backlog;
 
@@ -588,7 +584,7 @@ static void submit_backlog(void)
 				break;           /* one io_submit's batch per io_uring_enter */
 		}
 		took = n ? sq_enter() : 0;
-		pthread_mutex_unlock(&sq_lock);
+		crit_mutex_unlock(&sq_lock);
 		if (took < n) {
 			sq_untake(put + took, n - took);
 			to_threads(put + took, n - took);
@@ -771,8 +767,7 @@ void aio_uring_batch_flush(void)
 	reaper_enter();
 	while (batch) {
 		n = 0;
-		uipc_crit_enter();
-		pthread_mutex_lock(&sq_lock);
+		crit_mutex_lock(&sq_lock);
 		while (batch && n < SQ_ENTRIES && room_take(1)) {
 			req = batch;
 			batch = req->next;
@@ -780,8 +775,7 @@ void aio_uring_batch_flush(void)
 			put[n++] = req;
 		}
 		took = n ? sq_enter() : 0;
-		pthread_mutex_unlock(&sq_lock);
-		uipc_crit_exit();
+		crit_mutex_unlock(&sq_lock);
 		if (took)
 			t_entered = true;
 		if (took < n) {

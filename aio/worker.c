@@ -167,11 +167,11 @@ int aio_threads_queue(struct aio_kiocb *req)
 	int err = 0;
 
 	req->next = NULL;
-	pthread_mutex_lock(&q_lock);
+	crit_mutex_lock(&q_lock);
 	if (q_len >= n_idle && n_threads < workers_max())
 		err = start_worker();
 	if (err && n_threads == 0) {
-		pthread_mutex_unlock(&q_lock);
+		crit_mutex_unlock(&q_lock);
 		return -EAGAIN;
 	}
 	if (q_tail)
@@ -181,7 +181,7 @@ int aio_threads_queue(struct aio_kiocb *req)
 	q_tail = req;
 	q_len++;
 	pthread_cond_signal(&q_cond);
-	pthread_mutex_unlock(&q_lock);
+	crit_mutex_unlock(&q_lock);
 	return 0;
 }
 

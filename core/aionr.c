@@ -155,13 +155,13 @@ uint32_t ns_aio_depart(struct ns *ns, uint64_t *starttime)
 	*starttime = me->starttime;
 	departing = ns;
 	departing_idx = idx;
-	pthread_mutex_lock(&departed_lock);
+	crit_mutex_lock(&departed_lock);
 	if (n_departed < DEPARTED_MAX) {
 		departed[n_departed].dev = ns->dev;
 		departed[n_departed].ino = ns->ino;
 		departed[n_departed++].idx = idx;
 	}
-	pthread_mutex_unlock(&departed_lock);
+	crit_mutex_unlock(&departed_lock);
 	return idx;
 }
 
@@ -240,7 +240,7 @@ static void aionr_exec(uint32_t proc_idx)
 
 	if (!ns)
 		return;
-	pthread_mutex_lock(&departed_lock);
+	crit_mutex_lock(&departed_lock);
 	for (int i = 0; i < n_departed; i++)
 		if (departed[i].dev == ns->dev && departed[i].ino == ns->ino &&
 		    departed[i].idx == proc_idx) {
@@ -248,7 +248,7 @@ static void aionr_exec(uint32_t proc_idx)
 			back = true;
 			break;
 		}
-	pthread_mutex_unlock(&departed_lock);
+	crit_mutex_unlock(&departed_lock);
 	if (!back)
 		clear_share(ns, proc_at(ns, proc_idx));
 }

@@ -991,7 +991,7 @@ void ns_open_for_fork(void)
 	int saved = errno;
 	struct ns *ns;
 
-	pthread_mutex_lock(&ns_mutex);
+	crit_mutex_lock(&ns_mutex);
 	if (!g_ns && !g_ns_err) {
 		g_quiet = true;
 		if (open_pinned(&ns) == 0) {
@@ -1002,7 +1002,7 @@ void ns_open_for_fork(void)
 	}
 	note_shared(g_ns);     /* the child holds it too */
 	note_shared(uipc_tls_nsov);   /* (this thread's, if its own) */
-	pthread_mutex_unlock(&ns_mutex);
+	crit_mutex_unlock(&ns_mutex);
 	errno = saved;
 }
 
@@ -1026,7 +1026,7 @@ struct ns *ns_get(void)
 		return ns;
 	}
 	saved_errno = errno;	/* not before: errno's address is a call */
-	pthread_mutex_lock(&ns_mutex);
+	crit_mutex_lock(&ns_mutex);
 	g_ns_used = true;
 	if (!g_ns && !g_ns_err) {
 		r = open_pinned(&ns);
@@ -1039,7 +1039,7 @@ struct ns *ns_get(void)
 	}
 	ns = g_ns;
 	errno = ns ? saved_errno : g_ns_err;
-	pthread_mutex_unlock(&ns_mutex);
+	crit_mutex_unlock(&ns_mutex);
 	return ns;
 }
 
@@ -1145,7 +1145,7 @@ int ns_select(const char *name)
 
 	if (!name || !parse_name(name, &bare, &shared))
 		return -EINVAL;
-	pthread_mutex_lock(&ns_mutex);
+	crit_mutex_lock(&ns_mutex);
 	if (g_ns && !g_ns_used) {
 		/* opened only in passing (before a fork): not in use yet */
 		ns_unmap(g_ns);
@@ -1163,7 +1163,7 @@ int ns_select(const char *name)
 		unsetenv("UIPC_NS_FILE");
 		pin_path();
 	}
-	pthread_mutex_unlock(&ns_mutex);
+	crit_mutex_unlock(&ns_mutex);
 	return r;
 }
 
@@ -1937,7 +1937,7 @@ struct ns *ns_switch(struct ns *new)
 	if (new->hold_fd >= 0)
 		sys_close(new->hold_fd);
 	new->hold_fd = -1;
-	pthread_mutex_lock(&ns_mutex);
+	crit_mutex_lock(&ns_mutex);
 	old = g_ns;
 	if (!old)
 		/* truncated under us: nobody left it (ns_get_existing finds
@@ -1964,7 +1964,7 @@ struct ns *ns_switch(struct ns *new)
 		snprintf(fdbuf, sizeof(fdbuf), "%d", new->cnt_fd);
 	setenv(NS_CFD_ENV, fdbuf, 1);
 	setenv("UIPC_NS_FILE", new->path, 1);
-	pthread_mutex_unlock(&ns_mutex);
+	crit_mutex_unlock(&ns_mutex);
 	if (old)
 		ns_unmark(old);
 	return old;

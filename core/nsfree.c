@@ -176,9 +176,9 @@ void ns_let_go(int fd, void *base, size_t size)
 	struct helper *h = NULL;
 
 	if (fd >= 0 && is_big(fd)) {
-		pthread_mutex_lock(&helpers_mutex);
+		crit_mutex_lock(&helpers_mutex);
 		h = helper_start(fd, false, 0, 0);
-		pthread_mutex_unlock(&helpers_mutex);
+		crit_mutex_unlock(&helpers_mutex);
 	}
 	if (base)
 		sys_munmap(base, size);
@@ -195,9 +195,9 @@ void ns_punch(int fd, off_t off, off_t len)
 	struct helper *h = NULL;
 
 	if (is_big(fd)) {
-		pthread_mutex_lock(&helpers_mutex);
+		crit_mutex_lock(&helpers_mutex);
 		h = helper_start(fd, true, off, len);
-		pthread_mutex_unlock(&helpers_mutex);
+		crit_mutex_unlock(&helpers_mutex);
 	}
 	if (!h)
 		fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len);

@@ -611,7 +611,7 @@ static void release_thread_slots_park(struct ns *only, bool park)
 		parked_drop(only);   /* a parked one stays parked for the next */
 	if (!only || uipc_tls_ns == only)
 		uipc_tls_thread = NULL;
-	pthread_mutex_lock(&alias_mutex);
+	crit_mutex_lock(&alias_mutex);
 	while ((a = *link)) {
 		if (only && a->ns != only) {
 			link = &a->tnext;
@@ -623,7 +623,7 @@ static void release_thread_slots_park(struct ns *only, bool park)
 		a->tnext = done;
 		done = a;
 	}
-	pthread_mutex_unlock(&alias_mutex);
+	crit_mutex_unlock(&alias_mutex);
 	while ((a = done)) {
 		done = a->tnext;
 		if (park && !parked_alias)
@@ -651,9 +651,9 @@ static void sweep_dead_aliases(pid_t me)
 	static unsigned registrations;
 	pid_t pid = cur_pid();
 
-	pthread_mutex_lock(&alias_mutex);
+	crit_mutex_lock(&alias_mutex);
 	if (registrations++ % 64) {
-		pthread_mutex_unlock(&alias_mutex);
+		crit_mutex_unlock(&alias_mutex);
 		return;
 	}
 	for (struct alias *a = g_aliases.next, *next; a != &g_aliases; a = next) {
@@ -667,7 +667,7 @@ static void sweep_dead_aliases(pid_t me)
 		alias_unlink(a);
 		sys_munmap(a->map, 2 * UIPC_PAGE);
 	}
-	pthread_mutex_unlock(&alias_mutex);
+	crit_mutex_unlock(&alias_mutex);
 }
 
 /* In a new process (fork, clone): the aliases are the parent's threads'
@@ -1071,11 +1071,11 @@ static uint32_t cur_proc_idx(struct ns *ns)
 
 	if (likely(idx != UINT32_MAX))
 		return idx;
-	pthread_mutex_lock(&reg_mutex);
+	crit_mutex_lock(&reg_mutex);
 	if (ns->proc_idx == UINT32_MAX)
 		__atomic_store_n(&ns->proc_idx, register_proc(ns), __ATOMIC_RELEASE);
 	idx = ns->proc_idx;
-	pthread_mutex_unlock(&reg_mutex);
+	crit_mutex_unlock(&reg_mutex);
 	return idx;
 }
 
@@ -1089,14 +1089,14 @@ static void reap_noted(struct ns *ns)
 
 	if (likely(!ns->nreap && ns->stale_idx == UINT32_MAX))
 		return;
-	pthread_mutex_lock(&reg_mutex);
+	crit_mutex_lock(&reg_mutex);
 	if (ns->stale_idx != UINT32_MAX)
 		todo[n++] = ns->stale_idx;
 	for (int i = 0; i < ns->nreap; i++)
 		todo[n++] = ns->reap[i];
 	ns->stale_idx = UINT32_MAX;
 	ns->nreap = 0;
-	pthread_mutex_unlock(&reg_mutex);
+	crit_mutex_unlock(&reg_mutex);
 	if (ns->proc_idx == UINT32_MAX)
 		return;
 	for (int i = 0; i < n; i++) {
@@ -1155,9 +1155,9 @@ static struct uthread *register_thread(struct ns *ns)
 	atomic_store_explicit(uthread_alive(t), (uint32_t)tid, memory_order_release);
 	atomic_store(&t->state, live);
 	uipc_tls_lockval = (uint64_t)SLOT_GEN(claimed) << 32 | (uint32_t)(idx + 1);
-	pthread_mutex_lock(&alias_mutex);
+	crit_mutex_lock(&alias_mutex);
 	alias_add(a);
-	pthread_mutex_unlock(&alias_mutex);
+	crit_mutex_unlock(&alias_mutex);
 	pthread_once(&key_once, make_key);
 	pthread_setspecific(thread_key, t);
 	return t;
@@ -1471,12 +1471,12 @@ static void give_own_slot_back(struct ns *ns, bool done, bool park)
 	struct uproc *p = idx == UINT32_MAX ? NULL : proc_at(ns, idx);
 
 	release_thread_slots_park(ns, park);
-	pthread_mutex_lock(&reg_mutex);
+	crit_mutex_lock(&reg_mutex);
 	__atomic_store_n(&ns->proc_idx, UINT32_MAX, __ATOMIC_RELEASE);
 	ns->stale_idx = UINT32_MAX;
 	ns->nreap = 0;
 	ns->exit_undone = false;
-	pthread_mutex_unlock(&reg_mutex);
+	crit_mutex_unlock(&reg_mutex);
 	if (!p)
 		return;
 	atomic_store(&p->holder, 0);
@@ -1535,10 +1535,10 @@ static bool keep_while_attached(struct ns *ns)
 	if (!proc_ns_busy(ns))
 		return false;
 	ns_unpin(ns);
-	pthread_mutex_lock(&reg_mutex);
+	crit_mutex_lock(&reg_mutex);
 	ns->left = true;
 	held_add(ns);
-	pthread_mutex_unlock(&reg_mutex);
+	crit_mutex_unlock(&reg_mutex);
 	return true;
 }
 
@@ -1554,20 +1554,20 @@ static void leave_broken(struct ns *ns, bool mt)
 	uipc_crit_enter();      /* no handler's registration takes it meanwhile */
 	parked_drop(ns);
 	uipc_crit_exit();
-	pthread_mutex_lock(&reg_mutex);
+	crit_mutex_lock(&reg_mutex);
 	__atomic_store_n(&ns->proc_idx, UINT32_MAX, __ATOMIC_RELEASE);
 	ns->stale_idx = UINT32_MAX;
 	ns->nreap = 0;
-	pthread_mutex_unlock(&reg_mutex);
+	crit_mutex_unlock(&reg_mutex);
 	if (uipc_tls_ns == ns) {
 		uipc_tls_thread = NULL;
 		uipc_tls_ns = NULL;
 	}
 	if (keep_while_attached(ns))
 		return;
-	pthread_mutex_lock(&reg_mutex);
+	crit_mutex_lock(&reg_mutex);
 	held_del(ns);
-	pthread_mutex_unlock(&reg_mutex);
+	crit_mutex_unlock(&reg_mutex);
 	ns_release(ns, mt);
 }
 
@@ -1603,9 +1603,9 @@ static void leave_last(struct ns *ns, bool release, bool mt)
 	if (p && done)
 		done = run_own_exit_hooks(ns, p);
 	free_own_slot(ns, done);
-	pthread_mutex_lock(&reg_mutex);
+	crit_mutex_lock(&reg_mutex);
 	held_del(ns);
-	pthread_mutex_unlock(&reg_mutex);
+	crit_mutex_unlock(&reg_mutex);
 	uipc_tls_thread = uipc_tls_ns == ns ? NULL : uipc_tls_thread;
 	uipc_tls_ns = uipc_tls_ns == ns ? NULL : uipc_tls_ns;
 	/* another thread may still be inside a call in it, or end with a
@@ -1633,7 +1633,7 @@ void proc_switch_ns(struct ns *new)
 	long all = process_threads();
 	bool last;
 
-	pthread_mutex_lock(&reg_mutex);
+	crit_mutex_lock(&reg_mutex);
 	/* a namespace we keep already (a thread of ours is in it, or
 	 * attachments made in it): that one, with NEW's hold on the file */
 	same = kept_same(new);
@@ -1646,10 +1646,10 @@ void proc_switch_ns(struct ns *new)
 			same->hold_fd = new->hold_fd;
 			new->hold_fd = -1;
 		}
-		pthread_mutex_unlock(&reg_mutex);
+		crit_mutex_unlock(&reg_mutex);
 		ns_anon_drop(new);
 		new = same;
-		pthread_mutex_lock(&reg_mutex);
+		crit_mutex_lock(&reg_mutex);
 	}
 	pr = ns_process();
 	/* credentials are judged against the owner user namespace (cred.c):
@@ -1664,7 +1664,7 @@ void proc_switch_ns(struct ns *new)
 		uipc_tls_nsov = NULL;
 		held_del(new);
 		new->left = false;
-		pthread_mutex_unlock(&reg_mutex);
+		crit_mutex_unlock(&reg_mutex);
 		prev = ns_switch(new);
 		if (prev && prev != new)
 			leave_last(prev, true, false);
@@ -1688,13 +1688,13 @@ void proc_switch_ns(struct ns *new)
 		g_nov--;
 		uipc_tls_nsov = NULL;
 		held_del(new);
-		pthread_mutex_unlock(&reg_mutex);
+		crit_mutex_unlock(&reg_mutex);
 		prev = ns_switch(new);
 		(void)prev;
 		leave_last(old, true, true);
 		return;
 	}
-	pthread_mutex_unlock(&reg_mutex);
+	crit_mutex_unlock(&reg_mutex);
 	if (last)
 		leave_last(old, old != pr, true);
 }
@@ -1705,19 +1705,19 @@ struct ns *proc_thread_ns_hold(void)
 
 	if (likely(!ns))
 		return NULL;
-	pthread_mutex_lock(&reg_mutex);
+	crit_mutex_lock(&reg_mutex);
 	ns->threads++;
 	g_nov++;
-	pthread_mutex_unlock(&reg_mutex);
+	crit_mutex_unlock(&reg_mutex);
 	return ns;
 }
 
 void proc_thread_ns_unhold(struct ns *ns)
 {
-	pthread_mutex_lock(&reg_mutex);
+	crit_mutex_lock(&reg_mutex);
 	ns->threads--;
 	g_nov--;
-	pthread_mutex_unlock(&reg_mutex);
+	crit_mutex_unlock(&reg_mutex);
 }
 
 void proc_thread_ns_start(struct ns *ns)
@@ -1730,11 +1730,11 @@ void proc_ns_idle(struct ns *ns)
 {
 	bool gone;
 
-	pthread_mutex_lock(&reg_mutex);
+	crit_mutex_lock(&reg_mutex);
 	gone = ns->left && ns->threads == 0 && ns != ns_process() && !proc_ns_busy(ns);
 	if (gone)
 		held_del(ns);
-	pthread_mutex_unlock(&reg_mutex);
+	crit_mutex_unlock(&reg_mutex);
 	if (!gone)
 		return;
 	if (!__atomic_load_n(&ns->broken, __ATOMIC_ACQUIRE)) {
@@ -1760,7 +1760,7 @@ static void thread_exit_hook(void *arg)
 		long all = nr_threads() - 1;
 		struct ns *empty = NULL;
 
-		pthread_mutex_lock(&reg_mutex);
+		crit_mutex_lock(&reg_mutex);
 		pr = ns_process();
 		if (mine) {
 			mine->threads--;
@@ -1772,7 +1772,7 @@ static void thread_exit_hook(void *arg)
 		} else if (all > 0 && pr && threads_in(pr, all) == 0) {
 			empty = pr;
 		}
-		pthread_mutex_unlock(&reg_mutex);
+		crit_mutex_unlock(&reg_mutex);
 		if (empty)
 			leave_last(empty, empty != pr, true);
 	}
@@ -1964,9 +1964,9 @@ void proc_exit_work(void)
 		return; /* never registered, or a vfork child sharing our memory */
 	if (!ns_process())
 		ns_get();
-	pthread_mutex_lock(&reg_mutex);
+	crit_mutex_lock(&reg_mutex);
 	n = kept(all, KEPT_MAX);
-	pthread_mutex_unlock(&reg_mutex);
+	crit_mutex_unlock(&reg_mutex);
 	for (int i = 0; i < n; i++) {
 		uint32_t idx = __atomic_load_n(&all[i]->proc_idx, __ATOMIC_ACQUIRE);
 		struct uproc *p = idx == UINT32_MAX ? NULL : proc_at(all[i], idx);
@@ -1993,9 +1993,9 @@ void proc_exit_now(void)
 	proc_exit_work();
 	if (!g_pid || (pid_t)sys_syscall(SYS_getpid) != g_pid)
 		return;
-	pthread_mutex_lock(&reg_mutex);
+	crit_mutex_lock(&reg_mutex);
 	n = kept(all, KEPT_MAX);
-	pthread_mutex_unlock(&reg_mutex);
+	crit_mutex_unlock(&reg_mutex);
 	for (int i = 0; i < n; i++)
 		if (all[i]->proc_idx != UINT32_MAX)
 			free_own_slot(all[i], !all[i]->exit_undone);
@@ -2015,9 +2015,9 @@ void proc_exec_prepare(void)
 		return;
 	if (!g_pid || (pid_t)sys_syscall(SYS_getpid) != g_pid)
 		return;  /* a vfork child: its exec is not ours */
-	pthread_mutex_lock(&reg_mutex);
+	crit_mutex_lock(&reg_mutex);
 	n = kept(all, KEPT_MAX);
-	pthread_mutex_unlock(&reg_mutex);
+	crit_mutex_unlock(&reg_mutex);
 	for (int i = 0; i < n; i++) {
 		uint32_t idx = __atomic_load_n(&all[i]->proc_idx, __ATOMIC_ACQUIRE);
 		struct uproc *p = idx == UINT32_MAX ? NULL : proc_at(all[i], idx);
@@ -2056,9 +2056,9 @@ void proc_undo_ns(struct ns *ns)
 
 	/* the kernel's exit_sem at setns drops this thread's hold on the
 	 * undo list: applied only by its last holder */
-	pthread_mutex_lock(&reg_mutex);
+	crit_mutex_lock(&reg_mutex);
 	alone = all == 1 || threads_in(ns, all) <= 1;
-	pthread_mutex_unlock(&reg_mutex);
+	crit_mutex_unlock(&reg_mutex);
 	if (!alone)
 		return;
 	p = cur_proc(ns);

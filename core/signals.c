@@ -423,7 +423,7 @@ int sig_program_action(int sig, const struct sigaction *act, struct sigaction *o
 	}
 	if (!catchable(sig))
 		return real_sigaction(sig, act, old);
-	pthread_mutex_lock(&act_mutex);
+	crit_mutex_lock(&act_mutex);
 	if (old)
 		*old = prog_act[sig];
 	if (act) {
@@ -444,7 +444,7 @@ int sig_program_action(int sig, const struct sigaction *act, struct sigaction *o
 			trampolined[sig] = false;
 		}
 	}
-	pthread_mutex_unlock(&act_mutex);
+	crit_mutex_unlock(&act_mutex);
 	return r;
 }
 
@@ -553,11 +553,11 @@ int sig_own(int sig, void (*h)(int, siginfo_t *, void *), int flags)
 	sa.sa_sigaction = h;
 	sa.sa_flags = SA_SIGINFO | flags;
 	sigemptyset(&sa.sa_mask);
-	pthread_mutex_lock(&act_mutex);
+	crit_mutex_lock(&act_mutex);
 	owned[sig] = h;
 	trampolined[sig] = false;
 	r = real_sigaction(sig, &sa, NULL) ? -errno : 0;
-	pthread_mutex_unlock(&act_mutex);
+	crit_mutex_unlock(&act_mutex);
 	return r;
 }
 
@@ -582,7 +582,7 @@ void uipc_sleep_begin(void)
 	pthread_once(&install_once, install);
 	if (!real_sigaction)
 		return;
-	pthread_mutex_lock(&act_mutex);
+	crit_mutex_lock(&act_mutex);
 	if (!cont_installed) {
 		if (!trampolined[SIGCONT]) {
 			install_ours(SIGCONT, NULL, trampoline, SA_RESTART);
@@ -590,7 +590,7 @@ void uipc_sleep_begin(void)
 		}
 		atomic_store(&cont_installed, true);
 	}
-	pthread_mutex_unlock(&act_mutex);
+	crit_mutex_unlock(&act_mutex);
 }
 
 /* ---- copies ---- */

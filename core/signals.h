@@ -6,6 +6,7 @@
 #ifndef UIPC_SIGNALS_H
 #define UIPC_SIGNALS_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -26,6 +27,26 @@ UIPC_HIDDEN void uipc_crit_enter(void);
 UIPC_HIDDEN void uipc_crit_exit(void);
 /* in a fork child, for a section entered before the fork (atfork) */
 UIPC_HIDDEN void uipc_crit_exit_child(void);
+
+/*
+ * A process-local mutex is held inside a critical section: a program's
+ * handler that interrupts its holder and makes an IPC call of its own
+ * (the kernel's calls are safe in a handler) would otherwise wait for a
+ * mutex that its own thread holds, for ever.  The handler runs when the
+ * holder lets go, as after a system call.  (The atfork handlers, inside
+ * the fork's own critical section, use the plain calls.)
+ */
+static inline void crit_mutex_lock(pthread_mutex_t *m)
+{
+	uipc_crit_enter();
+	pthread_mutex_lock(m);
+}
+
+static inline void crit_mutex_unlock(pthread_mutex_t *m)
+{
+	pthread_mutex_unlock(m);
+	uipc_crit_exit();
+}
 /* a signal for one of the program's handlers arrived inside a critical
  * section and waits for its end (an interruptible wait ends then) */
 UIPC_HIDDEN bool uipc_signal_held(void);

@@ -337,12 +337,12 @@ static int fd_hide(int fd)
 /* The application dup2s onto a guarded fd: ours moves elsewhere first. */
 void shm_fd_evict(int fd)
 {
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	/* an mmap in progress may be using the number */
 	while (l_fd_busy) {
-		pthread_mutex_unlock(&l_mutex);
+		crit_mutex_unlock(&l_mutex);
 		sched_yield();
-		pthread_mutex_lock(&l_mutex);
+		crit_mutex_lock(&l_mutex);
 	}
 	if (shm_fd_guarded(fd)) {
 		int h = fcntl(fd, F_DUPFD_CLOEXEC, fd_base());
@@ -360,7 +360,7 @@ void shm_fd_evict(int fd)
 			guard_add(h);
 		close_guarded(fd);
 	}
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 }
 
 /* lock-free (callers may hold l_mutex) */
@@ -384,7 +384,7 @@ static int seg_dirfd(struct ns *ns)
 	if (likely(fd >= 0) && !strncmp(l_dirpath, ns->path, dl) && l_dirpath[dl] == 0)
 		return fd;
 	snprintf(dir, sizeof(dir), "%.*s", (int)dl, ns->path);
-	pthread_mutex_lock(&l_dirmutex);
+	crit_mutex_lock(&l_dirmutex);
 	fd = __atomic_load_n(&l_dirfd, __ATOMIC_ACQUIRE);
 	if (fd < 0 || strcmp(l_dirpath, dir)) {
 		fd = sys_open(dir[0] ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -396,7 +396,7 @@ static int seg_dirfd(struct ns *ns)
 		}
 		fd = h;
 	}
-	pthread_mutex_unlock(&l_dirmutex);
+	crit_mutex_unlock(&l_dirmutex);
 	return fd;
 }
 
@@ -740,7 +740,7 @@ void shm_cred_prepare(void)
 {
 	if (likely(!__atomic_load_n(&l_nfds, __ATOMIC_RELAXED)))
 		return;
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	for (int i = 0; i < l_nro;) {
 		if (fd_find(l_ro[i].ns, l_ro[i].obj, l_ro[i].gen, l_ro[i].file) >= 0) {
 			i++;
@@ -759,7 +759,7 @@ void shm_cred_prepare(void)
 		if (ro >= 0)
 			l_ro[l_nro++] = (struct fdent){ ro, e->ns, e->obj, e->gen, e->file };
 	}
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 }
 
 /* the read-only twin of segment (OFF, GEN, FILE) while its read-write fd
@@ -768,35 +768,35 @@ static int ro_twin(struct ns *ns, uoff_t off, uint64_t gen, uint64_t file, bool 
 {
 	int i, fd = -EACCES;
 
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	i = ro_find(ns, off, gen, file);
 	if (i >= 0 && fd_find(ns, off, gen, file) >= 0) {
 		fd = l_ro[i].fd;
 		l_fd_busy++;
 		*own = false;
 	}
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 	return fd;
 }
 
 static void shm_enter(struct ns *ns)
 {
 	if (unlikely(__atomic_load_n(&l_nfds, __ATOMIC_RELAXED))) {
-		pthread_mutex_lock(&l_mutex);
+		crit_mutex_lock(&l_mutex);
 		fd_prune(ns);
-		pthread_mutex_unlock(&l_mutex);
+		crit_mutex_unlock(&l_mutex);
 	}
 }
 
 /* l_mutex not held */
 static void fd_unbusy(void)
 {
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	if (--l_fd_busy == 0) {
 		while (l_ndeferred)
 			close_guarded(l_deferred[--l_ndeferred]);
 	}
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 }
 
 /* ---- attachers table (segment lock held) ---- */
@@ -977,11 +977,11 @@ static void pool_discard(struct ns *ns, struct shm_pool *pl, uint32_t k)
 
 	file_base(ns, pl->e[k].file, name, sizeof(name));
 	seg_unlinkat(ns, dfd, name, pl->e[k].file);
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	fd = spare_take(ns, pl->e[k].file);
 	if (fd >= 0)
 		close_guarded(fd);
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 	pool_remove(ns, pl, k);
 }
 
@@ -1165,10 +1165,10 @@ static void release_file(struct ns *ns, const struct rmfile *rf)
 		return;
 	dfd = seg_dirfd(ns);
 	file_base(ns, rf->file, name, sizeof(name));
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	if (!rf->pooled) {
 		unlink_seg(ns, rf, dfd, name);
-		pthread_mutex_unlock(&l_mutex);
+		crit_mutex_unlock(&l_mutex);
 		return;
 	}
 	i = fd_find(ns, rf->obj, rf->gen, rf->file);
@@ -1178,7 +1178,7 @@ static void release_file(struct ns *ns, const struct rmfile *rf)
 		fd = l_fds[i].fd;
 		l_fds[i] = l_fds[--l_nfds];
 	}
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 	if (fd < 0) {
 		fd = seg_openat(ns, dfd, name, rf->file, O_RDWR | O_NONBLOCK);
 		if (fd >= 0)
@@ -1187,10 +1187,10 @@ static void release_file(struct ns *ns, const struct rmfile *rf)
 	ok = fd >= 0 && seg_truncate(ns, fd, rf->file, 0) == 0;
 	/* clean only once empty: a taker never meets this segment's data */
 	ok = pool_settle(ns, rf->file, ok);
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	if (fd >= 0 && !(ok && spare_keep(ns, rf->file, fd)))
 		fd_close_safe(fd);
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 }
 
 static int lock_err(int r)
@@ -1479,9 +1479,9 @@ static int pool_take(struct ns *ns, uint64_t size, uint64_t *filep, int *fdp)
 			return -ENOENT;
 		k = (uint32_t)found;
 		file = pl->e[k].file;
-		pthread_mutex_lock(&l_mutex);
+		crit_mutex_lock(&l_mutex);
 		fd = spare_take(ns, file);
-		pthread_mutex_unlock(&l_mutex);
+		crit_mutex_unlock(&l_mutex);
 		if (fd < 0) {
 			char name[4200];
 
@@ -1767,11 +1767,11 @@ static int newseg(struct ns *ns, key_t key, int shmflg, long arg)
 	J_SET(ns, h->shm_tot, h->shm_tot + numpages);
 	/* kept for our attaches: if another process destroys the segment, it
 	 * truncates the file (we are the creator: fd_shared stays clear) */
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	l_used = true;
 	if (!fd_keep(ns, off, shp->gen, file, fd))
 		close_guarded(fd);
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 	return id;
 }
 
@@ -1898,16 +1898,16 @@ static int open_seg(struct ns *ns, uoff_t off, uint64_t gen, uint64_t file, int 
 	char name[4200];
 	int fd, i, dfd;
 
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	i = fd_find(ns, off, gen, file);
 	if (i >= 0) {
 		fd = l_fds[i].fd;
 		l_fd_busy++;
-		pthread_mutex_unlock(&l_mutex);
+		crit_mutex_unlock(&l_mutex);
 		*own = false;
 		return fd;
 	}
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 	dfd = anon(ns) ? -1 : seg_dirfd(ns);
 	if (dfd < 0 && !anon(ns))
 		return -ENOMEM;
@@ -2313,11 +2313,11 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 				close_guarded(keep);
 			return -ENOMEM;
 		}
-		pthread_mutex_lock(&l_mutex);
+		crit_mutex_lock(&l_mutex);
 		l_used = true;
 		if ((flags & MAP_FIXED) && !remap_to)
 			frag_unmap((uintptr_t)m, len, &ds);
-		pthread_mutex_unlock(&l_mutex);
+		crit_mutex_unlock(&l_mutex);
 		for (int tries = 0;; tries++) {
 			uint32_t dead[16];
 			int n;
@@ -2371,7 +2371,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 		if ((shp->perm.mode & SHM_MODE_LOCKED) && shm_lock_by_mlock())
 			sys_syscall(SYS_mlock2, m, len, MLOCK_ONFAULT);
 		ulock_release(ns, &shp->lock);
-		pthread_mutex_lock(&l_mutex);
+		crit_mutex_lock(&l_mutex);
 		if (remap_to)
 			frag_unmap((uintptr_t)m, len, &ds);   /* what it replaced */
 		local_add((struct lattach){ (uintptr_t)m, len, 0, len, prot,
@@ -2379,7 +2379,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 					    shmid, ns_off(ns, shp), gen, 0, ns, FORK_SELF });
 		if (keep >= 0 && !fd_keep(ns, ns_off(ns, shp), gen, file, keep))
 			close_guarded(keep);
-		pthread_mutex_unlock(&l_mutex);
+		crit_mutex_unlock(&l_mutex);
 		/* an image we exec must drop our attachments even if it
 		 * never calls uipc: tell its constructor (shm_init) */
 		if (!l_env_marked) {
@@ -2438,7 +2438,7 @@ static int do_shmdt(struct ns *ns, const void *shmaddr)
 
 	if (addr & (UIPC_PAGE - 1))
 		return -EINVAL;
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	for (int i = 0; i < l_n; i++) {
 		struct lattach *f = &l_att[i];
 
@@ -2452,7 +2452,7 @@ static int do_shmdt(struct ns *ns, const void *shmaddr)
 			first = i;
 	}
 	if (first < 0) {
-		pthread_mutex_unlock(&l_mutex);
+		crit_mutex_unlock(&l_mutex);
 		return -EINVAL;
 	}
 	{
@@ -2474,7 +2474,7 @@ static int do_shmdt(struct ns *ns, const void *shmaddr)
 			i++;
 		}
 	}
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 	/* the segment's namespace, whichever this thread is in now: the
 	 * kernel's shm_close works on the vma's file, of the namespace the
 	 * segment was attached in */
@@ -2544,11 +2544,11 @@ int shm_hook_munmap(void *addr, size_t len)
 	if (likely(!any_attached()))
 		return sys_munmap(addr, len);
 	hooks_enter();
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	r = sys_munmap(addr, len);
 	if (r == 0 && len)
 		frag_unmap((uintptr_t)addr, PAGE_ALIGN(len), &ds);
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 	settle(&ds);
 	hooks_leave();
 	return r;
@@ -2562,11 +2562,11 @@ void *shm_hook_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t o
 	if (likely(!(flags & MAP_FIXED) || !any_attached()))
 		return (void *)sys_syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 	hooks_enter();
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	r = sys_syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 	if (r != -1 && len)
 		frag_unmap((uintptr_t)r, PAGE_ALIGN(len), &ds);
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 	settle(&ds);
 	hooks_leave();
 	return (void *)r;
@@ -2590,7 +2590,7 @@ void *shm_hook_mremap(void *old, size_t olen, size_t nlen, int flags, void *nadd
 	if (likely(!any_attached()))
 		return (void *)sys_syscall(SYS_mremap, old, olen, nlen, flags, naddr);
 	hooks_enter();
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	if (!overlaps(o, olen ? olen : 1)) {
 		/* not an attachment; but a fixed destination may cover one */
 		r = sys_syscall(SYS_mremap, old, olen, nlen, flags, naddr);
@@ -2651,7 +2651,7 @@ void *shm_hook_mremap(void *old, size_t olen, size_t nlen, int flags, void *nadd
 			l_att[i] = t;
 	}
 out:
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 	settle(&ds);
 	hooks_leave();
 	return (void *)r;
@@ -2701,11 +2701,11 @@ static long vma_call(uintptr_t a, size_t len, const struct vchange *c,
 	if (likely(!any_attached()))
 		return call(arg);
 	hooks_enter();
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	r = call(arg);
 	if (r == 0 && len)
 		frag_change(a, len, c, &ds);
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 	settle(&ds);
 	hooks_leave();
 	return r;
@@ -2739,11 +2739,11 @@ bool shm_mprotect_denied(void *addr, size_t len, int prot)
 	    (prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC | 0x8 /* PROT_SEM */ | PROT_GROWSDOWN |
 		      PROT_GROWSUP)))
 		return false;
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	for (int i = 0; i < l_n && !denied; i++)
 		denied = (l_att[i].vmf & VMF_NOWRITE) && l_att[i].addr < end &&
 			 a < l_att[i].addr + l_att[i].len;
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 	return denied;
 }
 
@@ -2834,14 +2834,14 @@ static int populate_attached(void *addr, size_t len, int advice)
 	/* l_mutex across the calls: no other thread of ours detaches the
 	 * range meanwhile (the segment stays alive, its file its own) */
 	hooks_enter();
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	fd = populate_fd(a, len, &off);
 	if (fd >= 0 && sys_syscall(SYS_fallocate, fd, FALLOC_FL_KEEP_SIZE, off, len) == 0)
 		r = sys_madvise(addr, len, MADV_POPULATE_WRITE);
 	/* anything else, as asked */
 	if (r)
 		r = sys_madvise(addr, len, advice);
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 	hooks_leave();
 	return r;
 }
@@ -2876,7 +2876,7 @@ int shm_hook_mlockall(int flags)
 {
 	int r;
 
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	r = ns_mlockall(flags);
 	if (r == 0) {
 		uint32_t f = VMF_LOCKED | (flags & MCL_ONFAULT ? VMF_ONFAULT : 0);
@@ -2886,7 +2886,7 @@ int shm_hook_mlockall(int flags)
 				l_att[i].vmf = (l_att[i].vmf & ~VMF_ONFAULT) | f;
 		l_vmf_future = flags & MCL_FUTURE ? f : 0;
 	}
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 	return r;
 }
 
@@ -2894,14 +2894,14 @@ int shm_hook_munlockall(void)
 {
 	int r;
 
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	r = ns_munlockall();
 	if (r == 0) {
 		for (int i = 0; i < l_n; i++)
 			l_att[i].vmf &= ~(VMF_LOCKED | VMF_ONFAULT);
 		l_vmf_future = 0;
 	}
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 	return r;
 }
 
@@ -2982,12 +2982,12 @@ long shm_remap_file_pages(void *addr, size_t size, int prot, size_t pgoff, int f
 	if (prot || end <= start || pgoff + size / UIPC_PAGE < pgoff)
 		return -EINVAL;
 	hooks_enter();
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	i = frag_at(start);
 	if (i < 0) {
 		bool ours = overlaps(start, size);
 
-		pthread_mutex_unlock(&l_mutex);
+		crit_mutex_unlock(&l_mutex);
 		hooks_leave();
 		/* a vma of another file, or none, before the attachment */
 		if (ours)
@@ -3003,7 +3003,7 @@ long shm_remap_file_pages(void *addr, size_t size, int prot, size_t pgoff, int f
 
 		if (j < 0 || l_att[j].addr != at || l_att[j].att != f0.att ||
 		    l_att[j].prot != f0.prot || l_att[j].vmf != f0.vmf) {
-			pthread_mutex_unlock(&l_mutex);
+			crit_mutex_unlock(&l_mutex);
 			hooks_leave();
 			return -EINVAL;
 		}
@@ -3015,7 +3015,7 @@ long shm_remap_file_pages(void *addr, size_t size, int prot, size_t pgoff, int f
 			inside = inside && l_att[k].addr >= start && l_att[k].addr + l_att[k].len <= end;
 		}
 	}
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 
 	ns = f0.ns;       /* the segment's, whichever this thread is in */
 	me = ns ? cur_proc(ns) : NULL;
@@ -3032,10 +3032,10 @@ long shm_remap_file_pages(void *addr, size_t size, int prot, size_t pgoff, int f
 		ulock_release(ns, &shp->lock);
 	}
 	if (destroys) {
-		pthread_mutex_lock(&l_mutex);
+		crit_mutex_lock(&l_mutex);
 		if (sys_munmap((void *)start, size) == 0)
 			frag_unmap(start, size, &ds);
-		pthread_mutex_unlock(&l_mutex);
+		crit_mutex_unlock(&l_mutex);
 		settle(&ds);
 		hooks_leave();
 		return -EINVAL;
@@ -3048,7 +3048,7 @@ long shm_remap_file_pages(void *addr, size_t size, int prot, size_t pgoff, int f
 	segpages = f0.seglen / UIPC_PAGE;
 	mflags = MAP_SHARED | MAP_FIXED | MAP_POPULATE | (flags & MAP_NONBLOCK) |
 		 (f0.vmf & VMF_LOCKED ? MAP_LOCKED : 0);
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	if (anon(ns) && pgoff + size / UIPC_PAGE > segpages) {
 		/* past the segment's end: not the next slot */
 		size_t in_seg = pgoff < segpages ? (segpages - pgoff) * UIPC_PAGE : 0;
@@ -3084,7 +3084,7 @@ long shm_remap_file_pages(void *addr, size_t size, int prot, size_t pgoff, int f
 			 l_vmf_future;
 		remap_place(&nf, &ds);
 	}
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 	seg_fd_done(fd, own);
 	settle(&ds);
 	if (r == 0 && (shp->perm.mode & SHM_MODE_LOCKED))
@@ -3294,7 +3294,7 @@ static int shmctl_do_lock(struct ns *ns, int shmid, int cmd)
 	 * does not populate) or unlocked, where eviction is possible */
 	if (!shm_lock_by_mlock())
 		goto out;
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	for (int i = 0; i < l_n; i++) {
 		if (l_att[i].obj != ns_off(ns, shp) || l_att[i].gen != gen)
 			continue;
@@ -3303,7 +3303,7 @@ static int shmctl_do_lock(struct ns *ns, int shmid, int cmd)
 		else
 			sys_syscall(SYS_munlock, (void *)l_att[i].addr, l_att[i].len);
 	}
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 out:
 	ulock_release(ns, &shp->lock);
 	return err;
@@ -3450,14 +3450,14 @@ void shm_exit_proc(struct ns *ns, struct uproc *p)
 	if (p == cur_proc(ns)) {
 		/* our own exit (or exec, for a namespace the exec'd image is
 		 * not in): the local table's attachments of NS go with us */
-		pthread_mutex_lock(&l_mutex);
+		crit_mutex_lock(&l_mutex);
 		for (int i = 0; i < l_n;) {
 			if (l_att[i].ns == ns)
 				l_att[i] = l_att[--l_n];
 			else
 				i++;
 		}
-		pthread_mutex_unlock(&l_mutex);
+		crit_mutex_unlock(&l_mutex);
 		shm_detach_proc(ns, p, DETACH_EXIT);
 		return;
 	}
@@ -3752,7 +3752,7 @@ static bool count_for_child(void)
 	bool self;
 	int n;
 
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	n = l_n;
 	c = n ? malloc((size_t)n * sizeof(*c)) : NULL;
 	for (int i = 0; i < l_n; i++) {
@@ -3763,11 +3763,11 @@ static bool count_for_child(void)
 			c[i] = (struct fork_count){ a->ns, a->addr, a->gen, a->shmid,
 						    a->vmf & VMF_DONTCOPY ? FORK_LOST : FORK_SELF };
 	}
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 	if (!c)
 		return n > 0;
 	self = count_in_loans(c, n);
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	for (int i = 0; i < l_n; i++) {
 		struct lattach *a = &l_att[i];
 
@@ -3778,7 +3778,7 @@ static bool count_for_child(void)
 		else
 			self = true;
 	}
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 	free(c);
 	return self;
 }
@@ -4102,11 +4102,11 @@ bool shm_ns_busy(struct ns *ns)
 {
 	bool busy;
 
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	busy = l_fd_busy > 0;
 	for (int i = 0; i < l_n && !busy; i++)
 		busy = l_att[i].ns == ns;
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 	return busy;
 }
 
@@ -4129,9 +4129,9 @@ static void fdents_close_ns(struct fdent *t, int *n, struct ns *ns)
  * NS until their shmdt, as on the kernel. */
 void shm_ns_leave(struct ns *ns)
 {
-	pthread_mutex_lock(&l_mutex);
+	crit_mutex_lock(&l_mutex);
 	fdents_close_ns(l_fds, &l_nfds, ns);
 	fdents_close_ns(l_ro, &l_nro, ns);
 	atomic_store(&exec_pending, NO_PROC);
-	pthread_mutex_unlock(&l_mutex);
+	crit_mutex_unlock(&l_mutex);
 }

@@ -350,6 +350,77 @@ static void handler_semop(int argc, char **argv)
 	dt_rmid(hs_id);
 }
 
+/* handler-first-call: a handler that makes a semop of its own interrupts
+ * a new process's first call (uipc registers the process then, under
+ * locks of its own).  Each of 100 fork children sets a 20 us interval
+ * timer and makes its first calls under it; none may hang, and no call
+ * may fail.  (A handler that interrupted the registration and waited for
+ * it hung the child for ever.) */
+#define HF_CHILDREN 100
+static volatile sig_atomic_t hf_fail;
+
+static void hf_handler(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	struct sembuf s = { 1, 1, IPC_NOWAIT };
+	if (semop(hs_id, &s, 1) < 0)
+		hf_fail = 1;
+	errno = saved;
+}
+
+static void hf_child(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = hf_handler;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	struct itimerval it = { { 0, 20 }, { 0, 20 } };
+	setitimer(ITIMER_REAL, &it, NULL);
+	struct sembuf up = { 0, 1, SEM_UNDO }, down = { 0, -1, SEM_UNDO };
+	int bad = semop(hs_id, &up, 1) < 0 || semop(hs_id, &down, 1) < 0 ||
+		  semctl(hs_id, 1, GETVAL) < 0;
+	struct itimerval off = { { 0, 0 }, { 0, 0 } };
+	setitimer(ITIMER_REAL, &off, NULL);
+	_exit(bad || hf_fail ? 1 : 0);
+}
+
+static void handler_first_call(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	int finished = 0, stuck = 0, failed = 0;
+	hs_id = dt_semget(IPC_PRIVATE, 2, 0600);
+	for (int i = 0; i < HF_CHILDREN; i++) {
+		pid_t p = fork();
+		if (p == 0)
+			hf_child();
+		if (p < 0) {
+			failed++;
+			continue;
+		}
+		long long deadline = dt_now_ms() + dt_deadline_ms(10000);
+		int st;
+		pid_t r;
+		while ((r = waitpid(p, &st, WNOHANG)) == 0 && dt_now_ms() < deadline)
+			dt_msleep(1);
+		if (r == 0) {
+			/* one is enough to know: the others would cost 10 s each */
+			stuck++;
+			kill(p, SIGKILL);
+			waitpid(p, &st, 0);
+			break;
+		}
+		finished++;
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			failed++;
+	}
+	dt_out("children finished: %d of %d, stuck: %d, with a failed call: %d", finished,
+	       HF_CHILDREN, stuck, failed);
+	dt_get(hs_id, 0, GETVAL);
+	dt_rmid(hs_id);
+}
+
 /*
  * eintr-early: each try is a new thread (uipc's spin budget is per thread),
  * pinned to the last CPU, whose own timer fires 10-40 us after it starts a
@@ -492,6 +563,7 @@ const struct dt_case dt_cases[] = {
 	{ "stop-cont", stop_cont, 0 },
 	{ "stop-cont-timed", stop_cont_timed, 0 },
 	{ "handler-semop", handler_semop, 0 },
+	{ "handler-first-call", handler_first_call, 0 },
 	{ "eintr-early", eintr_early, 0 },
 	{ NULL, NULL, 0 },
 };

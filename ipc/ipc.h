@@ -261,6 +261,17 @@ static inline struct uperm *ipc_obtain_check(struct ns *ns, int type, int id, in
 	return p;
 }
 
+/*
+ * After a lookup without the lock found P for ID and P then failed a check
+ * of its block: does the id table still name P under ID?  If not, P was
+ * removed meanwhile (its block freed, perhaps reused): an ordinary race,
+ * EIDRM as the kernel's, not a corrupt namespace to report.
+ */
+static inline bool ipc_obj_still(struct ns *ns, int type, int id, const struct uperm *p)
+{
+	return ipc_obtain(ns, type, id) == p && __atomic_load_n(&p->id, __ATOMIC_ACQUIRE) == id;
+}
+
 /* The kernel's ipcperms(): 0 if granted, -1 if not.  The group lists are
  * searched only when the caller owns neither the object nor its creation. */
 static inline int ipcperms(struct uperm *p, int flag)

@@ -1130,7 +1130,7 @@ sem_obtain_count(struct ns *ns, int semid, int *err, int *n)
 	/* the array whole inside its block (ipc_obj_fits remembers it) */
 	*n = sem_count(ns, sma_of(p));
 	if (!*n || !ipc_obj_fits(ns, p, sem_bytes(*n))) {
-		if (*n)
+		if (*n && ipc_obj_still(ns, IPC_SEM_IDS, semid, p))
 			sem_bad_count(ns);
 		*err = -EIDRM;
 		return NULL;

@@ -570,7 +570,8 @@ static struct shmid_kernel *shm_obtain_check(struct ns *ns, int id, int *err)
 		return NULL;
 	/* the segment as a whole, inside its block */
 	if (!ipc_obj_fits(ns, p, sizeof(struct shmid_kernel))) {
-		ns_corrupt(ns, "segment outside its block");
+		if (ipc_obj_still(ns, IPC_SHM_IDS, id, p))
+			ns_corrupt(ns, "segment outside its block");
 		*err = -EIDRM;
 		return NULL;
 	}

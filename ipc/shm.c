@@ -1940,11 +1940,18 @@ static int open_seg_rdonly(struct ns *ns, uint64_t file, bool *own)
 	return fd_hide(fd);
 }
 
-/* Under its lock, is SHP still segment SHMID of generation GEN, with file
- * FILE?  An fd opened by a number read without the lock may be of a
- * segment destroyed since: its file is truncated after the destroying
- * section commits, so a short file is an ordinary race, not corruption,
- * unless the segment still has it. */
+/* (segment lock held) Is SHP still segment SHMID of generation GEN, with
+ * file FILE, as a caller that read GEN and FILE without the lock found it? */
+static bool seg_is(struct ns *ns, struct shmid_kernel *shp, int shmid, uint64_t gen,
+		   uint64_t file)
+{
+	return shp_valid(ns, shp, shmid, gen) && seg_file_is(shp, file);
+}
+
+/* seg_is, taking the lock.  An fd opened by a number read without the lock
+ * may be of a segment destroyed since: its file is truncated after the
+ * destroying section commits, so a short file is an ordinary race, not
+ * corruption, unless the segment still has it. */
 static bool seg_still_has(struct ns *ns, struct shmid_kernel *shp, int shmid, uint64_t gen,
 			  uint64_t file)
 {
@@ -1952,7 +1959,7 @@ static bool seg_still_has(struct ns *ns, struct shmid_kernel *shp, int shmid, ui
 
 	if (ulock_acquire(ns, &shp->lock))
 		return false;
-	has = shp_valid(ns, shp, shmid, gen) && seg_file_is(shp, file);
+	has = seg_is(ns, shp, shmid, gen, file);
 	ulock_release(ns, &shp->lock);
 	return has;
 }
@@ -2342,7 +2349,7 @@ static long do_shmat(struct ns *ns, int shmid, const void *shmaddr, int shmflg)
 		/* what we mapped may be a file that is no longer (or was
 		 * never, for a torn read of gen and file) this segment's: it
 		 * was never shown to the program, and goes */
-		if (!shp_valid(ns, shp, shmid, gen) || !seg_file_is(shp, file)) {
+		if (!seg_is(ns, shp, shmid, gen, file)) {
 			ulock_release(ns, &shp->lock);
 			sys_munmap(m, len);
 			apply_deltas(ns, me, ds.d, ds.n);

@@ -306,16 +306,23 @@ static void hs_handler(int sig)
 	errno = saved;
 }
 
-static void handler_child(void *p)
+/* SIGALRM runs hs_handler every USEC microseconds (0: the timer stops) */
+static void hs_timer(long usec)
 {
-	(void)p;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = hs_handler;
 	sa.sa_flags = SA_RESTART;
-	sigaction(SIGALRM, &sa, NULL);
-	struct itimerval it = { { 0, 200 }, { 0, 200 } };
+	if (usec)
+		sigaction(SIGALRM, &sa, NULL);
+	struct itimerval it = { { 0, usec }, { 0, usec } };
 	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void handler_child(void *p)
+{
+	(void)p;
+	hs_timer(200);
 	long long end = dt_now_ms() + 300;
 	long loops = 0, bad = 0;
 	while (dt_now_ms() < end) {
@@ -329,8 +336,7 @@ static void handler_child(void *p)
 			bad++;
 		loops++;
 	}
-	struct itimerval off = { { 0, 0 }, { 0, 0 } };
-	setitimer(ITIMER_REAL, &off, NULL);
+	hs_timer(0);
 	int v1 = semctl(hs_id, 1, GETVAL);
 	dt_out("loops > 100: %s, handler ran > 10 times: %s, bad calls: %ld, "
 	       "handler failures: %d", loops > 100 ? "yes" : "no",
@@ -357,33 +363,15 @@ static void handler_semop(int argc, char **argv)
  * may fail.  (A handler that interrupted the registration and waited for
  * it hung the child for ever.) */
 #define HF_CHILDREN 100
-static volatile sig_atomic_t hf_fail;
-
-static void hf_handler(int sig)
-{
-	(void)sig;
-	int saved = errno;
-	struct sembuf s = { 1, 1, IPC_NOWAIT };
-	if (semop(hs_id, &s, 1) < 0)
-		hf_fail = 1;
-	errno = saved;
-}
 
 static void hf_child(void)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = hf_handler;
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGALRM, &sa, NULL);
-	struct itimerval it = { { 0, 20 }, { 0, 20 } };
-	setitimer(ITIMER_REAL, &it, NULL);
+	hs_timer(20);
 	struct sembuf up = { 0, 1, SEM_UNDO }, down = { 0, -1, SEM_UNDO };
 	int bad = semop(hs_id, &up, 1) < 0 || semop(hs_id, &down, 1) < 0 ||
 		  semctl(hs_id, 1, GETVAL) < 0;
-	struct itimerval off = { { 0, 0 }, { 0, 0 } };
-	setitimer(ITIMER_REAL, &off, NULL);
-	_exit(bad || hf_fail ? 1 : 0);
+	hs_timer(0);
+	_exit(bad || hs_fail ? 1 : 0);
 }
 
 static void handler_first_call(int argc, char **argv)

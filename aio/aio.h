@@ -3,8 +3,9 @@
  *
  * Owns: contexts and their table (ctx.c), the ring programs read (ring.h),
  * submission and cancellation (submit.c), IOCB_CMD_POLL (poll.c),
- * completion into the ring and io_getevents (events.c), and the threads
- * that perform I/O which cannot complete at once (worker.c).  State is
+ * completion into the ring and io_getevents (events.c), and who performs
+ * the I/O which cannot complete at once (backend.c: an io_uring, uring.c,
+ * or threads, worker.c; O_DIRECT in a kernel AIO context, kaio.c).  State is
  * per process: contexts are not inherited by a fork child and die with
  * the process, as in the kernel;
  * fs.aio-nr and fs.aio-max-nr are the namespace's (core/aionr.c).
@@ -47,6 +48,8 @@ struct kioctx {
 	_Atomic uint32_t waiters;    /* sleepers on seq */
 	_Atomic uint32_t ring_reqs;  /* requests in the io_uring (uring.c) */
 	_Atomic uint32_t ring_waiters; /* io_getevents sleeping in the io_uring for it */
+	_Atomic uint32_t kaio_reqs;  /* requests in the kernel AIO context (kaio.c) */
+	_Atomic uint32_t kaio_waiters; /* io_getevents leading in it for this one */
 	pthread_mutex_t completion_lock;  /* writers of tail */
 	pthread_mutex_t ring_lock;        /* readers of head (io_getevents) */
 	pthread_mutex_t active_lock;      /* the list below */
@@ -63,6 +66,8 @@ struct aio_kiocb {
 	int borrowed_fd;             /* the program's, while io_submit runs (uring.c, direct) */
 	int resfd;                   /* eventfd, or -1 */
 	int rw_flags;
+	uint16_t ioprio;             /* aio_reqprio, when IOCB_FLAG_IOPRIO (has_ioprio) */
+	bool has_ioprio;
 	int64_t pos;
 	int64_t done;                /* bytes already moved by the inline try */
 	int64_t prior;               /* bytes moved before iov and pos (uring.c advanced them) */
@@ -100,6 +105,13 @@ UIPC_HIDDEN void aio_post(struct aio_kiocb *req, int64_t res, int64_t res2);
 UIPC_HIDDEN uint32_t aio_ring_used(struct kioctx *ctx);
 /* wake whoever sleeps on CTX (io_getevents, io_destroy) */
 UIPC_HIDDEN void aio_wake(struct kioctx *ctx);
+/* the posted requests DONE (linked by next, grouped by context): each
+ * context woken once, each request freed */
+UIPC_HIDDEN void aio_wake_free(struct aio_kiocb *done);
+/* sleep on CTX's completion count (while == SEQ) and, if W2, on *W2 (while
+ * == V2), until DEADLINE (mono_ns, -1: none); 0, -ETIMEDOUT or -EINTR */
+UIPC_HIDDEN int aio_wait_seq(struct kioctx *ctx, uint32_t seq, uint32_t *w2, uint32_t v2,
+			     int64_t deadline, unsigned hand0, unsigned cont0);
 
 /* ---- poll.c ---- */
 /* IOCB_CMD_POLL for REQ on FD.  0 (completed or pending) or -errno. */
@@ -121,6 +133,25 @@ UIPC_HIDDEN bool aio_queue_direct(struct aio_kiocb *req, int fd);
 /* start what aio_queue_work queued (once per io_submit) */
 UIPC_HIDDEN void aio_queue_flush(void);
 UIPC_HIDDEN void aio_backend_fork_child(void);
+
+/* ---- kaio.c: O_DIRECT reads and writes in a kernel AIO context ---- */
+/* REQ (a read or write of the O_DIRECT file FD) into the kernel context:
+ * 1 taken, 0 not (none to be had, or full: the backend's), -errno the
+ * kernel's refusal of the iocb */
+UIPC_HIDDEN int aio_kaio_submit(struct aio_kiocb *req, int fd);
+/* what the kernel context holds, into the rings now (a system call only
+ * when it holds something) */
+UIPC_HIDDEN void aio_kaio_reap(void);
+/* io_getevents sleeping in the kernel context (kaio.c has why) */
+UIPC_HIDDEN bool aio_kaio_can_wait(struct kioctx *ctx);
+UIPC_HIDDEN int aio_kaio_wait(struct kioctx *ctx, uint32_t seq, int64_t deadline,
+			      unsigned hand0, unsigned cont0);
+/* someone other than this thread sleeps in the kernel context for CTX */
+UIPC_HIDDEN bool aio_kaio_waited(struct kioctx *ctx);
+UIPC_HIDDEN void aio_kaio_nudge(void);
+/* its descriptor (-1: none), guarded like the ring's */
+UIPC_HIDDEN int aio_kaio_guarded_fd(void);
+UIPC_HIDDEN void aio_kaio_fork_child(void);
 
 /* ---- worker.c: the threads backend ---- */
 /* 0, or -EAGAIN when no thread could be started */

@@ -3,8 +3,9 @@
  * once: an io_uring of the process's own (uring.c) where the kernel
  * allows it, else a pool of threads (worker.c).
  *
- * UIPC_AIO_BACKEND chooses: "uring" or "threads"; unset or empty, uring
- * where it can be had.  io_uring cannot be had when io_uring_setup fails
+ * UIPC_AIO_BACKEND chooses: "uring" or "threads"; unset, empty or
+ * "kernel", uring where it can be had, and O_DIRECT reads and writes in a
+ * kernel AIO context (kaio.c) where the kernel's AIO can be had.  io_uring cannot be had when io_uring_setup fails
  * (sysctl kernel.io_uring_disabled, a kernel without it or without the
  * opcodes used) or a seccomp filter refuses it; then threads, said once on
  * stderr if uring was asked for by name.  The choice is made at the first
@@ -26,8 +27,8 @@ static int choose(void)
 	bool named_uring = e && !strcmp(e, "uring");
 	int err;
 
-	if (e && *e && !want_threads && !named_uring)
-		fprintf(stderr, "uipc: UIPC_AIO_BACKEND=%s is unknown (uring, threads): "
+	if (e && *e && !want_threads && !named_uring && strcmp(e, "kernel"))
+		fprintf(stderr, "uipc: UIPC_AIO_BACKEND=%s is unknown (uring, threads, kernel): "
 			"the default\n", e);
 	if (want_threads)
 		return BACKEND_THREADS;
@@ -87,4 +88,5 @@ void aio_backend_fork_child(void)
 	atomic_store(&backend, BACKEND_UNSET);
 	aio_threads_fork_child();
 	aio_uring_fork_child();
+	aio_kaio_fork_child();
 }

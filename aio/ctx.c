@@ -381,6 +381,11 @@ static void wait_quiet(struct kioctx *ctx)
 
 		if (!atomic_load(&ctx->inflight) && !atomic_load(&ctx->users))
 			return;
+		/* requests in the kernel context: someone must read it */
+		if (aio_kaio_can_wait(ctx)) {
+			aio_kaio_wait(ctx, seq, -1, uipc_handler_gen(), uipc_cont_gen());
+			continue;
+		}
 		atomic_fetch_add(&ctx->waiters, 1);
 		if (atomic_load(&ctx->inflight) || atomic_load(&ctx->users))
 			sys_syscall(SYS_futex, w, FUTEX_WAIT, seq, NULL, NULL, 0);

@@ -21,9 +21,24 @@ void aio_wake(struct kioctx *ctx)
 	atomic_fetch_add(&ctx->seq, 1);
 	if (atomic_load(&ctx->waiters))
 		sys_futex_wake((void *)&ctx->seq, INT_MAX);
-	/* a sleeper in the io_uring wakes for a completion there (uring.c) */
+	/* a sleeper in the io_uring wakes for a completion there (uring.c),
+	 * one in the kernel context for one there (kaio.c) */
 	if (atomic_load(&ctx->ring_waiters) && aio_uring_waited(ctx))
 		aio_uring_nudge();
+	if (atomic_load(&ctx->kaio_waiters) && aio_kaio_waited(ctx))
+		aio_kaio_nudge();
+}
+
+void aio_wake_free(struct aio_kiocb *done)
+{
+	struct aio_kiocb *next;
+
+	for (; done; done = next) {
+		next = done->next;
+		if (!next || next->ctx != done->ctx)
+			aio_wake(done->ctx);
+		aio_req_free(done);
+	}
 }
 
 uint32_t aio_ring_used(struct kioctx *ctx)
@@ -121,17 +136,18 @@ static bool time_left(int64_t deadline, struct timespec *rel)
 	return true;
 }
 
-/* sleep until the ring may have changed; -EINTR, -ETIMEDOUT or 0 */
-static int wait_events(struct kioctx *ctx, uint32_t seq, int64_t deadline, unsigned hand0,
-		       unsigned cont0)
+int aio_wait_seq(struct kioctx *ctx, uint32_t seq, uint32_t *w2, uint32_t v2,
+		 int64_t deadline, unsigned hand0, unsigned cont0)
 {
-	uint32_t *w = (uint32_t *)&ctx->seq;
+	uint32_t *w[2] = { (uint32_t *)&ctx->seq, w2 }, val[2] = { seq, v2 };
 	struct timespec rel = { 3600, 0 };   /* no deadline: wake hourly, loop */
 	int r;
 
 	if (deadline >= 0 && !time_left(deadline, &rel))
 		return -ETIMEDOUT;
-	r = uipc_wait_words(&w, &seq, 1, &rel, hand0);
+	atomic_fetch_add(&ctx->waiters, 1);
+	r = uipc_wait_words(w, val, w2 ? 2 : 1, &rel, hand0);
+	atomic_fetch_sub(&ctx->waiters, 1);
 	if (r < 0 && errno == ETIMEDOUT && deadline >= 0)
 		return -ETIMEDOUT;
 	if (uipc_handler_gen() != hand0 || uipc_cont_gen() != cont0)
@@ -152,6 +168,10 @@ static long read_events(struct kioctx *ctx, long min_nr, long nr, struct io_even
 	uipc_sleep_begin();
 	for (;;) {
 		seq = atomic_load(&ctx->seq);
+		/* completions in the kernel context are the kernel's events
+		 * already: a caller that does not wait finds them too */
+		if (atomic_load(&ctx->kaio_reqs))
+			aio_kaio_reap();
 		r = read_ring(ctx, nr - got, events + got);
 		if (r < 0)
 			return got ? got : r;
@@ -160,13 +180,12 @@ static long read_events(struct kioctx *ctx, long min_nr, long nr, struct io_even
 			return got;
 		if (atomic_load(&ctx->dead))
 			return got ? got : -EINVAL;
-		if (aio_uring_can_wait(ctx)) {
+		if (aio_kaio_can_wait(ctx))
+			w = aio_kaio_wait(ctx, seq, deadline, hand0, cont0);
+		else if (aio_uring_can_wait(ctx))
 			w = aio_uring_wait(ctx, seq, deadline, hand0, cont0);
-		} else {
-			atomic_fetch_add(&ctx->waiters, 1);
-			w = wait_events(ctx, seq, deadline, hand0, cont0);
-			atomic_fetch_sub(&ctx->waiters, 1);
-		}
+		else
+			w = aio_wait_seq(ctx, seq, NULL, 0, deadline, hand0, cont0);
 		if (w == -ETIMEDOUT) {
 			r = read_ring(ctx, nr - got, events + got);
 			return r > 0 ? got + r : got;

@@ -102,6 +102,14 @@ static void note_memfs(int fd, bool memfs)
  * a reference to the file: the program may close its fd meanwhile) */
 static int queue_req(struct aio_kiocb *req, int fd, int fl)
 {
+	/* O_DIRECT reads and writes: the kernel's own AIO where it can be
+	 * had (kaio.c) */
+	if ((fl & O_DIRECT) && req->opcode != IOCB_CMD_FSYNC && req->opcode != IOCB_CMD_FDSYNC) {
+		int r = aio_kaio_submit(req, fd);
+
+		if (r)
+			return r < 0 ? r : 0;
+	}
 	/* io_uring answers O_NONBLOCK's -EAGAIN: such a file needs a dup for
 	 * the threads backend */
 	if (!(fl & O_NONBLOCK) && aio_queue_direct(req, fd))
@@ -351,6 +359,8 @@ static int aio_rw(struct aio_kiocb *req, const struct iocb *cb, int fd, int fl, 
 	err = check_ioprio(cb);
 	if (err)
 		return err;
+	req->has_ioprio = cb->aio_flags & IOCB_FLAG_IOPRIO;
+	req->ioprio = cb->aio_reqprio;
 	req->rw_flags = (int)cb->aio_rw_flags;
 	req->pos = cb->aio_offset;
 	if (write ? acc == O_RDONLY : acc == O_WRONLY)

@@ -390,20 +390,26 @@ static bool room_take(unsigned n)
 	return true;
 }
 
-/* REQ goes into the queue with descriptor FD (sq_lock held, room taken) */
+/* REQ goes into the queue with descriptor FD (sq_lock held, room taken).
+ * Its context's ring_reqs counts it from the moment io_submit gave it to
+ * the ring (aio_uring_queue, aio_uring_batch_add), not from here: an
+ * io_getevents made before the ring thread enters it (a handler's, while
+ * the thread it interrupted is the ring's reaper) must sleep in the ring,
+ * where its completion comes, not on the futex that only the ring thread
+ * would wake (and does not while a reaper is in). */
 static bool sq_put(struct aio_kiocb *req, int fd)
 {
 	struct io_uring_sqe *sqe = sqe_get();
 
 	if (!sqe)
 		return false;
-	atomic_fetch_add(&req->ctx->ring_reqs, 1);
 	sqe_fill(sqe, req, fd);
 	sqe_publish();
 	return true;
 }
 
-/* the SQEs of the last N requests put were not taken: their accounting back */
+/* the SQEs of the last N requests put were not taken (they leave the
+ * ring): their accounting back */
 static void sq_untake(struct aio_kiocb *const *reqs, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
@@ -487,12 +493,7 @@ static unsigned reap_locked(void)
 	__atomic_store_n(ring.cq_head, head, __ATOMIC_RELEASE);
 	if (n)
 		atomic_fetch_sub(&in_ring, n);
-	for (; done; done = req) {
-		req = done->next;
-		if (!req || req->ctx != done->ctx)
-			aio_wake(done->ctx);
-		aio_req_free(done);
-	}
+	aio_wake_free(done);
 	return n;
 }
 
@@ -667,9 +668,8 @@ fail:
 	return state;
 }
 
-/* the ring thread's: REQ has a descriptor of its own; it goes with the
- * rest of this io_submit's at its end (aio_uring_kick) */
-void aio_uring_queue(struct aio_kiocb *req)
+/* REQ (counted in ring_reqs) with the rest of this io_submit's */
+static void queue_for_thread(struct aio_kiocb *req)
 {
 	uipc_crit_enter();               /* a handler's io_submit sees the list whole */
 	req->batch_end = false;
@@ -678,6 +678,14 @@ void aio_uring_queue(struct aio_kiocb *req)
 	if (!queued_oldest)
 		queued_oldest = req;
 	uipc_crit_exit();
+}
+
+/* the ring thread's: REQ has a descriptor of its own; it goes with the
+ * rest of this io_submit's at its end (aio_uring_kick) */
+void aio_uring_queue(struct aio_kiocb *req)
+{
+	atomic_fetch_add(&req->ctx->ring_reqs, 1);
+	queue_for_thread(req);
 }
 
 /*
@@ -727,19 +735,22 @@ void aio_uring_not_reaper(void)
  * of this io_submit, which still holds FD */
 void aio_uring_batch_add(struct aio_kiocb *req, int fd)
 {
+	atomic_fetch_add(&req->ctx->ring_reqs, 1);
 	req->fd = -1;
 	req->borrowed_fd = fd;
 	req->next = NULL;
+	uipc_crit_enter();               /* a handler's io_submit sees the list whole */
 	if (batch_tail)
 		batch_tail->next = req;
 	else
 		batch = req;
 	batch_tail = req;
+	uipc_crit_exit();
 }
 
 /* a request of this io_submit that the ring could not take now: with a
- * descriptor of its own, for the ring thread (no room) or a worker (the
- * ring refused it) */
+ * descriptor of its own, for the ring thread (no room: RING_OK, still
+ * counted in ring_reqs) or a worker (the ring refused it, uncounted) */
 static void hand_off(struct aio_kiocb *req, bool ring_ok)
 {
 	req->fd = (int)sys_raw6(SYS_fcntl, req->borrowed_fd, F_DUPFD_CLOEXEC, 0, 0, 0, 0);
@@ -747,9 +758,11 @@ static void hand_off(struct aio_kiocb *req, bool ring_ok)
 		int err = req->fd;
 
 		req->fd = -1;
+		if (ring_ok)
+			atomic_fetch_sub(&req->ctx->ring_reqs, 1);
 		aio_complete(req, err, 0);
 	} else if (ring_ok) {
-		aio_uring_queue(req);
+		queue_for_thread(req);
 	} else {
 		to_threads(&req, 1);
 	}
@@ -759,18 +772,25 @@ static void hand_off(struct aio_kiocb *req, bool ring_ok)
  * reaps the completions that its entering posted */
 void aio_uring_batch_flush(void)
 {
-	struct aio_kiocb *put[SQ_ENTRIES], *req;
+	struct aio_kiocb *put[SQ_ENTRIES], *req, *list;
 	unsigned n, took;
 
-	if (!batch)
+	/* the list is taken whole first: a handler that runs while this
+	 * enters it (at sq_lock's release) makes and flushes a batch of its
+	 * own */
+	uipc_crit_enter();
+	list = batch;
+	batch = batch_tail = NULL;
+	uipc_crit_exit();
+	if (!list)
 		return;
 	reaper_enter();
-	while (batch) {
+	while (list) {
 		n = 0;
 		crit_mutex_lock(&sq_lock);
-		while (batch && n < SQ_ENTRIES && room_take(1)) {
-			req = batch;
-			batch = req->next;
+		while (list && n < SQ_ENTRIES && room_take(1)) {
+			req = list;
+			list = req->next;
 			sq_put(req, req->borrowed_fd);
 			put[n++] = req;
 		}
@@ -786,11 +806,10 @@ void aio_uring_batch_flush(void)
 		if (!n)
 			break;
 	}
-	while ((req = batch)) {           /* no room in the ring */
-		batch = req->next;
+	while ((req = list)) {            /* no room in the ring */
+		list = req->next;
 		hand_off(req, true);
 	}
-	batch_tail = NULL;
 	if (cq_nonempty())
 		reap();
 	reaper_leave();
@@ -876,18 +895,19 @@ out:
 bool aio_fd_guarded(int fd)
 {
 	return fd >= 0 && (fd == __atomic_load_n(&ring.fd, __ATOMIC_RELAXED) ||
-			   fd == __atomic_load_n(&evfd, __ATOMIC_RELAXED));
+			   fd == __atomic_load_n(&evfd, __ATOMIC_RELAXED) ||
+			   fd == aio_kaio_guarded_fd());
 }
 
 int aio_fd_next_guarded(unsigned lo)
 {
 	int r = __atomic_load_n(&ring.fd, __ATOMIC_RELAXED);
-	int k = __atomic_load_n(&evfd, __ATOMIC_RELAXED), best = INT_MAX;
+	int fds[3] = { r, __atomic_load_n(&evfd, __ATOMIC_RELAXED), aio_kaio_guarded_fd() };
+	int best = INT_MAX;
 
-	if (r >= 0 && (unsigned)r >= lo)
-		best = r;
-	if (k >= 0 && (unsigned)k >= lo && k < best)
-		best = k;
+	for (int i = 0; i < 3; i++)
+		if (fds[i] >= 0 && (unsigned)fds[i] >= lo && fds[i] < best)
+			best = fds[i];
 	return best;
 }
 

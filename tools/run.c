@@ -249,8 +249,8 @@ static int check_namespace(const char *ns)
 /* --aio-backend: UIPC_AIO_BACKEND for the command (aio/backend.c) */
 static int set_aio_backend(const char *b)
 {
-	if (strcmp(b, "uring") && strcmp(b, "threads")) {
-		warnmsg("--aio-backend: '%s' is not uring or threads", b);
+	if (strcmp(b, "uring") && strcmp(b, "threads") && strcmp(b, "kernel")) {
+		warnmsg("--aio-backend: '%s' is not uring, threads or kernel", b);
 		return -1;
 	}
 	if (setenv("UIPC_AIO_BACKEND", b, 1) != 0) {

@@ -8,4 +8,4 @@
 # requests complete); the default runs it in tests/diff-aio.t.
 UIPC_DIFF_SKIP="aio_depth raw-quiet-waits" \
 UIPC_DIFF_SKIP_WHY="auto lets completion work end these waits (docs/aio.md); the default passes it" \
-UIPC_AIO_SUBMIT=auto exec bash "$(dirname "$0")/diff-aio.t"
+UIPC_AIO_BACKEND=uring UIPC_AIO_SUBMIT=auto exec bash "$(dirname "$0")/diff-aio.t"

@@ -1,12 +1,14 @@
 #!/bin/bash
 # tests/diff-aio.t - native AIO scenarios (libaio's calls, and syscall()) run against the
 # kernel and under uipc, transcripts compared (tests/diff/aio_*.c).  uipc
-# runs them with the backend UIPC_AIO_BACKEND names (default here: uring,
-# the io_uring backend); tests/diff-aio-threads.t runs them with threads,
+# runs them with the backend UIPC_AIO_BACKEND names (default here: the
+# default, O_DIRECT reads and writes in a kernel AIO context of uipc's own
+# and the rest in an io_uring); tests/diff-aio-uring.t runs them with the
+# io_uring alone, tests/diff-aio-threads.t with threads,
 # tests/diff-aio-auto.t with UIPC_AIO_SUBMIT=auto.
 . "$(dirname "$0")/diff/lib.sh"
 dt_require_lib
-DT_UIPC_WRAP="UIPC_AIO_BACKEND=${UIPC_AIO_BACKEND:-uring}${UIPC_AIO_SUBMIT:+ UIPC_AIO_SUBMIT=$UIPC_AIO_SUBMIT}"
+DT_UIPC_WRAP="UIPC_AIO_BACKEND=${UIPC_AIO_BACKEND:-}${UIPC_AIO_SUBMIT:+ UIPC_AIO_SUBMIT=$UIPC_AIO_SUBMIT}"
 
 # The kernel's fs.aio-nr is the machine's, not the IPC namespace's: the
 # contexts of any other program on the machine change what io_setup near

@@ -10,7 +10,9 @@
  * but still by a handler, nor are waits the kernel never restarts and
  * libuipc cannot reach (a socket's SO_RCVTIMEO and SO_SNDTIMEO, epoll_pwait
  * and rt_sigtimedwait by instruction); a submitter that exits leaves its
- * requests to complete; IOCB_FLAG_RESFD counts each completion; io_destroy waits.
+ * requests to complete; IOCB_FLAG_RESFD counts each completion; io_destroy waits;
+ * a handler's own read and io_getevents on a second context, interrupting
+ * the sleep at depth, completes.
  */
 #include "aiodt.h"
 #include "rawinsn.h"
@@ -22,6 +24,7 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <time.h>
 
 #define BLK     4096
@@ -478,6 +481,87 @@ static void resfd_destroy(int argc, char **argv)
 	cleanup();
 }
 
+/* a handler that interrupts io_getevents (the thread asleep for its
+ * context, at depth) makes a read of its own on a second context and
+ * waits for it there: it completes (under uipc the interrupted sleep may
+ * hold the kernel AIO context's lead, aio/kaio.c) */
+static io_context_t ctx2;
+static char *buf2;
+static volatile int h_runs, h_good;
+
+static void on_alrm(int sig)
+{
+	struct iocb cb, *p = &cb;
+	struct io_event ev;
+	struct timespec ts = { 5, 0 };
+	uint64_t blk = (uint64_t)h_runs % NBLK;
+
+	(void)sig;
+	io_prep_pread(&cb, fd, buf2, BLK, (long long)(blk * BLK));
+	if (io_submit(ctx2, 1, &p) == 1 && io_getevents(ctx2, 1, 1, &ev, &ts) == 1 &&
+	    ev.res == BLK && block_ok(buf2, blk))
+		h_good++;
+	h_runs++;
+}
+
+static void handler_reaps(int argc, char **argv)
+{
+	struct itimerval it = { { 0, 5000 }, { 0, 5000 } }, off = { { 0, 0 }, { 0, 0 } };
+	struct io_event ev[DEPTH];
+	struct iocb *v[DEPTH];
+	struct timespec ts = { 10, 0 };
+	struct sigaction sa;
+	long long end;
+	int inflight = DEPTH, bad = 0, eintr = 0;
+
+	(void)argc; (void)argv;
+	setup();
+	if (io_setup(8, &ctx2) || posix_memalign((void **)&buf2, BLK, BLK))
+		dt_fail("io_setup of the second context");
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_alrm;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	for (int s = 0; s < DEPTH; s++) {
+		prep_slot(s);
+		v[s] = &cbs[s];
+	}
+	if (io_submit(ctx, DEPTH, v) != DEPTH)
+		dt_fail("io_submit of %d", DEPTH);
+	setitimer(ITIMER_REAL, &it, NULL);
+	end = dt_now_ms() + 20000;
+	while (inflight > 0) {
+		int r = io_getevents(ctx, 1, DEPTH, ev, &ts);
+
+		if (r == -EINTR) {
+			eintr++;
+			continue;
+		}
+		if (r <= 0)
+			dt_fail("io_getevents = %s", aio_res(r));
+		for (int k = 0; k < r; k++) {
+			struct iocb *cb = ev[k].obj;
+
+			inflight--;
+			if (!event_ok(&ev[k]))
+				bad++;
+			if (h_runs < 20 && dt_now_ms() < end) {
+				prep_slot((int)(cb - cbs));
+				if (io_submit(ctx, 1, &cb) != 1)
+					dt_fail("io_submit");
+				inflight++;
+			}
+		}
+	}
+	setitimer(ITIMER_REAL, &off, NULL);
+	dt_out("reads at depth while a handler reads: %d bad", bad);
+	dt_out("handler ran 20 times or more: %s", h_runs >= 20 ? "yes" : "no");
+	dt_out("every read of the handler's completed right: %s", h_good == h_runs ? "yes" : "no");
+	io_destroy(ctx2);
+	free(buf2);
+	cleanup();
+}
+
 const struct dt_case dt_cases[] = {
 	{ "depth", depth, 0 },
 	{ "userspace-reap", userspace_reap, 0 },
@@ -486,5 +570,6 @@ const struct dt_case dt_cases[] = {
 	{ "signalled-waits", signalled_waits, 0 },
 	{ "submitter-exits", submitter_exits, 0 },
 	{ "resfd-destroy", resfd_destroy, 0 },
+	{ "handler-reaps", handler_reaps, 0 },
 	{ NULL, NULL, 0 },
 };

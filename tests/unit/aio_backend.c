@@ -2,11 +2,15 @@
  * aio_backend.c - which backend serves the AIO that cannot complete at
  * once, and that it serves it right (run under uipc, tests/unit-aio-backend.t):
  *
- *     aio_backend EXPECT      EXPECT: uring or threads
+ *     aio_backend DIRECT OTHER    DIRECT: kernel, uring or threads; OTHER:
+ *                                 uring or threads
  *
  * Disk files (/var/tmp), O_DIRECT and buffered reads out of the page
- * cache: the data is right; the process holds an io_uring descriptor
- * exactly when EXPECT is uring; a sleeping io_getevents is woken by the
+ * cache: the data is right; O_DIRECT reads leave a kernel AIO ring mapped
+ * ([aio] in /proc/self/maps) exactly when DIRECT is kernel, and an
+ * io_uring descriptor exactly when DIRECT is uring; after the buffered
+ * reads the process holds an io_uring descriptor exactly when OTHER is
+ * uring; a sleeping io_getevents is woken by the
  * completion; a request survives the exit of the thread that submitted it
  * (io_uring would cancel a request of an exiting submitter); a regular
  * file opened O_NONBLOCK reads in full (io_uring alone would answer
@@ -92,6 +96,20 @@ static int uring_fds(void)
 	}
 	if (d)
 		closedir(d);
+	return c;
+}
+
+/* the kernel AIO rings mapped in this process */
+static int kernel_rings(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char l[512];
+	int c = 0;
+
+	while (f && fgets(l, sizeof l, f))
+		c += strstr(l, "/[aio]") != NULL;
+	if (f)
+		fclose(f);
 	return c;
 }
 
@@ -185,22 +203,27 @@ static int child_has_aio(void)
 
 int main(int argc, char **argv)
 {
-	int want_uring = argc > 1 && !strcmp(argv[1], "uring");
+	const char *direct = argc > 2 ? argv[1] : "?", *other = argc > 2 ? argv[2] : "?";
+	int want_kernel = !strcmp(direct, "kernel"), want_uring = !strcmp(other, "uring");
 	io_context_t ctx = 0;
 	char what[160];
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("1..7\n");
+	printf("1..8\n");
 	make_file();
 	if (io_setup(128, &ctx)) {
 		printf("Bail out! io_setup failed\n");
 		return 1;
 	}
 	tap(read_all(ctx, O_DIRECT), "64 O_DIRECT reads in flight, reaped by a sleeping io_getevents");
-	snprintf(what, sizeof what, "the backend is %s: %s io_uring descriptor",
-		 want_uring ? "uring" : "threads", want_uring ? "an" : "no");
-	tap((uring_fds() == 1) == want_uring, what);
+	snprintf(what, sizeof what, "O_DIRECT went to %s: %s kernel AIO ring, %s io_uring descriptor",
+		 direct, want_kernel ? "a" : "no", !strcmp(direct, "uring") ? "an" : "no");
+	tap((kernel_rings() == 1) == want_kernel &&
+	    (uring_fds() == 1) == !strcmp(direct, "uring"), what);
 	tap(read_all(ctx, 0), "64 buffered reads out of the page cache");
+	snprintf(what, sizeof what, "the rest went to %s: %s io_uring descriptor", other,
+		 want_uring ? "an" : "no");
+	tap((uring_fds() == 1) == want_uring, what);
 	tap(read_all(ctx, O_NONBLOCK), "64 buffered reads of a regular file opened O_NONBLOCK read in full");
 	tap(survives_thread_exit(ctx), "a read outlives the thread that submitted it");
 	tap(child_has_aio(), "a fork child's own contexts work");

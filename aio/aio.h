@@ -108,6 +108,16 @@ UIPC_HIDDEN void aio_wake(struct kioctx *ctx);
 /* the posted requests DONE (linked by next, grouped by context): each
  * context woken once, each request freed */
 UIPC_HIDDEN void aio_wake_free(struct aio_kiocb *done);
+/* the start of a sleep made pselect's way: the time left until DEADLINE
+ * (mono_ns, -1: none) in *REL, every signal blocked, the caller's mask in
+ * *OLD (for the sleeping call alone).  0, or -ETIMEDOUT, or -EINTR when a
+ * handler of the program ran since HAND0 (or a stop came since CONT0),
+ * the mask then as it was */
+UIPC_HIDDEN int aio_sleep_begin(int64_t deadline, unsigned hand0, unsigned cont0,
+				struct timespec *rel, sigset_t *old);
+/* its end: the mask *OLD again (a handler held off runs now); whether a
+ * handler ran or a stop came since HAND0, CONT0 */
+UIPC_HIDDEN bool aio_sleep_end(const sigset_t *old, unsigned hand0, unsigned cont0);
 /* sleep on CTX's completion count (while == SEQ) and, if W2, on *W2 (while
  * == V2), until DEADLINE (mono_ns, -1: none); 0, -ETIMEDOUT or -EINTR */
 UIPC_HIDDEN int aio_wait_seq(struct kioctx *ctx, uint32_t seq, uint32_t *w2, uint32_t v2,

@@ -136,6 +136,29 @@ static bool time_left(int64_t deadline, struct timespec *rel)
 	return true;
 }
 
+int aio_sleep_begin(int64_t deadline, unsigned hand0, unsigned cont0, struct timespec *rel,
+		    sigset_t *old)
+{
+	sigset_t all;
+
+	if (deadline >= 0 && !time_left(deadline, rel))
+		return -ETIMEDOUT;
+	sigfillset(&all);
+	sig_strip_unblockable(&all);
+	uipc_sigmask(SIG_SETMASK, &all, old);
+	if (uipc_handler_gen() != hand0 || uipc_cont_gen() != cont0) {
+		uipc_sigmask(SIG_SETMASK, old, NULL);
+		return -EINTR;
+	}
+	return 0;
+}
+
+bool aio_sleep_end(const sigset_t *old, unsigned hand0, unsigned cont0)
+{
+	uipc_sigmask(SIG_SETMASK, old, NULL);    /* a handler held off runs here */
+	return uipc_handler_gen() != hand0 || uipc_cont_gen() != cont0;
+}
+
 int aio_wait_seq(struct kioctx *ctx, uint32_t seq, uint32_t *w2, uint32_t v2,
 		 int64_t deadline, unsigned hand0, unsigned cont0)
 {

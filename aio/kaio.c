@@ -28,14 +28,15 @@
  *    lead word, so that the next of them takes the lead when it is let go.
  *  - the watcher, a thread of uipc's, for programs that do not sleep in
  *    io_getevents (they read the ring themselves, wait on a RESFD eventfd,
- *    poll with zero timeouts): when no one leads and requests are in the
- *    kernel context, it takes the lead and sleeps there, until a program
- *    thread takes it from it.  It looks every WATCH_NS, not at once: a
- *    program that sleeps in io_getevents after each batch lets the lead go
- *    between them, and waking the watcher each time would cost the hop
- *    this file exists to save.  So a completion may wait up to WATCH_NS
- *    for a program that stopped waiting in io_getevents, once; from then
- *    on the watcher leads and posts at once.
+ *    poll with zero timeouts): every WATCH_NS it looks at the kernel
+ *    context's ring, and when completions sat there through a whole look
+ *    (its head did not move) with no one leading, it leads for a while
+ *    (watch_main), posting at once, until a program thread takes the lead.
+ *    Not at once: a program that sleeps in io_getevents after each batch
+ *    lets the lead go between them, and a watcher asleep in the kernel
+ *    context would be woken at every completion, the hop this file exists
+ *    to save.  So a program that stopped waiting in io_getevents may see a
+ *    completion up to a look or two late, once.
  *
  * Not used (the io_uring or threads take O_DIRECT as before): under any
  * seccomp filter (uipc's trap mode traps these very calls; a filter of
@@ -213,11 +214,12 @@ static void *watch_main(void *arg)
 		if (head != last_head)
 			hold = WATCH_NS;
 		last_head = head;
-		if (atomic_load(&k_inflight) || pending || ++quiet < IDLE_LOOKS) {
-			if (atomic_load(&k_inflight) || pending)
-				quiet = 0;
+		if (atomic_load(&k_inflight) || pending) {
+			quiet = 0;
 			continue;
 		}
+		if (++quiet < IDLE_LOOKS)
+			continue;
 		/* nothing in flight for a while: asleep until a request comes */
 		quiet = 0;
 		atomic_store(&watch_word, 1);
@@ -365,13 +367,12 @@ static int lead_wait(struct kioctx *ctx, uint32_t seq, int64_t deadline, unsigne
 {
 	struct io_event ev[KAIO_BATCH];
 	struct { const sigset_t *mask; size_t size; } sig;
+	struct kioctx *outer = leading_for;
 	struct timespec ts;
-	sigset_t all, old;
-	int64_t left = 0;
+	bool interrupted;
+	sigset_t old;
 	int ret = 0;
 	long n;
-
-	struct kioctx *outer = leading_for;
 
 	atomic_fetch_add(&ctx->kaio_waiters, 1);
 	leading_for = ctx;
@@ -379,28 +380,17 @@ static int lead_wait(struct kioctx *ctx, uint32_t seq, int64_t deadline, unsigne
 		reap_now();
 	if (atomic_load(&ctx->seq) != seq)
 		goto out;
-	if (deadline >= 0 && (left = deadline - mono_ns()) <= 0) {
-		ret = -ETIMEDOUT;
+	ret = aio_sleep_begin(deadline, hand0, cont0, &ts, &old);
+	if (ret)
 		goto out;
-	}
-	sigfillset(&all);
-	sig_strip_unblockable(&all);
-	uipc_sigmask(SIG_SETMASK, &all, &old);
-	if (uipc_handler_gen() != hand0 || uipc_cont_gen() != cont0) {
-		uipc_sigmask(SIG_SETMASK, &old, NULL);
-		ret = -EINTR;
-		goto out;
-	}
-	ts.tv_sec = left / 1000000000;
-	ts.tv_nsec = left % 1000000000;
 	sig.mask = &old;
 	sig.size = _NSIG / 8;
 	n = sys_raw6(SYS_io_pgetevents, (long)kctx, 1, KAIO_BATCH, (long)ev,
 		     deadline >= 0 ? (long)&ts : 0, (long)&sig);
-	uipc_sigmask(SIG_SETMASK, &old, NULL);   /* a handler held off runs here */
+	interrupted = aio_sleep_end(&old, hand0, cont0);
 	if (n > 0)
 		post_events(ev, n);
-	if (uipc_handler_gen() != hand0 || uipc_cont_gen() != cont0)
+	if (interrupted)
 		ret = -EINTR;
 	else if (n == 0 && deadline >= 0)
 		ret = -ETIMEDOUT;

@@ -155,28 +155,14 @@ static __thread unsigned submit_hand0;
 static int stream_wait(int fd, short ev, unsigned hand0, unsigned cont0, int64_t deadline)
 {
 	struct pollfd p = { fd, ev, 0 };
-	struct timespec ts, *tsp = NULL;
-	sigset_t all, old;
-	int ret = 0;
+	struct timespec ts;
+	sigset_t old;
+	int r = aio_sleep_begin(deadline, hand0, cont0, &ts, &old);
 
-	if (deadline >= 0) {
-		int64_t left = deadline - mono_ns();
-
-		if (left <= 0)
-			return -EAGAIN;
-		ts.tv_sec = left / 1000000000;
-		ts.tv_nsec = left % 1000000000;
-		tsp = &ts;
-	}
-	sigfillset(&all);
-	sig_strip_unblockable(&all);
-	uipc_sigmask(SIG_SETMASK, &all, &old);
-	if (uipc_handler_gen() == hand0 && uipc_cont_gen() == cont0)
-		sys_raw6(SYS_ppoll, (long)&p, 1, (long)tsp, (long)&old, _NSIG / 8, 0);
-	uipc_sigmask(SIG_SETMASK, &old, NULL);   /* a handler held off runs here */
-	if (uipc_handler_gen() != hand0 || uipc_cont_gen() != cont0)
-		ret = -EINTR;
-	return ret;
+	if (r)
+		return r == -ETIMEDOUT ? -EAGAIN : r;
+	sys_raw6(SYS_ppoll, (long)&p, 1, deadline >= 0 ? (long)&ts : 0, (long)&old, _NSIG / 8, 0);
+	return aio_sleep_end(&old, hand0, cont0) ? -EINTR : 0;
 }
 
 /* a socket's SO_RCVTIMEO (reads) or SO_SNDTIMEO (writes) as a deadline,

@@ -839,8 +839,8 @@ int aio_uring_wait(struct kioctx *ctx, uint32_t seq, int64_t deadline, unsigned 
 {
 	struct io_uring_getevents_arg arg;
 	struct __kernel_timespec ts;
-	sigset_t all, old;
-	int64_t left = 0;
+	struct timespec rel;
+	sigset_t old;
 	int ret = 0;
 	long r;
 
@@ -851,30 +851,20 @@ int aio_uring_wait(struct kioctx *ctx, uint32_t seq, int64_t deadline, unsigned 
 		reap();
 	if (atomic_load(&ctx->seq) != seq)
 		goto out;
-	if (deadline >= 0 && (left = deadline - mono_ns()) <= 0) {
-		ret = -ETIMEDOUT;
+	ret = aio_sleep_begin(deadline, hand0, cont0, &rel, &old);
+	if (ret)
 		goto out;
-	}
-	sigfillset(&all);
-	sig_strip_unblockable(&all);
-	uipc_sigmask(SIG_SETMASK, &all, &old);
-	if (uipc_handler_gen() != hand0 || uipc_cont_gen() != cont0) {
-		uipc_sigmask(SIG_SETMASK, &old, NULL);
-		ret = -EINTR;
-		goto out;
-	}
 	t_reaper = true;
 	memset(&arg, 0, sizeof(arg));
 	arg.sigmask = (uint64_t)(uintptr_t)&old;
 	arg.sigmask_sz = _NSIG / 8;
 	if (deadline >= 0) {
-		ts.tv_sec = left / 1000000000;
-		ts.tv_nsec = left % 1000000000;
+		ts.tv_sec = rel.tv_sec;
+		ts.tv_nsec = rel.tv_nsec;
 		arg.ts = (uint64_t)(uintptr_t)&ts;
 	}
 	r = uring_enter(0, 1, IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &arg, sizeof(arg));
-	uipc_sigmask(SIG_SETMASK, &old, NULL);   /* a handler held off runs here */
-	if (uipc_handler_gen() != hand0 || uipc_cont_gen() != cont0)
+	if (aio_sleep_end(&old, hand0, cont0))
 		ret = -EINTR;
 	else if (r == -ETIME)
 		ret = -ETIMEDOUT;

@@ -5,7 +5,8 @@
  * submission and cancellation (submit.c), IOCB_CMD_POLL (poll.c),
  * completion into the ring and io_getevents (events.c), and who performs
  * the I/O which cannot complete at once (backend.c: an io_uring, uring.c,
- * or threads, worker.c; O_DIRECT in a kernel AIO context, kaio.c).  State is
+ * or threads, worker.c; O_DIRECT in a kernel AIO context, kaio.c), and
+ * the memory of requests (pool.c).  State is
  * per process: contexts are not inherited by a fork child and die with
  * the process, as in the kernel;
  * fs.aio-nr and fs.aio-max-nr are the namespace's (core/aionr.c).
@@ -80,6 +81,8 @@ struct aio_kiocb {
 	struct aio_kiocb *next_active;
 	int nr_iov;
 	struct iovec *iov;
+	struct iovec *iov_alloc;     /* the pool's block of iovecs (iov may move past its start) */
+	size_t iov_alloc_size;
 	struct iovec iov_inline[1];
 	struct aio_kiocb *next;
 };
@@ -202,6 +205,13 @@ UIPC_HIDDEN int aio_fd_next_guarded(unsigned lo);
 /* a detached thread running FN(ARG), every signal blocked.  0 or -errno. */
 UIPC_HIDDEN int aio_start_thread(void *(*fn)(void *), void *arg);
 UIPC_HIDDEN void aio_req_free(struct aio_kiocb *req);
+
+/* ---- pool.c: requests' memory, async-signal-safe (not malloc's) ---- */
+/* SIZE bytes (at most 16 KiB), zeroed, or NULL */
+UIPC_HIDDEN void *aio_pool_alloc(size_t size);
+/* back to the pool: P as aio_pool_alloc(SIZE) gave it */
+UIPC_HIDDEN void aio_pool_free(void *p, size_t size);
+UIPC_HIDDEN void aio_pool_fork_child(void);
 
 /* ---- the system calls (fs/aio.c's), for entry/ ---- */
 UIPC_HIDDEN long ksys_io_setup(unsigned nr_events, aio_context_t *ctxp);

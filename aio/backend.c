@@ -89,4 +89,5 @@ void aio_backend_fork_child(void)
 	aio_threads_fork_child();
 	aio_uring_fork_child();
 	aio_kaio_fork_child();
+	aio_pool_fork_child();
 }

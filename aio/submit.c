@@ -34,13 +34,12 @@
 
 void aio_req_free(struct aio_kiocb *req)
 {
-	if (req->iov != req->iov_inline)
-		free(req->iov);
+	aio_pool_free(req->iov_alloc, req->iov_alloc_size);
 	if (req->fd >= 0)
 		sys_close(req->fd);
 	if (req->cancel_fd >= 0)
 		sys_close(req->cancel_fd);
-	free(req);
+	aio_pool_free(req, sizeof(*req));
 }
 
 /* a place in the ring for one more event: submitted but unread requests
@@ -315,9 +314,14 @@ static int import_iov(struct aio_kiocb *req, const struct iocb *cb, bool vectore
 	if (cb->aio_nbytes > UIO_MAXIOV)
 		return -EINVAL;
 	req->nr_iov = (int)cb->aio_nbytes;
-	req->iov = req->nr_iov <= 1 ? req->iov_inline : malloc(sizeof(struct iovec) * req->nr_iov);
-	if (!req->iov)
-		return -ENOMEM;
+	if (req->nr_iov <= 1) {
+		req->iov = req->iov_inline;
+	} else {
+		req->iov_alloc_size = sizeof(struct iovec) * (size_t)req->nr_iov;
+		req->iov = req->iov_alloc = aio_pool_alloc(req->iov_alloc_size);
+		if (!req->iov)
+			return -ENOMEM;
+	}
 	if (uipc_copy_from_user(req->iov, (void *)(uintptr_t)cb->aio_buf,
 				sizeof(struct iovec) * req->nr_iov))
 		return -EFAULT;
@@ -436,7 +440,7 @@ static int io_submit_one(struct kioctx *ctx, struct iocb *user_iocb)
 		return -EINVAL;
 	if (!get_reqs_available(ctx))
 		return -EAGAIN;
-	req = calloc(1, sizeof(*req));
+	req = aio_pool_alloc(sizeof(*req));
 	if (!req) {
 		atomic_fetch_sub(&ctx->inflight, 1);
 		return -EAGAIN;

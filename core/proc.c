@@ -127,10 +127,11 @@ static uint64_t read_starttime(pid_t pid)
 }
 
 /* /proc/PID/stat read into BUF (LEN bytes): what follows the command's
- * closing parenthesis (") S ...": field 3 starts 2 bytes on), or NULL */
+ * closing parenthesis (") S ...": field 3 starts 2 bytes on), or NULL
+ * with errno set (ENOENT or ESRCH: no such process) */
 static char *stat_after_comm(pid_t pid, char *buf, size_t len)
 {
-	char path[64];
+	char path[64], *p;
 	ssize_t n;
 	int fd;
 
@@ -143,14 +144,20 @@ static char *stat_after_comm(pid_t pid, char *buf, size_t len)
 		return NULL;
 	n = read(fd, buf, len - 1);
 	sys_close(fd);
-	if (n <= 0)
+	if (n <= 0) {
+		if (n == 0)
+			errno = EIO;
 		return NULL;
+	}
 	buf[n] = 0;
-	return strrchr(buf, ')');
+	p = strrchr(buf, ')');
+	if (!p)
+		errno = EIO;
+	return p;
 }
 
 /* /proc/PID/stat: the start time (field 22), the state (field 3) and the
- * kernel's task flags (field 9) */
+ * kernel's task flags (field 9); 0 if it could not be read (errno) */
 static uint64_t read_stat(pid_t pid, char *state, unsigned long *flags)
 {
 	char buf[1024];
@@ -1276,7 +1283,15 @@ bool proc_is_dead(struct ns *ns, struct uproc *p)
 		unsigned long flags = 0;
 		uint64_t st = read_stat(p->pid, &state, &flags);
 
-		return st != p->starttime || state == 'Z' || state == 'X' ||
+		/* unreadable: gone since kill() looked, or it cannot be told
+		 * (no fd left here, no memory), which is not a death: a slot
+		 * reaped late is a leak for a while, one reaped while its
+		 * process lives gives its SEM_UNDO back twice */
+		if (!st)
+			return errno == ENOENT || errno == ESRCH;
+		/* a start time it could not read when it registered (0): the
+		 * pid alone names it */
+		return (p->starttime && st != p->starttime) || state == 'Z' || state == 'X' ||
 		       (abrupt && (flags & PF_EXITING_));
 	}
 }

@@ -6,7 +6,8 @@
  * by the threads of a process; ignored for arrays removed meanwhile (also
  * when a new array takes the same index); a failed semop changes no
  * adjustment; a sleeper's op done by its waker carries the sleeper's
- * adjustment.
+ * adjustment; a holder whose SEM_UNDO thread ended stays alive to a
+ * reader that has no descriptor left.
  *
  * Children here print their own calls while the parent waits for them
  * (dt_wait, or a "ready" report after which they block on a gate
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define UN SEM_UNDO
@@ -328,6 +330,79 @@ static void thread_exit(int argc, char **argv)
 	dt_rmid(the_id);
 }
 
+/*
+ * A process whose only SEM_UNDO thread ended lives on without calling in;
+ * a process with no descriptor left reads the array: the adjustment stays
+ * until the holder exits (uipc cannot read /proc/PID/stat there, which
+ * must not make the holder look dead).
+ */
+static int hold_pipe[2];
+
+static void quiet_holder_child(void *p)
+{
+	char c;
+
+	(void)p;
+	close(hold_pipe[1]);
+	in_thread(0, 4, UN);
+	dt_chan_send(0, 0, 0);
+	while (read(hold_pipe[0], &c, 1) < 0 && errno == EINTR)
+		;
+	exit(0);
+}
+
+/* fill the descriptor table: returns the lowest descriptor opened */
+static int use_all_fds(struct rlimit *saved)
+{
+	struct rlimit low;
+	int first = -1, fd;
+
+	getrlimit(RLIMIT_NOFILE, saved);
+	low = *saved;
+	low.rlim_cur = 64;
+	if (setrlimit(RLIMIT_NOFILE, &low) < 0)
+		dt_fail("setrlimit");
+	while ((fd = dup(0)) >= 0)
+		if (first < 0)
+			first = fd;
+	if (errno != EMFILE)
+		dt_fail("dup: errno %d, not EMFILE", errno);
+	return first;
+}
+
+static void free_fds(int first, const struct rlimit *saved)
+{
+	for (int fd = first; first >= 0 && fd < 64; fd++)
+		if (fd != hold_pipe[0] && fd != hold_pipe[1])
+			close(fd);
+	setrlimit(RLIMIT_NOFILE, saved);
+}
+
+static void no_fd_reader(int argc, char **argv)
+{
+	struct rlimit saved;
+	struct dt_msg m;
+	int first;
+
+	(void)argc; (void)argv;
+	the_id = dt_semget(IPC_PRIVATE, 1, 0600);
+	if (pipe(hold_pipe) < 0)
+		dt_fail("pipe");
+	pid_t p = dt_fork(quiet_holder_child, NULL);
+	close(hold_pipe[0]);
+	if (dt_chan_recv(&m) < 0)
+		dt_fail("no ready report");
+	first = use_all_fds(&saved);
+	dt_get(the_id, 0, GETVAL);          /* the holder lives: still 4 */
+	dt_get(the_id, 0, GETNCNT);
+	free_fds(first, &saved);
+	dt_get(the_id, 0, GETVAL);
+	close(hold_pipe[1]);                /* the holder exits: 0 */
+	dt_wait(p);
+	dt_dump(the_id, 1);
+	dt_rmid(the_id);
+}
+
 static void removed_array(int argc, char **argv)
 {
 	(void)argc; (void)argv;
@@ -487,6 +562,7 @@ const struct dt_case dt_cases[] = {
 	{ "setval-clears", setval_clears, 0 },
 	{ "threads", threads, 0 },
 	{ "thread-exit", thread_exit, 0 },
+	{ "no-fd-reader", no_fd_reader, 0 },
 	{ "removed-array", removed_array, 0 },
 	{ "same-index", same_index, 0 },
 	{ "sleeper", sleeper, 0 },

@@ -157,7 +157,8 @@ static char *stat_after_comm(pid_t pid, char *buf, size_t len)
 }
 
 /* /proc/PID/stat: the start time (field 22), the state (field 3) and the
- * kernel's task flags (field 9); 0 if it could not be read (errno) */
+ * kernel's task flags (field 9); 0 with errno set if it could not be read
+ * (errno 0: read, and the start time is 0) */
 static uint64_t read_stat(pid_t pid, char *state, unsigned long *flags)
 {
 	char buf[1024];
@@ -174,6 +175,9 @@ static uint64_t read_stat(pid_t pid, char *state, unsigned long *flags)
 		if (field == 8 && p && flags)
 			*flags = strtoul(p + 1, NULL, 10);
 	}
+	/* a line without field 22 is one we cannot read: not the ENOENT
+	 * or ESRCH of an earlier call that errno may still hold */
+	errno = p ? 0 : EIO;
 	return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
@@ -1287,7 +1291,7 @@ bool proc_is_dead(struct ns *ns, struct uproc *p)
 		 * (no fd left here, no memory), which is not a death: a slot
 		 * reaped late is a leak for a while, one reaped while its
 		 * process lives gives its SEM_UNDO back twice */
-		if (!st)
+		if (!st && errno)
 			return errno == ENOENT || errno == ESRCH;
 		/* a start time it could not read when it registered (0): the
 		 * pid alone names it */

@@ -351,30 +351,29 @@ static void quiet_holder_child(void *p)
 	exit(0);
 }
 
-/* fill the descriptor table: returns the lowest descriptor opened */
-static int use_all_fds(struct rlimit *saved)
+/* fill the descriptor table (at most 64 descriptors): the ones opened
+ * go into FDS, their count is returned */
+static int use_all_fds(struct rlimit *saved, int fds[64])
 {
 	struct rlimit low;
-	int first = -1, fd;
+	int n = 0, fd;
 
 	getrlimit(RLIMIT_NOFILE, saved);
 	low = *saved;
 	low.rlim_cur = 64;
 	if (setrlimit(RLIMIT_NOFILE, &low) < 0)
 		dt_fail("setrlimit");
-	while ((fd = dup(0)) >= 0)
-		if (first < 0)
-			first = fd;
-	if (errno != EMFILE)
+	while (n < 64 && (fd = dup(0)) >= 0)
+		fds[n++] = fd;
+	if (n == 64 || errno != EMFILE)
 		dt_fail("dup: errno %d, not EMFILE", errno);
-	return first;
+	return n;
 }
 
-static void free_fds(int first, const struct rlimit *saved)
+static void free_fds(const int *fds, int n, const struct rlimit *saved)
 {
-	for (int fd = first; first >= 0 && fd < 64; fd++)
-		if (fd != hold_pipe[0] && fd != hold_pipe[1])
-			close(fd);
+	while (n > 0)
+		close(fds[--n]);
 	setrlimit(RLIMIT_NOFILE, saved);
 }
 
@@ -382,7 +381,7 @@ static void no_fd_reader(int argc, char **argv)
 {
 	struct rlimit saved;
 	struct dt_msg m;
-	int first;
+	int fds[64], n;
 
 	(void)argc; (void)argv;
 	the_id = dt_semget(IPC_PRIVATE, 1, 0600);
@@ -392,10 +391,10 @@ static void no_fd_reader(int argc, char **argv)
 	close(hold_pipe[0]);
 	if (dt_chan_recv(&m) < 0)
 		dt_fail("no ready report");
-	first = use_all_fds(&saved);
+	n = use_all_fds(&saved, fds);
 	dt_get(the_id, 0, GETVAL);          /* the holder lives: still 4 */
 	dt_get(the_id, 0, GETNCNT);
-	free_fds(first, &saved);
+	free_fds(fds, n, &saved);
 	dt_get(the_id, 0, GETVAL);
 	close(hold_pipe[1]);                /* the holder exits: 0 */
 	dt_wait(p);

@@ -111,7 +111,13 @@ int cur_pid(void)
 	return g_pid;
 }
 
-static uint64_t read_stat(pid_t pid, char *state, unsigned long *flags);
+/* what the liveness check reads in /proc/PID/stat */
+struct pstat {
+	char state;                /* field 3 */
+	unsigned long flags;       /* field 9: the kernel's task flags */
+	long threads;              /* field 20 */
+};
+static uint64_t read_stat(pid_t pid, struct pstat *ps);
 
 /* this image's start time, read once (0: not yet; it changes with the
  * pid only: reset with g_pid in a fork or clone child) */
@@ -120,9 +126,9 @@ static uint64_t g_starttime;
 static uint64_t read_starttime(pid_t pid)
 {
 	if (pid != g_pid)
-		return read_stat(pid, NULL, NULL);
+		return read_stat(pid, NULL);
 	if (!g_starttime)
-		g_starttime = read_stat(pid, NULL, NULL);
+		g_starttime = read_stat(pid, NULL);
 	return g_starttime;
 }
 
@@ -156,10 +162,10 @@ static char *stat_after_comm(pid_t pid, char *buf, size_t len)
 	return p;
 }
 
-/* /proc/PID/stat: the start time (field 22), the state (field 3) and the
- * kernel's task flags (field 9); 0 with errno set if it could not be read
- * (errno 0: read, and the start time is 0) */
-static uint64_t read_stat(pid_t pid, char *state, unsigned long *flags)
+/* /proc/PID/stat: the start time (field 22) and, into PS, the state, the
+ * task flags and the number of threads; 0 with errno set if it could not
+ * be read (errno 0: read, and the start time is 0) */
+static uint64_t read_stat(pid_t pid, struct pstat *ps)
 {
 	char buf[1024];
 	char *p = stat_after_comm(pid, buf, sizeof(buf));
@@ -167,13 +173,15 @@ static uint64_t read_stat(pid_t pid, char *state, unsigned long *flags)
 
 	if (!p)
 		return 0;
-	if (state && p[1] == ' ')
-		*state = p[2];
-	/* field 3 starts after ") "; flags is field 9, starttime field 22 */
+	if (ps && p[1] == ' ')
+		ps->state = p[2];
+	/* field 3 starts after ") "; p is at the space before field N+1 */
 	for (field = 2; field < 22 && p; field++) {
 		p = strchr(p + 1, ' ');
-		if (field == 8 && p && flags)
-			*flags = strtoul(p + 1, NULL, 10);
+		if (ps && p && field == 8)
+			ps->flags = strtoul(p + 1, NULL, 10);
+		if (ps && p && field == 19)
+			ps->threads = strtol(p + 1, NULL, 10);
 	}
 	/* a line without field 22 is one we cannot read: not the ENOENT
 	 * or ESRCH of an earlier call that errno may still hold */
@@ -1283,9 +1291,8 @@ bool proc_is_dead(struct ns *ns, struct uproc *p)
 		 * abruptly): the kernel marks the alive words in exit_mm, runs
 		 * exit_sem next and then closes its files, which others can see
 		 * (a pipe's end), all before the zombie state */
-		char state = 0;
-		unsigned long flags = 0;
-		uint64_t st = read_stat(p->pid, &state, &flags);
+		struct pstat ps = { 0 };
+		uint64_t st = read_stat(p->pid, &ps);
 
 		/* unreadable: gone since kill() looked, or it cannot be told
 		 * (no fd left here, no memory), which is not a death: a slot
@@ -1294,9 +1301,13 @@ bool proc_is_dead(struct ns *ns, struct uproc *p)
 		if (!st && errno)
 			return errno == ENOENT || errno == ESRCH;
 		/* a start time it could not read when it registered (0): the
-		 * pid alone names it */
-		return (p->starttime && st != p->starttime) || state == 'Z' || state == 'X' ||
-		       (abrupt && (flags & PF_EXITING_));
+		 * pid alone names it.  The state is the main thread's: one
+		 * that ended with pthread_exit is a zombie while the other
+		 * threads run on, and the process keeps its SEM_UNDO until
+		 * the last of them exits; a zombie alone is a dead process */
+		return (p->starttime && st != p->starttime) ||
+		       (ps.state == 'Z' && ps.threads <= 1) || ps.state == 'X' ||
+		       (abrupt && (ps.flags & PF_EXITING_));
 	}
 }
 

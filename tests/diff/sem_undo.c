@@ -402,6 +402,77 @@ static void no_fd_reader(int argc, char **argv)
 	dt_rmid(the_id);
 }
 
+/*
+ * A process whose main thread ended with pthread_exit while another thread
+ * of it runs on: /proc/PID/stat says zombie (the main thread's state), but
+ * the process lives and keeps its SEM_UNDO until its last thread exits.
+ */
+static void *zombie_leader_waiter(void *arg)
+{
+	char c;
+
+	(void)arg;
+	while (read(hold_pipe[0], &c, 1) < 0 && errno == EINTR)
+		;
+	exit(0);
+}
+
+static void zombie_leader_child(void *p)
+{
+	pthread_t t;
+
+	(void)p;
+	close(hold_pipe[1]);
+	sop(the_id, 0, 4, UN);
+	if (pthread_create(&t, NULL, zombie_leader_waiter, NULL))
+		dt_fail("pthread_create");
+	pthread_exit(NULL);
+}
+
+/* wait until PID's main thread is a zombie beside THREADS threads in all */
+static void wait_zombie_leader(pid_t pid, long threads)
+{
+	char path[64], buf[1024];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	for (int i = 0; i < 10000; i++) {
+		FILE *f = fopen(path, "r");
+		char *p = NULL, state = 0;
+		long n = 0;
+
+		if (f) {
+			if (fgets(buf, sizeof(buf), f))
+				p = strrchr(buf, ')');
+			fclose(f);
+		}
+		/* ") S ppid pgrp session tty tpgid flags minflt cminflt majflt
+		 * cmajflt utime stime cutime cstime priority nice num_threads" */
+		if (p && sscanf(p, ") %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d "
+				"%*d %*d %*d %ld", &state, &n) == 2 && state == 'Z' && n == threads)
+			return;
+		usleep(1000);
+	}
+	dt_fail("process %d: main thread not a zombie beside a live thread", (int)pid);
+}
+
+static void zombie_leader(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	the_id = dt_semget(IPC_PRIVATE, 1, 0600);
+	if (pipe(hold_pipe) < 0)
+		dt_fail("pipe");
+	pid_t p = dt_fork(zombie_leader_child, NULL);
+	close(hold_pipe[0]);
+	wait_zombie_leader(p, 2);
+	dt_get(the_id, 0, GETVAL);          /* the process lives: still 4 */
+	dt_get(the_id, 0, GETNCNT);
+	dt_get(the_id, 0, GETVAL);
+	close(hold_pipe[1]);                /* its last thread exits: 0 */
+	dt_wait(p);
+	dt_dump(the_id, 1);
+	dt_rmid(the_id);
+}
+
 static void removed_array(int argc, char **argv)
 {
 	(void)argc; (void)argv;
@@ -562,6 +633,7 @@ const struct dt_case dt_cases[] = {
 	{ "threads", threads, 0 },
 	{ "thread-exit", thread_exit, 0 },
 	{ "no-fd-reader", no_fd_reader, 0 },
+	{ "zombie-leader", zombie_leader, 0 },
 	{ "removed-array", removed_array, 0 },
 	{ "same-index", same_index, 0 },
 	{ "sleeper", sleeper, 0 },

@@ -33,7 +33,7 @@ BENCH_PROGS := $(B)/bench/sem_keys $(B)/bench/sem_cyclic $(B)/bench/sem_threads 
 	       $(B)/bench/shm_cycle $(B)/bench/shm_attach $(B)/bench/shm_bw \
 	       $(B)/bench/locked_paths $(B)/bench/doors $(B)/bench/ns_unshare \
 	       $(B)/bench/trap \
-	       $(B)/bench/shm_steps
+	       $(B)/bench/shm_steps $(B)/bench/futex_pingpong
 BENCH_DRIVER_SRCS := bench/driver.c bench/rows.c bench/runner.c bench/report.c
 BENCHCFLAGS = $(CFLAGS) $(BASECFLAGS)
 BENCH_ARGS ?=

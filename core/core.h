@@ -156,6 +156,20 @@ struct core_hooks {
  * namespaces are per thread); NULL: the process's (proc.c sets it) */
 UIPC_HIDDEN extern __thread struct ns *uipc_tls_nsov;
 UIPC_HIDDEN struct ns *ns_get(void);          /* the current ns; NULL + errno */
+/* ns_get's state, read inline by ns_get_fast */
+UIPC_HIDDEN extern struct ns *uipc_proc_ns;     /* the process's namespace, once open */
+UIPC_HIDDEN extern bool uipc_proc_ns_used;      /* an IPC call has used it */
+
+/* ns_get without a call in the common case (the process's namespace, open
+ * and used before): the lock-free paths' first step */
+static inline struct ns *ns_get_fast(void)
+{
+	struct ns *ns = __atomic_load_n(&uipc_proc_ns, __ATOMIC_ACQUIRE);
+
+	if (likely(!uipc_tls_nsov && ns && uipc_proc_ns_used))
+		return ns;
+	return ns_get();
+}
 UIPC_HIDDEN void ns_open_for_fork(void);     /* quietly, before a fork */
 UIPC_HIDDEN int ns_mlockall(int flags);      /* mlockall, the arena left out */
 UIPC_HIDDEN int ns_munlockall(void);
@@ -499,7 +513,15 @@ static inline struct uthread *cur_thread(struct ns *ns)
 	return likely(t && uipc_tls_ns == ns) ? t : cur_thread_slow(ns);
 }
 UIPC_HIDDEN struct uproc *cur_proc(struct ns *ns);   /* NULL: no slot (ENOMEM) */
-UIPC_HIDDEN int cur_pid(void);
+UIPC_HIDDEN int cur_pid_slow(void);
+UIPC_HIDDEN extern pid_t uipc_pid;         /* cached getpid(), 0 in a new child */
+
+static inline int cur_pid(void)
+{
+	pid_t pid = uipc_pid;
+
+	return likely(pid) ? pid : cur_pid_slow();
+}
 UIPC_HIDDEN bool thread_alive(struct ns *ns, struct uthread *t);
 /* is the holder a lock word names (thread slot SLOT in its incarnation GEN)
  * alive?  *WORD (NULL for a slot that does not exist) and *VAL: its alive
@@ -630,6 +652,15 @@ static inline const struct ucred_cache *cur_cred(void)
 	if (likely(uipc_tls_cred.valid && uipc_tls_cred_gen == gen))
 		return &uipc_tls_cred;
 	return cur_cred_slow();
+}
+
+/* the same, without a call: NULL when they must be asked again (a caller
+ * that cannot afford the call then takes the path that can) */
+static inline const struct ucred_cache *cur_cred_cached(void)
+{
+	unsigned gen = atomic_load_explicit(&uipc_cred_gen, memory_order_acquire);
+
+	return likely(uipc_tls_cred.valid && uipc_tls_cred_gen == gen) ? &uipc_tls_cred : NULL;
 }
 /* the credentials may have changed (entry/'s set*id and capset wrappers) */
 UIPC_HIDDEN void cred_invalidate(void);

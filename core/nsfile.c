@@ -33,7 +33,6 @@
 
 static pthread_mutex_t ns_mutex = PTHREAD_MUTEX_INITIALIZER;
 static bool g_quiet;      /* no messages: an eager open nobody asked for */
-static bool g_ns_used;    /* an IPC call has used g_ns */
 /*
  * The namespace file is chosen once, when the process starts (or by an
  * ancestor: UIPC_NS_FILE), not when it first calls: a process that changes
@@ -42,10 +41,13 @@ static bool g_ns_used;    /* an IPC call has used g_ns */
 static char g_pinned[4096];
 static int g_pinned_fd = -1; /* an anonymous namespace's inherited arena fd */
 static int g_pinned_cfd = -1; /* and the fd that holds its count (UIPC_NS_CFD) */
-static struct ns *g_ns;
+/* the process's namespace and whether an IPC call has used it: read
+ * inline by ns_get_fast (core.h) */
+struct ns *uipc_proc_ns;
+bool uipc_proc_ns_used;
 static int g_ns_err;
-/* the namespace g_ns was until its file was found truncated (fault.c):
- * let go of when the process enters another (ns_switch) */
+/* the namespace uipc_proc_ns was until its file was found truncated
+ * (fault.c): let go of when the process enters another (ns_switch) */
 static struct ns *g_broken;
 __thread struct ns *uipc_tls_nsov;
 static char g_sel_name[UIPC_NS_NAME_MAX + 1];
@@ -464,7 +466,7 @@ static void lock_mappings_but(const char *skip, uint64_t len)
  */
 int ns_mlockall(int flags)
 {
-	struct ns *ns = __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
+	struct ns *ns = __atomic_load_n(&uipc_proc_ns, __ATOMIC_ACQUIRE);
 	int r;
 
 	if (!(flags & MCL_CURRENT) || !ns) {
@@ -992,15 +994,15 @@ void ns_open_for_fork(void)
 	struct ns *ns;
 
 	crit_mutex_lock(&ns_mutex);
-	if (!g_ns && !g_ns_err) {
+	if (!uipc_proc_ns && !g_ns_err) {
 		g_quiet = true;
 		if (open_pinned(&ns) == 0) {
-			__atomic_store_n(&g_ns, ns, __ATOMIC_RELEASE);
+			__atomic_store_n(&uipc_proc_ns, ns, __ATOMIC_RELEASE);
 			cred_invalidate();   /* judged against its owner (cred.c) */
 		}
 		g_quiet = false;
 	}
-	note_shared(g_ns);     /* the child holds it too */
+	note_shared(uipc_proc_ns);    /* the child holds it too */
 	note_shared(uipc_tls_nsov);   /* (this thread's, if its own) */
 	crit_mutex_unlock(&ns_mutex);
 	errno = saved;
@@ -1019,25 +1021,25 @@ struct ns *ns_get(void)
 		}
 		return ns;
 	}
-	ns = __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
+	ns = __atomic_load_n(&uipc_proc_ns, __ATOMIC_ACQUIRE);
 	if (likely(ns)) {
-		if (unlikely(!g_ns_used))
-			g_ns_used = true;
+		if (unlikely(!uipc_proc_ns_used))
+			uipc_proc_ns_used = true;
 		return ns;
 	}
 	saved_errno = errno;	/* not before: errno's address is a call */
 	crit_mutex_lock(&ns_mutex);
-	g_ns_used = true;
-	if (!g_ns && !g_ns_err) {
+	uipc_proc_ns_used = true;
+	if (!uipc_proc_ns && !g_ns_err) {
 		r = open_pinned(&ns);
 		if (r) {
 			g_ns_err = -r;
 		} else {
-			__atomic_store_n(&g_ns, ns, __ATOMIC_RELEASE);
+			__atomic_store_n(&uipc_proc_ns, ns, __ATOMIC_RELEASE);
 			cred_invalidate();   /* judged against its owner (cred.c) */
 		}
 	}
-	ns = g_ns;
+	ns = uipc_proc_ns;
 	errno = ns ? saved_errno : g_ns_err;
 	crit_mutex_unlock(&ns_mutex);
 	return ns;
@@ -1051,10 +1053,10 @@ struct ns *ns_get(void)
 void ns_mark_broken(struct ns *ns)
 {
 	__atomic_store_n(&ns->broken, true, __ATOMIC_RELEASE);
-	if (__atomic_load_n(&g_ns, __ATOMIC_ACQUIRE) == ns) {
+	if (__atomic_load_n(&uipc_proc_ns, __ATOMIC_ACQUIRE) == ns) {
 		g_ns_err = EIDRM;
 		__atomic_store_n(&g_broken, ns, __ATOMIC_RELEASE);
-		__atomic_store_n(&g_ns, NULL, __ATOMIC_RELEASE);
+		__atomic_store_n(&uipc_proc_ns, NULL, __ATOMIC_RELEASE);
 	}
 }
 
@@ -1146,12 +1148,12 @@ int ns_select(const char *name)
 	if (!name || !parse_name(name, &bare, &shared))
 		return -EINVAL;
 	crit_mutex_lock(&ns_mutex);
-	if (g_ns && !g_ns_used) {
+	if (uipc_proc_ns && !uipc_proc_ns_used) {
 		/* opened only in passing (before a fork): not in use yet */
-		ns_unmap(g_ns);
-		g_ns = NULL;
+		ns_unmap(uipc_proc_ns);
+		uipc_proc_ns = NULL;
 	}
-	if (g_ns)
+	if (uipc_proc_ns)
 		r = -EBUSY;
 	else {
 		snprintf(g_sel_name, sizeof(g_sel_name), "%s", name);
@@ -1815,7 +1817,7 @@ void ns_guard_fd(int fd, bool on)
 
 bool ns_fd_guarded(int fd)
 {
-	struct ns *ns = __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
+	struct ns *ns = __atomic_load_n(&uipc_proc_ns, __ATOMIC_ACQUIRE);
 
 	if (fd < 0)
 		return false;
@@ -1837,7 +1839,7 @@ bool ns_fd_guarded(int fd)
  * Returns the fds changed in SAVED (at most N). */
 int ns_exec_prepare(int *saved, int n)
 {
-	struct ns *me = uipc_tls_nsov, *pr = __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
+	struct ns *me = uipc_tls_nsov, *pr = __atomic_load_n(&uipc_proc_ns, __ATOMIC_ACQUIRE);
 	int k = 0;
 
 	if (!me)
@@ -1915,7 +1917,7 @@ void ns_unpin(struct ns *ns)
 
 struct ns *ns_process(void)
 {
-	return __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&uipc_proc_ns, __ATOMIC_ACQUIRE);
 }
 
 /* the process entered a named namespace by setns: its exec'd images must
@@ -1938,19 +1940,19 @@ struct ns *ns_switch(struct ns *new)
 		sys_close(new->hold_fd);
 	new->hold_fd = -1;
 	crit_mutex_lock(&ns_mutex);
-	old = g_ns;
+	old = uipc_proc_ns;
 	if (!old)
 		/* truncated under us: nobody left it (ns_get_existing finds
 		 * none), but its marker must not name it as ours any more
 		 * (proc.c lets it go without touching its arena: ns->broken) */
 		old = __atomic_exchange_n(&g_broken, NULL, __ATOMIC_ACQ_REL);
-	__atomic_store_n(&g_ns, new, __ATOMIC_RELEASE);
+	__atomic_store_n(&uipc_proc_ns, new, __ATOMIC_RELEASE);
 	/* credentials are judged against the owner user namespace (cred.c):
 	 * anew only when that changed (a new namespace usually has the old
 	 * one's: the first call in it then makes no system call for them) */
 	if (!old || memcmp(&old->owner, &new->owner, sizeof(new->owner)))
 		cred_invalidate();
-	g_ns_used = true;
+	uipc_proc_ns_used = true;
 	g_ns_err = 0;
 	g_pinned_fd = new->anon_fd;
 	g_joined = new->anon_fd < 0;
@@ -2144,7 +2146,7 @@ struct ns *ns_current(void)
 {
 	struct ns *ns = uipc_tls_nsov;
 
-	return ns ? ns : __atomic_load_n(&g_ns, __ATOMIC_ACQUIRE);
+	return ns ? ns : __atomic_load_n(&uipc_proc_ns, __ATOMIC_ACQUIRE);
 }
 
 /* The namespace to leave at an unshare: the current one, opened if it

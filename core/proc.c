@@ -32,7 +32,7 @@
 
 #define PF_EXITING_ 0x00000004      /* the kernel's PF_EXITING: in do_exit */
 
-static pid_t g_pid;                  /* cached getpid(), reset in the fork child */
+pid_t uipc_pid;         /* cached getpid(), reset in the fork child (core.h) */
 static pthread_mutex_t reg_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t thread_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
@@ -104,11 +104,10 @@ static pid_t cur_tid(void)
 	return tls_tid;
 }
 
-int cur_pid(void)
+int cur_pid_slow(void)
 {
-	if (unlikely(!g_pid))
-		g_pid = getpid();
-	return g_pid;
+	uipc_pid = getpid();
+	return uipc_pid;
 }
 
 /* what the liveness check reads in /proc/PID/stat */
@@ -120,12 +119,12 @@ struct pstat {
 static uint64_t read_stat(pid_t pid, struct pstat *ps);
 
 /* this image's start time, read once (0: not yet; it changes with the
- * pid only: reset with g_pid in a fork or clone child) */
+ * pid only: reset with uipc_pid in a fork or clone child) */
 static uint64_t g_starttime;
 
 static uint64_t read_starttime(pid_t pid)
 {
-	if (pid != g_pid)
+	if (pid != uipc_pid)
 		return read_stat(pid, NULL);
 	if (!g_starttime)
 		g_starttime = read_stat(pid, NULL);
@@ -1456,7 +1455,7 @@ static void forget_registration(void)
 	struct ns *all[KEPT_MAX];
 	int n = kept(all, KEPT_MAX);
 
-	g_pid = 0;
+	uipc_pid = 0;
 	g_starttime = 0;
 	tls_tid = 0;
 	for (int i = 0; i < n; i++) {
@@ -1990,7 +1989,7 @@ void proc_exit_work(void)
 	struct ns *all[KEPT_MAX];
 	int n;
 
-	if (!g_pid || (pid_t)sys_syscall(SYS_getpid) != g_pid)
+	if (!uipc_pid || (pid_t)sys_syscall(SYS_getpid) != uipc_pid)
 		return; /* never registered, or a vfork child sharing our memory */
 	if (!ns_process())
 		ns_get();
@@ -2021,7 +2020,7 @@ void proc_exit_now(void)
 	int n;
 
 	proc_exit_work();
-	if (!g_pid || (pid_t)sys_syscall(SYS_getpid) != g_pid)
+	if (!uipc_pid || (pid_t)sys_syscall(SYS_getpid) != uipc_pid)
 		return;
 	crit_mutex_lock(&reg_mutex);
 	n = kept(all, KEPT_MAX);
@@ -2043,7 +2042,7 @@ void proc_exec_prepare(void)
 
 	if (likely(!__atomic_load_n(&g_held, __ATOMIC_RELAXED)))
 		return;
-	if (!g_pid || (pid_t)sys_syscall(SYS_getpid) != g_pid)
+	if (!uipc_pid || (pid_t)sys_syscall(SYS_getpid) != uipc_pid)
 		return;  /* a vfork child: its exec is not ours */
 	crit_mutex_lock(&reg_mutex);
 	n = kept(all, KEPT_MAX);

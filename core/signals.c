@@ -320,14 +320,29 @@ __asm__(
 	"	ret\n"
 	".size uipc_copy_asm, .-uipc_copy_asm\n");
 
+/* the inline loads' entries (core/signals.h), gathered by the linker */
+extern const struct uipc_extable __start_uipc_extable[] __attribute__((weak, visibility("hidden")));
+extern const struct uipc_extable __stop_uipc_extable[] __attribute__((weak, visibility("hidden")));
+
+/* where a fault at IP goes instead: 0 if IP is none of ours */
+static greg_t fixup_of(greg_t ip)
+{
+	if (ip >= (greg_t)uipc_copy_asm && ip < (greg_t)uipc_copy_fault_end)
+		return (greg_t)uipc_copy_fixup;
+	for (const struct uipc_extable *e = __start_uipc_extable; e < __stop_uipc_extable; e++)
+		if ((greg_t)((const char *)&e->insn + e->insn) == ip)
+			return (greg_t)((const char *)&e->fixup + e->fixup);
+	return 0;
+}
+
 static bool fixup_copy_fault(void *ctx)
 {
 	ucontext_t *uc = ctx;
-	greg_t ip = uc->uc_mcontext.gregs[REG_RIP];
+	greg_t fixup = fixup_of(uc->uc_mcontext.gregs[REG_RIP]);
 
-	if (ip < (greg_t)uipc_copy_asm || ip >= (greg_t)uipc_copy_fault_end)
+	if (!fixup)
 		return false;
-	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)uipc_copy_fixup;
+	uc->uc_mcontext.gregs[REG_RIP] = fixup;
 	return true;
 }
 #else

@@ -19,6 +19,54 @@
 UIPC_HIDDEN int uipc_copy_from_user(void *dst, const void *src, size_t len);
 UIPC_HIDDEN int uipc_copy_to_user(void *dst, const void *src, size_t len);
 
+/*
+ * A few bytes read from the program's memory inline, where the call of
+ * uipc_copy_from_user costs more than the copy (a lock-free semop's
+ * sembuf).  Each load that may fault has an entry in the section
+ * uipc_extable: its address and where to go instead, both relative to the
+ * entry, so the section needs no relocation.  The fault handler looks the
+ * faulting address up there, as the kernel's exception tables work.
+ */
+struct uipc_extable {
+	int32_t insn, fixup;
+};
+
+#if defined(__x86_64__)
+#define UIPC_EXTABLE_ENTRY(insn, fixup)                                      \
+	".pushsection uipc_extable,\"a\"\n.balign 4\n"                        \
+	".long " insn " - ., " fixup " - .\n.popsection\n"
+
+/* the 6 bytes at SRC (a struct sembuf) into DST: 0, or -EFAULT */
+static inline int uipc_get_user_6(void *dst, const void *src)
+{
+	uint32_t lo;
+	uint16_t hi;
+	int err = 0;
+
+	__asm__ volatile("1:	movl (%[src]), %[lo]\n"
+			 "2:	movw 4(%[src]), %[hi]\n"
+			 "3:\n"
+			 ".pushsection .text.unlikely,\"ax\"\n"
+			 "4:	movl $-14, %[err]\n"
+			 "	jmp 3b\n"
+			 ".popsection\n"
+			 UIPC_EXTABLE_ENTRY("1b", "4b")
+			 UIPC_EXTABLE_ENTRY("2b", "4b")
+			 : [lo] "=&r"(lo), [hi] "=&r"(hi), [err] "+r"(err)
+			 : [src] "r"(src), "m"(*(const struct { char b[6]; } *)src));
+	if (err)
+		return err;
+	__builtin_memcpy(dst, &lo, 4);
+	__builtin_memcpy((char *)dst + 4, &hi, 2);
+	return 0;
+}
+#else
+static inline int uipc_get_user_6(void *dst, const void *src)
+{
+	return uipc_copy_from_user(dst, src, 6);
+}
+#endif
+
 /* around a blocking wait: a stop and continue must interrupt it (EINTR) */
 UIPC_HIDDEN void uipc_sleep_begin(void);
 /* around every uipc critical section: a signal arriving inside one has its

@@ -208,12 +208,14 @@ static inline bool ids_read_end(struct ns *ns, int type, uint64_t seq)
 	       atomic_load_explicit(&ids->wseq, memory_order_relaxed) == seq;
 }
 
-/* the table slot of index IDX (bounds checked), NULL if out of range */
+/* the table slot of index IDX (bounds checked), NULL if out of range.  The
+ * tables are where this process computed them, inside the mapping
+ * (nsfile.c's check_header), so an index below ipcmni is all to check. */
 static inline _Atomic uoff_t *ipc_entry_slot(struct ns *ns, int type, int idx)
 {
 	if (idx < 0 || idx >= ns->ipcmni)
 		return NULL;
-	return ns_ptr(ns, ns->lay.entries[type] + (uoff_t)idx * sizeof(uoff_t), sizeof(uoff_t));
+	return (_Atomic uoff_t *)(ns->base + ns->lay.entries[type]) + idx;
 }
 
 /* a corrupt id table entry (said once, util.c); NULL */
@@ -272,11 +274,12 @@ static inline bool ipc_obj_still(struct ns *ns, int type, int id, const struct u
 	return ipc_obtain(ns, type, id) == p && __atomic_load_n(&p->id, __ATOMIC_ACQUIRE) == id;
 }
 
-/* The kernel's ipcperms(): 0 if granted, -1 if not.  The group lists are
- * searched only when the caller owns neither the object nor its creation. */
-static inline int ipcperms(struct uperm *p, int flag)
+/* The kernel's ipcperms() for credentials C: 0 if granted, -1 if not.  The
+ * group lists are searched only when the caller owns neither the object
+ * nor its creation. */
+static inline __attribute__((always_inline)) int ipcperms_as(const struct ucred_cache *c, struct uperm *p,
+						      int flag)
 {
-	const struct ucred_cache *c = cur_cred();
 	int req, granted = (int)p->mode;
 	short f = (short)flag;
 
@@ -288,6 +291,12 @@ static inline int ipcperms(struct uperm *p, int flag)
 	if ((req & ~granted & 0007) && !((c->caps >> CAP_IPC_OWNER) & 1))
 		return -1;
 	return 0;
+}
+
+/* the same for the caller */
+static inline int ipcperms(struct uperm *p, int flag)
+{
+	return ipcperms_as(cur_cred(), p, flag);
 }
 
 /*

@@ -1760,26 +1760,37 @@ static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *de
 	}
 }
 
-static int semop_fast(struct ns *ns, int semid, struct sembuf *sop)
+/*
+ * One operation applied without the lock, if nothing stands in its way:
+ * 0 (done: *SMAP is its array, whose otime the caller sets), -EAGAIN or
+ * -ERANGE (decided, as the kernel would), 1 (the general path decides,
+ * from the start).  C: the caller's credentials.  Inline and without a
+ * call of its own but for a group search: what would need one (an id
+ * this lookup does not find, say) answers 1, so that the common semop is
+ * one small frame.
+ */
+static __attribute__((always_inline)) inline int
+semop_lockfree(struct ns *ns, int semid, const struct sembuf *sop, const struct ucred_cache *c,
+	       struct sem_array **smap)
 {
 	struct sem_array *sma;
 	struct uperm *p;
 	struct sem *s;
 	uint64_t w, nw, seq;
 	uint32_t tag;
-	int err, val, pid;
+	int val, pid;
 
 	/* only committed arrays: none half-made by a creator that may die */
 	if (!ids_read_begin(ns, IPC_SEM_IDS, &seq))
 		return 1;
-	p = ipc_obtain_check(ns, IPC_SEM_IDS, semid, &err);
-	if (!p)
+	p = semid < 0 ? NULL : ipc_obtain(ns, IPC_SEM_IDS, semid);
+	if (unlikely(!p || p->id != semid))
 		return 1;
 	sma = sma_of(p);
 	s = &sma->sems[sop->sem_num];
 	/* the semaphore's end inside the mapping (its start is past the
-	 * array's, which ipc_obtain_check found inside); the locked path
-	 * checks the array as a whole (sem_count) */
+	 * array's, which ipc_obtain found inside); the locked path checks
+	 * the array as a whole (sem_count) */
 	if ((uint64_t)((const char *)(s + 1) - ns->base) > ns->size ||
 	    sop->sem_num >= (unsigned)__atomic_load_n(&sma->nsems, __ATOMIC_RELAXED))
 		return 1;
@@ -1787,7 +1798,8 @@ static int semop_fast(struct ns *ns, int semid, struct sembuf *sop)
 	if (atomic_load(&sma->perm.deleted) || sma->perm.id != semid ||
 	    !ids_read_end(ns, IPC_SEM_IDS, seq))
 		return 1;
-	if (ipcperms(&sma->perm, sop->sem_op ? 0222 : 0444))
+	/* (two calls, so that each flag is a constant) */
+	if (sop->sem_op ? ipcperms_as(c, &sma->perm, 0222) : ipcperms_as(c, &sma->perm, 0444))
 		return 1;
 	pid = cur_pid();
 	w = atomic_load_explicit(&s->word, memory_order_acquire);
@@ -1804,8 +1816,19 @@ static int semop_fast(struct ns *ns, int semid, struct sembuf *sop)
 			break;
 	} while (!atomic_compare_exchange_weak_explicit(&s->word, &w, nw, memory_order_acq_rel,
 							memory_order_acquire));
-	set_semotime(ns, sma);
+	*smap = sma;
 	return 0;
+}
+
+/* semop_lockfree for the general path: otime set when it is done */
+static int semop_fast(struct ns *ns, int semid, struct sembuf *sop)
+{
+	struct sem_array *sma;
+	int r = semop_lockfree(ns, semid, sop, cur_cred(), &sma);
+
+	if (r == 0)
+		set_semotime(ns, sma);
+	return r;
 }
 
 struct semop_args {
@@ -2166,47 +2189,60 @@ static bool may_sleep(const struct semop_args *a)
  * The kernel's order of checks: the timeout pointer (copied first), nsops
  * against semopm, nsops < 1, the sops pointer, then the id and the timeout
  * value.  nsops is an unsigned int in the system call: wider values wrap.
+ * HOW: SEMOP_TIMED (semtimedop, whose TIMEOUT may be given) and
+ * SEMOP_FAST_TRIED (semop_one found that the operation cannot complete at
+ * once, or could not tell: the lock-free path is not tried again).
  */
+#define SEMOP_TIMED      1u
+#define SEMOP_FAST_TRIED 2u
+
 static int semtimedop_general(unsigned hand0, int semid, struct sembuf *tsops, size_t nsops_arg,
-			      const struct timespec *timeout, bool has_timeout, bool fast_tried);
+			      const struct timespec *timeout, unsigned how);
 
 /*
  * The common call, one operation without SEM_UNDO or timeout, that
- * completes at once: in a frame of its own, small, so that it does not
- * pay for the general path's (a 600-byte frame, six saved registers, the
- * arguments' structure).  Anything else goes to the general path, which
- * decides everything again from the start (errors included, in the
- * kernel's order): nothing has been changed here then.
+ * completes at once: inline in ksys_semtimedop, without a call of its own
+ * (the namespace, the credentials and the sembuf are read inline), so that
+ * it does not pay for the general path's frame (600 bytes, six saved
+ * registers, the arguments' structure).  Anything else goes to the general
+ * path, which decides everything again from the start (errors included, in
+ * the kernel's order): nothing has been changed here then.
  */
-static int semop_one(unsigned hand0, int semid, struct sembuf *usop, bool has_timeout)
+static __attribute__((always_inline)) inline int
+semop_one(unsigned hand0, int semid, struct sembuf *usop, unsigned how)
 {
-	struct ns *ns = ns_get();
+	struct ns *ns = ns_get_fast();
+	const struct ucred_cache *c = cur_cred_cached();
+	struct sem_array *sma;
 	struct sembuf sop;
 	int r;
 
-	if (ns && semid >= 0 && ns->hdr->lim.semopm >= 1 &&
-	    !uipc_copy_from_user(&sop, usop, sizeof(sop)) && !(sop.sem_flg & SEM_UNDO)) {
-		r = semop_fast(ns, semid, &sop);
+	if (likely(ns && c && semid >= 0) && ns->hdr->lim.semopm >= 1 &&
+	    !uipc_get_user_6(&sop, usop) && !(sop.sem_flg & SEM_UNDO)) {
+		r = semop_lockfree(ns, semid, &sop, c, &sma);
+		if (likely(r == 0))
+			set_semotime(ns, sma);
 		if (r == 0 || r == -ERANGE)
 			return r;
 	}
-	return semtimedop_general(hand0, semid, usop, 1, NULL, has_timeout, true);
+	return semtimedop_general(hand0, semid, usop, 1, NULL, how | SEMOP_FAST_TRIED);
 }
 
 int ksys_semtimedop(unsigned hand0, int semid, struct sembuf *tsops, size_t nsops_arg,
 		    const struct timespec *timeout, bool has_timeout)
 {
+	unsigned how = has_timeout ? SEMOP_TIMED : 0;
+
 	if (nsops_arg == 1 && !timeout)
-		return semop_one(hand0, semid, tsops, has_timeout);
-	return semtimedop_general(hand0, semid, tsops, nsops_arg, timeout, has_timeout, false);
+		return semop_one(hand0, semid, tsops, how);
+	return semtimedop_general(hand0, semid, tsops, nsops_arg, timeout, how);
 }
 
-/* FAST_TRIED: semop_one found that the operation cannot complete at once
- * (or could not tell): semop_fast is not tried again */
 static __attribute__((noinline)) int
 semtimedop_general(unsigned hand0, int semid, struct sembuf *tsops, size_t nsops_arg,
-		   const struct timespec *timeout, bool has_timeout, bool fast_tried)
+		   const struct timespec *timeout, unsigned how)
 {
+	bool has_timeout = how & SEMOP_TIMED, fast_tried = how & SEMOP_FAST_TRIED;
 	unsigned int nsops = (unsigned int)nsops_arg;
 	struct ns *ns;
 	struct timespec ts, deadline;

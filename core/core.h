@@ -155,20 +155,21 @@ struct core_hooks {
  * unshared or joined on its own, or was made by one: the kernel's
  * namespaces are per thread); NULL: the process's (proc.c sets it) */
 UIPC_HIDDEN extern __thread struct ns *uipc_tls_nsov;
-UIPC_HIDDEN struct ns *ns_get(void);          /* the current ns; NULL + errno */
-/* ns_get's state, read inline by ns_get_fast */
+/* ns_get's state, read inline */
 UIPC_HIDDEN extern struct ns *uipc_proc_ns;     /* the process's namespace, once open */
 UIPC_HIDDEN extern bool uipc_proc_ns_used;      /* an IPC call has used it */
+UIPC_HIDDEN struct ns *ns_get_slow(void);
 
-/* ns_get without a call in the common case (the process's namespace, open
- * and used before): the lock-free paths' first step */
-static inline struct ns *ns_get_fast(void)
+/* the current ns; NULL + errno.  Inline, without a call in the common case
+ * (the process's namespace, open and used before): every call's first
+ * step */
+static inline struct ns *ns_get(void)
 {
 	struct ns *ns = __atomic_load_n(&uipc_proc_ns, __ATOMIC_ACQUIRE);
 
 	if (likely(!uipc_tls_nsov && ns && uipc_proc_ns_used))
 		return ns;
-	return ns_get();
+	return ns_get_slow();
 }
 UIPC_HIDDEN void ns_open_for_fork(void);     /* quietly, before a fork */
 UIPC_HIDDEN int ns_mlockall(int flags);      /* mlockall, the arena left out */

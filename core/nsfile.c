@@ -42,7 +42,7 @@ static char g_pinned[4096];
 static int g_pinned_fd = -1; /* an anonymous namespace's inherited arena fd */
 static int g_pinned_cfd = -1; /* and the fd that holds its count (UIPC_NS_CFD) */
 /* the process's namespace and whether an IPC call has used it: read
- * inline by ns_get_fast (core.h) */
+ * inline by ns_get (core.h) */
 struct ns *uipc_proc_ns;
 bool uipc_proc_ns_used;
 static int g_ns_err;
@@ -1008,7 +1008,7 @@ void ns_open_for_fork(void)
 	errno = saved;
 }
 
-struct ns *ns_get(void)
+struct ns *ns_get_slow(void)
 {
 	struct ns *ns = uipc_tls_nsov;
 	int r, saved_errno;

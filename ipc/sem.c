@@ -2211,7 +2211,7 @@ static int semtimedop_general(unsigned hand0, int semid, struct sembuf *tsops, s
 static __attribute__((always_inline)) inline int
 semop_one(unsigned hand0, int semid, struct sembuf *usop, unsigned how)
 {
-	struct ns *ns = ns_get_fast();
+	struct ns *ns = ns_get();
 	const struct ucred_cache *c = cur_cred_cached();
 	struct sem_array *sma;
 	struct sembuf sop;

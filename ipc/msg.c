@@ -806,6 +806,28 @@ static int msq_slow(struct ns *ns, struct msg_queue *q, bool drop)
 	return 0;
 }
 
+/*
+ * Queue lock held, taken because the fast path found the ring stopped
+ * (FAST_STOPPED, RCV_STOPPED): has a locked section of the other side
+ * turned the fast paths back on meanwhile (the ring runs, and alone is the
+ * queue)?  Then the ring is the way again.  Stopping it anew would put a sender's message on the list,
+ * which the receiver can take only under the lock, stopping the ring for
+ * the next send in turn: a convoy of the two sides through the lock that
+ * a stream never leaves (1.2 us a message instead of 0.3).
+ */
+#define RING_BACK_TRIES 4
+
+static bool msq_ring_back(struct ns *ns, struct msg_queue *q, int *tries)
+{
+	struct msgring *r = ring_of(ns, q);
+
+	if (*tries >= RING_BACK_TRIES || !r || (ring_load(&r->tail) & RW_SLOW) ||
+	    !msq_may_go_fast(q))
+		return false;
+	++*tries;
+	return true;
+}
+
 /* lock held, fast paths stopped: the ring counts the locked code's sends
  * and receives as the latest */
 static void msq_note_sender(struct ns *ns, struct msg_queue *q, struct msgring *r)
@@ -1259,10 +1281,11 @@ static int fast_wait(bool (*still)(const struct spin_on *), const struct spin_on
 
 /*
  * The fast path: a send into the ring, without the queue lock.  FAST_NO:
- * take the locked path (no ring, a big message, fast paths stopped, or a
- * full queue we already spun on).
+ * take the locked path (no ring, a big message, or a full queue we already
+ * spun on); FAST_STOPPED: the same, for the fast paths were off.
  */
-#define FAST_NO 1
+#define FAST_NO      1
+#define FAST_STOPPED 2
 
 static int msgsnd_fast(struct ns *ns, struct msg_queue *q, int msqid, long mtype,
 		       const void *text, size_t msgsz, int msgflg, unsigned hand0, bool *spun)
@@ -1287,6 +1310,8 @@ static int msgsnd_fast(struct ns *ns, struct msg_queue *q, int msqid, long mtype
 			ring_note_ran(&r->sran, ran_here(ns));
 			return 0;
 		}
+		if (res == RING_STOPPED)
+			return FAST_STOPPED;
 		if (res != RING_FULL)
 			return FAST_NO;
 		/* a receiver on another CPU makes room in a moment */
@@ -1381,8 +1406,8 @@ static int do_msgsnd(struct ns *ns, int msqid, long mtype, const void *text, siz
 {
 	struct msg_queue *q;
 	struct wake_q wq;          /* only n: zeroing 64 entries costs more than a fast send */
-	bool spun = false;
-	int err = 0, r, bounces = 0;
+	bool spun = false, stopped;
+	int err = 0, r, bounces = 0, ring_tries = 0;
 
 	wq.n = 0;
 	q = msq_obtain_check(ns, msqid, &err);
@@ -1392,8 +1417,9 @@ static int do_msgsnd(struct ns *ns, int msqid, long mtype, const void *text, siz
 		if (ipcperms(&q->perm, 0222))
 			return -EACCES;
 		r = msgsnd_fast(ns, q, msqid, mtype, text, msgsz, msgflg, hand0, &spun);
-		if (r != FAST_NO)
+		if (r != FAST_NO && r != FAST_STOPPED)
 			return r;
+		stopped = r == FAST_STOPPED;
 		bound_lock_waits(msgflg, hand0, bounded);
 		r = msq_lock(ns, q);
 		if (r)
@@ -1401,6 +1427,10 @@ static int do_msgsnd(struct ns *ns, int msqid, long mtype, const void *text, siz
 		if (!msq_valid(q, msqid)) {
 			msq_unlock(ns, q);
 			return -EIDRM;
+		}
+		if (stopped && msq_ring_back(ns, q, &ring_tries)) {
+			msq_unlock(ns, q);
+			continue;
 		}
 		r = msq_slow(ns, q, false);
 		if (r) {
@@ -1576,9 +1606,11 @@ struct rcv_req {
 /*
  * The fast path: take the first message from the ring, without the queue
  * lock.  RCV_SLOW: take the locked path (no ring, a search the ring cannot
- * do, fast paths stopped, or an empty queue we already spun on).
+ * do, or an empty queue we already spun on); RCV_STOPPED: the same, for
+ * the fast paths were off.
  */
-#define RCV_SLOW LONG_MIN
+#define RCV_SLOW    LONG_MIN
+#define RCV_STOPPED (LONG_MIN + 1)
 
 static long msgrcv_fast(struct ns *ns, struct msg_queue *q, int msqid, const struct rcv_req *rq,
 			bool *spun)
@@ -1608,6 +1640,8 @@ static long msgrcv_fast(struct ns *ns, struct msg_queue *q, int msqid, const str
 		}
 		if (res == RING_2BIG)
 			return -E2BIG;
+		if (res == RING_STOPPED)
+			return RCV_STOPPED;
 		if (res != RING_EMPTY)
 			return RCV_SLOW;
 		/* a sender on another CPU brings one in a moment */
@@ -1754,8 +1788,8 @@ static long do_msgrcv(struct ns *ns, int msqid, void *buf, size_t bufsz, long ms
 {
 	struct rcv_req rq = { .buf = buf, .bufsz = bufsz, .msgflg = msgflg, .hand0 = hand0 };
 	struct msg_queue *q;
-	bool spun = false;
-	int err = 0, r, bounces = 0;
+	bool spun = false, stopped;
+	int err = 0, r, bounces = 0, ring_tries = 0;
 	long ret;
 
 	if (msqid < 0 || (long)bufsz < 0)
@@ -1777,8 +1811,9 @@ static long do_msgrcv(struct ns *ns, int msqid, void *buf, size_t bufsz, long ms
 		if (ipcperms(&q->perm, 0444))
 			return -EACCES;
 		ret = msgrcv_fast(ns, q, msqid, &rq, &spun);
-		if (ret != RCV_SLOW)
+		if (ret != RCV_SLOW && ret != RCV_STOPPED)
 			return ret;
+		stopped = ret == RCV_STOPPED;
 		bound_lock_waits(msgflg, rq.hand0, bounded);
 		r = msq_lock(ns, q);
 		if (r)
@@ -1786,6 +1821,10 @@ static long do_msgrcv(struct ns *ns, int msqid, void *buf, size_t bufsz, long ms
 		if (!msq_valid(q, msqid)) {
 			msq_unlock(ns, q);
 			return -EIDRM;
+		}
+		if (stopped && msq_ring_back(ns, q, &ring_tries)) {
+			msq_unlock(ns, q);
+			continue;
 		}
 		r = msq_slow(ns, q, false);
 		if (r) {

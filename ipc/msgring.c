@@ -206,7 +206,7 @@ int ring_send(struct ns *ns, struct msgring *r, uint64_t me, uint64_t qbytes, in
 		int c;
 
 		if (t & RW_SLOW)
-			return RING_SLOW;
+			return RING_STOPPED;
 		/* a copy from before the last restart (or another ring) is void */
 		if (!fresh && (rw_epoch(h) != rw_epoch(t) || !ring_fits(t, h, qbytes, sz) ||
 			       ring_count(t, h) >= RING_SLOTS)) {
@@ -279,7 +279,7 @@ int ring_recv(struct msgring *r, int64_t msgtyp, bool except, uint64_t maxsize,
 		int64_t mtype;
 
 		if (h & RW_SLOW)
-			return RING_SLOW;
+			return RING_STOPPED;
 		t = cached(r, &r->tail, &cache.tail, tk, fresh);
 		n = ring_count(t, h);
 		if (!fresh && ((t & RW_SLOW) || rw_epoch(t) != rw_epoch(h) || n == 0 ||
@@ -288,7 +288,7 @@ int ring_recv(struct msgring *r, int64_t msgtyp, bool except, uint64_t maxsize,
 			continue;
 		}
 		if (t & RW_SLOW)
-			return RING_SLOW;
+			return RING_STOPPED;
 		if (n == 0) {
 			*tail_seen = t;
 			return RING_EMPTY; /* empty when the tail was read */

@@ -56,6 +56,7 @@ struct msgring {
 /* what ring_send and ring_recv answer (besides 0: done) */
 enum {
 	RING_SLOW = 1,             /* take the locked path */
+	RING_STOPPED,              /* the same: the fast paths are off */
 	RING_FULL,                 /* no room (valid at one instant) */
 	RING_EMPTY,                /* nothing (that matches) to receive, valid at one instant */
 	RING_2BIG,                 /* the first message is larger than the buffer */

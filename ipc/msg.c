@@ -671,6 +671,67 @@ static bool msq_may_go_fast(struct msg_queue *q)
 }
 
 /*
+ * At the end of a locked section with nobody asleep: the list's messages
+ * back into the ring (journaled, in the section), so that the fast paths
+ * come back on at once.  A locked section stops the ring and moves what it
+ * holds to the list (msq_slow); while the list holds messages the fast
+ * paths stay off, and a stream whose two sides then take the lock for
+ * every message never empties it: one sleep of a side that waited too
+ * long (a stall of the other, a vCPU preempted) cost thousands of messages
+ * at a quarter of the speed.  Only a list the ring can hold: small
+ * messages, at most RING_SLOTS, into a stopped ring that is empty.
+ */
+static __attribute__((noinline)) void list_into_ring(struct ns *ns, struct msg_queue *q,
+						     struct msgring *r, uint64_t t)
+{
+	/* the list as checked once: offsets and sizes read from the arena
+	 * are used as read here, whatever another member writes meanwhile */
+	struct { uoff_t off; uint32_t size; } list[RING_SLOTS];
+	uint64_t me = ring_me(ns), bytes = 0;
+	uint32_t n = 0;
+
+	for (uoff_t o = q->messages.first; o; n++) {
+		struct msgm *m = m_at(ns, o);
+		int64_t size = m ? msg_len(ns, m) : -1;
+
+		if (size < 0 || size > RING_TEXT_MAX || n == RING_SLOTS)
+			return;
+		list[n].off = o;
+		list[n].size = (uint32_t)size;
+		o = m->next;
+	}
+	if (!me || !ring_refill_begin(ns, r, me, t))
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		struct msgm *m = (struct msgm *)(ns->base + list[i].off);
+
+		t = ring_put(r, t, m->mtype, m->text, list[i].size, q->lspid, q->stime);
+		bytes += list[i].size;
+		msg_put_block(ns, q, m);
+	}
+	J_SET(ns, q->messages.first, (uoff_t)0);
+	J_SET(ns, q->messages.last, (uoff_t)0);
+	J_SET(ns, q->qnum, q->qnum - n);
+	J_SET(ns, q->cbytes, q->cbytes - bytes);
+	/* the list's senders are q->lspid's: the ring's last slot is not */
+	J_SET(ns, q->lspid_tn, rw_n(t));
+	J_SET(ns, r->tail, t);
+}
+
+static void msq_list_to_ring(struct ns *ns, struct msg_queue *q, struct msgring *r)
+{
+	uint64_t t, h;
+
+	if (!q->messages.first || q->receivers.first || q->senders.first ||
+	    atomic_load(&q->perm.deleted) || q->qbytes > INT32_MAX)
+		return;
+	t = ring_load(&r->tail);
+	h = ring_load(&r->head);
+	if ((t & RW_SLOW) && (h & RW_SLOW) && !ring_count(t, h))
+		list_into_ring(ns, q, r, t);
+}
+
+/*
  * At the end of a locked section: publish a new ring, and turn the fast
  * paths back on if the queue allows.  Both after the section committed:
  * what fast callers see must never be rolled back.  Dying between the
@@ -684,6 +745,7 @@ static void msq_ring_restart(struct ns *ns, struct msg_queue *q)
 
 	if (!r)
 		return;
+	msq_list_to_ring(ns, q, r);
 	publish = q->ring != q->ring_alloc;
 	go = (ring_load(&r->tail) & RW_SLOW) && msq_may_go_fast(q);
 	if (!publish && !go)

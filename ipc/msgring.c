@@ -248,6 +248,40 @@ int ring_send(struct ns *ns, struct msgring *r, uint64_t me, uint64_t qbytes, in
 	return RING_SLOW;
 }
 
+/*
+ * The queue lock's holder moves the queue's list into the ring, which is
+ * stopped and empty (head = tail = T): may the first message go to T's
+ * slot?  A sender that read the tail before the ring stopped may still be
+ * writing that slot under a live claim (its publish fails, but its copy
+ * would land on ours); otherwise the claim becomes ME's, so that such a
+ * sender, late, finds the slot taken instead of writing into it.
+ */
+bool ring_refill_begin(struct ns *ns, struct msgring *r, uint64_t me, uint64_t t)
+{
+	struct rslot *s = ring_slot(r, rw_n(t));
+	uint64_t c = __atomic_load_n(&s->claim, __ATOMIC_ACQUIRE);
+
+	if (claim_pos(c) == rw_n(t) && claim_owner(c) && claim_owner(c) != me &&
+	    owner_alive(ns, claim_owner(c)))
+		return false;
+	return cas(&s->claim, &c, claim_word(me, rw_n(t)));
+}
+
+/* the message at the end of a stopped ring whose tail is T, written with
+ * plain stores (past the tail nobody reads it); the tail that takes it in */
+uint64_t ring_put(struct msgring *r, uint64_t t, int64_t mtype, const void *text, uint32_t sz,
+		  int32_t pid, int64_t stime)
+{
+	struct rslot *s = ring_slot(r, rw_n(t));
+
+	s->mtype = mtype;
+	s->size = sz;
+	s->pid = pid;
+	s->stime = stime;
+	memcpy(s->text, text, sz);
+	return rw_advance(t, sz);
+}
+
 /* the last fast receiver, once its head update is done */
 static void note_receiver(struct msgring *r, uint64_t h_after, int32_t pid, int64_t now)
 {

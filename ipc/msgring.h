@@ -128,6 +128,15 @@ __attribute__((visibility("hidden"))) int ring_send(struct ns *ns, struct msgrin
 __attribute__((visibility("hidden"))) int ring_recv(struct msgring *r, int64_t msgtyp, bool except,
 						    uint64_t bufsz, struct ring_msg *out,
 						    uint64_t *tail_seen, int32_t pid, int64_t now);
+/* the queue lock's holder refills a stopped, empty ring whose tail is T
+ * (msg.c's list back into the ring): false if a sender still writes T's
+ * slot; then ring_put each message, and the tail it returns is the new
+ * one once stored */
+__attribute__((visibility("hidden"))) bool ring_refill_begin(struct ns *ns, struct msgring *r,
+							     uint64_t me, uint64_t t);
+__attribute__((visibility("hidden"))) uint64_t ring_put(struct msgring *r, uint64_t t,
+							int64_t mtype, const void *text,
+							uint32_t sz, int32_t pid, int64_t stime);
 __attribute__((visibility("hidden"))) bool ring_has_room(struct msgring *r, uint64_t qbytes,
 							 uint32_t sz);
 __attribute__((visibility("hidden"))) void ring_stop(struct msgring *r, uint64_t *tail,

@@ -204,6 +204,55 @@ static void sleeper_in_stream(int argc, char **argv)
 	m_rmid(q);
 }
 
+/* a child streams small messages into Q (the ring, under uipc) */
+static void stream_child(void *arg)
+{
+	int q = *(int *)arg;
+	for (int i = 0; i < 30; i++)
+		m_snd(q, 1 + i % 3, 100, 200 + i, 0);
+}
+
+/* a child takes N from Q */
+static void drain_child(void *arg)
+{
+	int *a = arg;
+	drain(a[0], a[1], 200);
+}
+
+/*
+ * Messages that go to the locked list and back into the ring (uipc: a
+ * section that stops the ring moves what it holds to the list, and the
+ * unlock of a section with nobody asleep moves a list of small messages
+ * back): order, counts and the last sender and receiver, other processes,
+ * come through both moves.
+ */
+static void list_and_back(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	int q = m_get(IPC_PRIVATE, 0600);
+	for (int i = 0; i < 20; i++)               /* the ring comes */
+		m_snd(q, 1, 50, i, 0);
+	drain(q, 20, 100);
+	dt_wait(dt_fork(stream_child, &q));
+	m_stat(q, IPC_STAT);
+	m_set(q, -1, -1, 0600, 16384);             /* a locked section */
+	m_stat(q, IPC_STAT);                       /* lspid: the child's */
+	drain(q, 5, 200);
+	int a[2] = { q, 5 };
+	dt_wait(dt_fork(drain_child, a));
+	m_stat(q, IPC_STAT);                       /* lrpid: the other child's */
+	m_snd(q, 4, 500, 77, 0);                   /* a large one: locked */
+	m_rcv(q, 200, 3, 0);                       /* a search: locked */
+	m_stat(q, IPC_STAT);
+	m_rcv(q, 1000, -4, 0);                     /* types <= 4: locked */
+	for (int i = 0; i < 8; i++)
+		m_snd(q, 2, 40, 300 + i, 0);
+	m_stat(q, IPC_STAT);
+	drain(q, 40, 1000);                        /* then ENOMSG */
+	m_stat(q, IPC_STAT);
+	m_rmid(q);
+}
+
 static void efault(int argc, char **argv)
 {
 	(void)argc; (void)argv;
@@ -355,6 +404,7 @@ const struct dt_case dt_cases[] = {
 	{ "set_while_full", set_while_full, 0 },
 	{ "rmid_full", rmid_full, 0 },
 	{ "sleeper_in_stream", sleeper_in_stream, 0 },
+	{ "list_and_back", list_and_back, 0 },
 	{ "efault", efault, 0 },
 	{ "eintr_early", eintr_early, 0 },
 	{ NULL, NULL, 0 },

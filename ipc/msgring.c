@@ -24,6 +24,9 @@
  * A sender that waits too long for a live claim takes the locked path.
  */
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "ipc/ipc.h"
 #include "ipc/msgring.h"
@@ -36,13 +39,17 @@
  * the tail only when its copy says the ring is empty, so in a stream each
  * side rarely pulls the other's cache line.  A stale copy only errs on the
  * safe side (the head and the tail only grow), as long as it is younger
- * than the 2^22 messages after which counts wrap: a copy is trusted for at
- * most CACHE_TICKS (well under a millisecond on any TSC).
+ * than the 2^30 messages after which counts wrap: a copy is trusted within
+ * the second it was read in and the next (the call's own time(), which it
+ * reads anyway for stime and rtime; a clock set back voids every copy).
+ * Two seconds hold a few tens of millions of messages at most; the TSC
+ * this used to read cost 10 ns a call on a VM.
  */
-#define CACHE_TICKS (1ull << 21)
+#define CACHE_SECONDS 1
 
 struct word_copy {
-	uint64_t val, at;          /* the word, and when it was read (ticks) */
+	uint64_t val;
+	int64_t at;                /* when it was read (seconds) */
 };
 
 static __thread struct {
@@ -51,26 +58,17 @@ static __thread struct {
 	struct word_copy tail;     /* a receiver's copy of the tail */
 } cache;
 
-static inline uint64_t ticks(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	return __builtin_ia32_rdtsc();
-#else
-	return (uint64_t)mono_ns();
-#endif
-}
-
 /* WORD of ring R as this thread's COPY has it, read again if FRESH is
  * asked, the copy is too old, or it belongs to another ring */
 static uint64_t cached(struct msgring *r, const uint64_t *word, struct word_copy *copy,
-		       uint64_t now, bool fresh)
+		       int64_t now, bool fresh)
 {
 	if (cache.r != r) {
 		cache.r = r;
-		cache.head.at = cache.tail.at = 0;
+		cache.head.at = cache.tail.at = INT64_MIN;
 		fresh = true;
 	}
-	if (fresh || now - copy->at > CACHE_TICKS) {
+	if (fresh || (uint64_t)(now - copy->at) > CACHE_SECONDS) {
 		copy->val = ring_load(word);
 		copy->at = now;
 	}
@@ -80,7 +78,7 @@ static uint64_t cached(struct msgring *r, const uint64_t *word, struct word_copy
 void ring_forget(void)
 {
 	cache.r = NULL;
-	cache.head.at = cache.tail.at = 0;
+	cache.head.at = cache.tail.at = INT64_MIN;
 }
 
 static inline uint32_t rw_epoch(uint64_t w)
@@ -94,17 +92,19 @@ static inline uint64_t rw_advance(uint64_t w, uint32_t sz)
 	uint64_t keep = w & (RW_SLOW | RW_EPOCH_MASK);
 	uint64_t n = (rw_n(w) + 1u) & RW_N_MASK;
 
-	return keep | (n << RW_N_SHIFT) | (uint32_t)(rw_bytes(w) + sz);
+	return keep | (n << RW_N_SHIFT) | ((rw_bytes(w) + sz) & RW_BYTES_MASK);
 }
 
 /*
  * claim word: the writer (its thread slot + 1 in bits 45-62, the low 23 bits
  * of its tid in bits 22-44, so that a slot reused by another thread does not
- * pass for it) and the position (bits 0-21)
+ * pass for it) and the position, modulo 2^22 (bits 0-21): positions a ring
+ * can hold at once are far closer than that
  */
 #define CLAIM_IDX_SHIFT 45
 #define CLAIM_TID_SHIFT 22
 #define CLAIM_TID_MASK  0x7fffffu
+#define CLAIM_POS_MASK  0x3fffffu
 
 uint64_t ring_owner_id(uint32_t thread_slot, int32_t tid)
 {
@@ -114,17 +114,17 @@ uint64_t ring_owner_id(uint32_t thread_slot, int32_t tid)
 
 static inline uint64_t claim_word(uint64_t owner, uint32_t pos)
 {
-	return owner | (pos & RW_N_MASK);
+	return owner | (pos & CLAIM_POS_MASK);
 }
 
 static inline uint64_t claim_owner(uint64_t c)
 {
-	return c & ~(uint64_t)RW_N_MASK;
+	return c & ~(uint64_t)CLAIM_POS_MASK;
 }
 
 static inline uint32_t claim_pos(uint64_t c)
 {
-	return (uint32_t)c & RW_N_MASK;
+	return (uint32_t)c & CLAIM_POS_MASK;
 }
 
 /* is the writer of a claim alive (then it may still be writing)? */
@@ -144,6 +144,55 @@ static bool owner_alive(struct ns *ns, uint64_t owner)
 	return SLOT_STATE(w) == SLOT_LIVE && ((uint32_t)SLOT_ID(w) & CLAIM_TID_MASK) == tid &&
 	       thread_alive(ns, t);
 }
+
+/*
+ * A line brought toward this CPU before it is needed.  The sender asks for
+ * its next slots and the tail for writing (PREFETCHW, where the CPU has
+ * it: a read prefetch would fetch them shared, and each store or
+ * compare-and-swap still waits for the receiver's copies to go), so that
+ * its claim, copy and publish do not each wait for a line the receiver
+ * read last; the receiver asks for its next slots for reading.  Measured
+ * on the 2-CPU VM: a stream of 128-byte messages between CPUs 4.3 M/s
+ * without, 5.9 M/s with.
+ */
+static bool have_prefetchw;
+
+__attribute__((constructor)) static void ring_cpu_init(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned a, b, c, d;
+
+	/* CPUID 0x80000001 ECX bit 8: PREFETCHW (3DNowPrefetch) */
+	have_prefetchw = __get_cpuid(0x80000001, &a, &b, &c, &d) && (c & (1u << 8));
+#endif
+}
+
+static inline void prefetch_for_write(const void *p)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (likely(have_prefetchw)) {
+		__asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+		return;
+	}
+#endif
+	__builtin_prefetch(p, 1, 3);
+}
+
+/* the slot of position POS, for writing or for reading */
+static inline void slot_prefetch(struct msgring *r, uint32_t pos, bool write)
+{
+	const char *p = (const char *)ring_slot(r, pos);
+
+	for (unsigned off = 0; off < RING_SLOT_BYTES; off += 64) {
+		if (write)
+			prefetch_for_write(p + off);
+		else
+			__builtin_prefetch(p + off, 0, 3);
+	}
+}
+
+/* how far ahead each side prefetches its slots */
+#define PREFETCH_AHEAD 2
 
 static bool cas(uint64_t *w, uint64_t *expect, uint64_t want)
 {
@@ -180,11 +229,11 @@ bool ring_has_room(struct msgring *r, uint64_t qbytes, uint32_t sz)
  */
 static int claim_slot(struct ns *ns, struct rslot *s, uint64_t t, uint64_t me)
 {
-	uint32_t pos = rw_n(t);
+	uint32_t pos = rw_n(t) & CLAIM_POS_MASK;
 	uint64_t c = __atomic_load_n(&s->claim, __ATOMIC_ACQUIRE);
-	uint32_t ahead = (claim_pos(c) - pos) & RW_N_MASK;
+	uint32_t ahead = (claim_pos(c) - pos) & CLAIM_POS_MASK;
 
-	if (ahead && ahead < RW_N_MASK / 2)
+	if (ahead && ahead < CLAIM_POS_MASK / 2)
 		return 1;          /* the slot already serves a later position */
 	if (!ahead && claim_owner(c) && claim_owner(c) != me && owner_alive(ns, claim_owner(c)))
 		return 2;
@@ -196,12 +245,13 @@ int ring_send(struct ns *ns, struct msgring *r, uint64_t me, uint64_t qbytes, in
 {
 	if (sz > RING_TEXT_MAX || qbytes > INT32_MAX)
 		return RING_SLOW;
-	uint64_t tk = ticks();
 	bool fresh = false;
 
+	/* the tail's line is wanted for writing at the end: ask for it now */
+	prefetch_for_write(&r->tail);
 	for (int tries = 0; tries < TRIES; tries++) {
 		/* head first: then tail - head never undercounts */
-		uint64_t h = cached(r, &r->head, &cache.head, tk, fresh), t = ring_load(&r->tail), mine;
+		uint64_t h = cached(r, &r->head, &cache.head, now, fresh), t = ring_load(&r->tail), mine;
 		struct rslot *s;
 		int c;
 
@@ -240,8 +290,10 @@ int ring_send(struct ns *ns, struct msgring *r, uint64_t me, uint64_t qbytes, in
 		s->pid = pid;
 		s->stime = now;
 		memcpy(s->text, text, sz);
-		if (cas(&r->tail, &t, rw_advance(t, sz)))
+		if (cas(&r->tail, &t, rw_advance(t, sz))) {
+			slot_prefetch(r, rw_n(t) + PREFETCH_AHEAD, true);
 			return 0;
+		}
 		/* stopped or overtaken: give the claim back */
 		cas(&s->claim, &mine, claim_word(0, claim_pos(mine)));
 	}
@@ -261,7 +313,7 @@ bool ring_refill_begin(struct ns *ns, struct msgring *r, uint64_t me, uint64_t t
 	struct rslot *s = ring_slot(r, rw_n(t));
 	uint64_t c = __atomic_load_n(&s->claim, __ATOMIC_ACQUIRE);
 
-	if (claim_pos(c) == rw_n(t) && claim_owner(c) && claim_owner(c) != me &&
+	if (claim_pos(c) == (rw_n(t) & CLAIM_POS_MASK) && claim_owner(c) && claim_owner(c) != me &&
 	    owner_alive(ns, claim_owner(c)))
 		return false;
 	return cas(&s->claim, &c, claim_word(me, rw_n(t)));
@@ -303,7 +355,6 @@ static void note_receiver(struct msgring *r, uint64_t h_after, int32_t pid, int6
 int ring_recv(struct msgring *r, int64_t msgtyp, bool except, uint64_t maxsize,
 	      struct ring_msg *out, uint64_t *tail_seen, int32_t pid, int64_t now)
 {
-	uint64_t tk = ticks();
 	bool fresh = false;
 
 	for (int tries = 0; tries < TRIES; tries++) {
@@ -314,7 +365,7 @@ int ring_recv(struct msgring *r, int64_t msgtyp, bool except, uint64_t maxsize,
 
 		if (h & RW_SLOW)
 			return RING_STOPPED;
-		t = cached(r, &r->tail, &cache.tail, tk, fresh);
+		t = cached(r, &r->tail, &cache.tail, now, fresh);
 		n = ring_count(t, h);
 		if (!fresh && ((t & RW_SLOW) || rw_epoch(t) != rw_epoch(h) || n == 0 ||
 			       n > RING_SLOTS)) {
@@ -330,6 +381,7 @@ int ring_recv(struct msgring *r, int64_t msgtyp, bool except, uint64_t maxsize,
 		if (n > RING_SLOTS)
 			return RING_SLOW;  /* we read the two words far apart */
 		s = ring_slot(r, rw_n(h));
+		slot_prefetch(r, rw_n(h) + PREFETCH_AHEAD, false);
 		mtype = __atomic_load_n(&s->mtype, __ATOMIC_RELAXED);
 		size = __atomic_load_n(&s->size, __ATOMIC_RELAXED);
 		if (size > RING_TEXT_MAX)

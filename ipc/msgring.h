@@ -17,14 +17,19 @@
  * The head and tail words: bit 63 SLOW (the fast paths are off: the queue
  * lock owns the ring), bits 54-62 the epoch (bumped whenever the fast paths
  * come back on, so that an operation begun before cannot complete after),
- * bits 32-53 the message count (modulo 2^22), bits 0-31 the text bytes
- * (modulo 2^32).  tail - head is what the ring holds.
+ * bits 24-53 the message count (modulo 2^30: a side's copy of the other's
+ * word stays meaningful for a second or two at any speed, msgring.c), bits
+ * 0-23 the text bytes (modulo 2^24, far above what a ring holds).  tail -
+ * head is what the ring holds.
  */
 #define RW_SLOW        (1ULL << 63)
 #define RW_EPOCH_SHIFT 54
 #define RW_EPOCH_MASK  (0x1ffULL << RW_EPOCH_SHIFT)
-#define RW_N_SHIFT     32
-#define RW_N_MASK      0x3fffffu
+#define RW_N_SHIFT     24
+#define RW_N_MASK      0x3fffffffu
+#define RW_BYTES_MASK  0xffffffu
+
+_Static_assert(RING_SLOTS * RING_TEXT_MAX <= RW_BYTES_MASK / 2, "ring bytes fit the byte count");
 
 struct rslot {
 	uint64_t claim;            /* the sender writing it: thread | position */
@@ -76,7 +81,7 @@ static inline uint32_t rw_n(uint64_t w)
 
 static inline uint32_t rw_bytes(uint64_t w)
 {
-	return (uint32_t)w;
+	return (uint32_t)w & RW_BYTES_MASK;
 }
 
 static inline uint32_t ring_count(uint64_t tail, uint64_t head)
@@ -86,7 +91,7 @@ static inline uint32_t ring_count(uint64_t tail, uint64_t head)
 
 static inline uint32_t ring_bytes(uint64_t tail, uint64_t head)
 {
-	return rw_bytes(tail) - rw_bytes(head);
+	return (rw_bytes(tail) - rw_bytes(head)) & RW_BYTES_MASK;
 }
 
 /* a side's "where it ran" word for thread TID on CPU */

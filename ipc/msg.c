@@ -338,6 +338,45 @@ static void room_hysteresis(struct msg_queue *q, uint64_t sz)
 	}
 }
 
+/*
+ * The same for a sender of the ring's fast path that found the queue full:
+ * once the receiver makes room, let it make room for half the queue before
+ * sending again, looking at the head only every few hundred nanoseconds.
+ * A sender that looked at the head all the time and sent into each slot as
+ * it came free took the head's line from the receiver at each of the
+ * receiver's compare-and-swaps: a line transfer per message on both sides
+ * (a stream between two CPUs of the 2-CPU VM: 5.6 M msg/s, 7.0 M/s with
+ * this).  Only timing, and bounded: HYSTERESIS_NS in all, and no longer
+ * than RING_STALL_NS once the receiver stops taking (it may be asleep).
+ */
+#define RING_STALL_NS 2000
+#define RING_POLL_PAUSES 8
+
+static void ring_room_hysteresis(const struct spin_on *on)
+{
+	uint64_t qb = rd64(&on->q->qbytes), want = qb / 2 > on->sz ? qb / 2 : on->sz;
+	uint64_t h0 = ring_load(&on->r->head);
+	int64_t start = mono_ns(), moved = start;
+
+	for (unsigned i = 0; !ring_has_room(on->r, qb, (uint32_t)want) && !q_gone(on->q); i++) {
+		uint64_t h;
+
+		for (int k = 0; k < RING_POLL_PAUSES; k++)
+			cpu_relax();
+		h = ring_load(&on->r->head);
+		if (h != h0 || (i & 3) == 3) {
+			int64_t now = mono_ns();
+
+			if (h != h0) {
+				h0 = h;
+				moved = now;
+			}
+			if (now - moved > RING_STALL_NS || now - start > HYSTERESIS_NS)
+				return;
+		}
+	}
+}
+
 /* a receiver waits for a new message, locked or in the ring */
 static bool nothing_new(const struct spin_on *on)
 {
@@ -1380,6 +1419,7 @@ static int msgsnd_fast(struct ns *ns, struct msg_queue *q, int msqid, long mtype
 		res = fast_wait(no_room, &on, msgflg, -EAGAIN, spun);
 		if (res)
 			return res > 0 ? FAST_NO : res;
+		ring_room_hysteresis(&on);
 	}
 }
 

@@ -319,6 +319,17 @@ UIPC_HIDDEN int64_t spin_budget_take(struct spin_budget *b);
 /* the condition ended while spinning; WAITED: not at the first look */
 UIPC_HIDDEN void spin_budget_paid(struct spin_budget *b, bool waited);
 UIPC_HIDDEN void spin_budget_wasted(struct spin_budget *b);
+/*
+ * A wait that spun out and slept ended when what it waited for came,
+ * WAITED ns after the wait began: a spin that long would have caught it.
+ * The budget grows to twice that (at most the maximum, from the probe's
+ * length).  Without it two sides whose budgets had run out woke each other
+ * from sleep for good: a sleeper's wakeup takes the other side longer than
+ * a probe waits (40 us and more on an idle vCPU), so every probe failed,
+ * and ping-pong between two CPUs ran at the kernel's 11 k round trips a
+ * second instead of a spinning pair's hundreds of thousands.
+ */
+UIPC_HIDDEN void spin_budget_slept(struct spin_budget *b, int64_t waited);
 
 /* ---- sem.c ---- */
 UIPC_HIDDEN void sem_exit_proc(struct ns *ns, struct uproc *p);

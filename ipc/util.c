@@ -227,6 +227,20 @@ void spin_budget_paid(struct spin_budget *b, bool waited)
 		b->ns = b->ns * 2 > b->max ? b->max : b->ns * 2;
 }
 
+void spin_budget_slept(struct spin_budget *b, int64_t waited)
+{
+	int64_t want = waited * 2;
+
+	if (waited >= b->max)
+		return;
+	if (want < SPIN_PROBE_NS)
+		want = SPIN_PROBE_NS;
+	if (want > b->max)
+		want = b->max;
+	if (b->ns < want)
+		b->ns = want;
+}
+
 void spin_budget_wasted(struct spin_budget *b)
 {
 	b->ns = b->ns / 2 < SPIN_MIN_NS ? 0 : b->ns / 2;

@@ -178,7 +178,7 @@ UIPC_HIDDEN void ipc_seen_fork_child(void);
  * mapping as a whole before anyone reads a field of it.  Constants, so
  * that a lookup costs no load; sem.c, msg.c and shm.c assert them. */
 #define SEM_OBJ_SIZE 136u          /* sizeof(struct sem_array) */
-#define MSG_OBJ_SIZE 232u          /* sizeof(struct msg_queue) */
+#define MSG_OBJ_SIZE 240u          /* sizeof(struct msg_queue) */
 #define SHM_OBJ_SIZE 152u          /* sizeof(struct shmid_kernel) */
 
 /*

@@ -127,6 +127,9 @@ struct msg_queue {
 	uoff_t ring_alloc;         /* the ring's block, journaled */
 	uint32_t lspid_tn;         /* ring tail count when lspid/stime were current */
 	uint32_t lrpid_hn;         /* ring head count when lrpid/rtime were current */
+	uint32_t refill;           /* 1: a sleeper came since the list last went
+				      back into the ring (msq_list_to_ring) */
+	uint32_t pad;
 	uint64_t incarnation;      /* bumped when an IPC_RMID's ids section
 				      commits, only then (the queue
 				      section's j_guard) */
@@ -730,15 +733,23 @@ static bool msq_may_go_fast(struct msg_queue *q)
  * paths stay off, and a stream whose two sides then take the lock for
  * every message never empties it: one sleep of a side that waited too
  * long (a stall of the other, a vCPU preempted) cost thousands of messages
- * at a quarter of the speed.  Only a list the ring can hold: small
- * messages, at most RING_SLOTS, into a stopped ring that is empty.
+ * at a quarter of the speed.
+ *
+ * Once a sleeper has come (q->refill, armed by msgsnd_sleep and
+ * msgrcv_sleep) and at the end of a section that leaves nobody asleep:
+ * not after every section, for a program that searches the queue (typed
+ * receives) stops the ring at every receive, and would pay both moves
+ * each time.  Only a list the ring can hold easily (RING_REFILL_MAX small
+ * messages), into a stopped ring that is empty.
  */
+#define RING_REFILL_MAX (RING_SLOTS / 2)
+
 static __attribute__((noinline)) void list_into_ring(struct ns *ns, struct msg_queue *q,
 						     struct msgring *r, uint64_t t)
 {
 	/* the list as checked once: offsets and sizes read from the arena
 	 * are used as read here, whatever another member writes meanwhile */
-	struct { uoff_t off; uint32_t size; } list[RING_SLOTS];
+	struct { uoff_t off; uint32_t size; } list[RING_REFILL_MAX];
 	uint64_t me = ring_me(ns), bytes = 0;
 	uint32_t n = 0;
 
@@ -746,12 +757,15 @@ static __attribute__((noinline)) void list_into_ring(struct ns *ns, struct msg_q
 		struct msgm *m = m_at(ns, o);
 		int64_t size = m ? msg_len(ns, m) : -1;
 
-		if (size < 0 || size > RING_TEXT_MAX || n == RING_SLOTS)
+		if (size < 0 || size > RING_TEXT_MAX || n == RING_REFILL_MAX) {
+			J_SET(ns, q->refill, 0u);   /* not this time: until a sleeper */
 			return;
+		}
 		list[n].off = o;
 		list[n].size = (uint32_t)size;
 		o = m->next;
 	}
+	/* (a sender still writing the first slot: at a later unlock) */
 	if (!me || !ring_refill_begin(ns, r, me, t))
 		return;
 	for (uint32_t i = 0; i < n; i++) {
@@ -768,13 +782,15 @@ static __attribute__((noinline)) void list_into_ring(struct ns *ns, struct msg_q
 	/* the list's senders are q->lspid's: the ring's last slot is not */
 	J_SET(ns, q->lspid_tn, rw_n(t));
 	J_SET(ns, r->tail, t);
+	J_SET(ns, q->refill, 0u);
 }
 
 static void msq_list_to_ring(struct ns *ns, struct msg_queue *q, struct msgring *r)
 {
 	uint64_t t, h;
 
-	if (!q->messages.first || q->receivers.first || q->senders.first ||
+	if (!q->refill || !q->messages.first || q->receivers.first || q->senders.first ||
+	    q->qnum > RING_REFILL_MAX || q->cbytes > q->qnum * RING_TEXT_MAX ||
 	    atomic_load(&q->perm.deleted) || q->qbytes > INT32_MAX)
 		return;
 	t = ring_load(&r->tail);
@@ -1161,6 +1177,7 @@ static void msq_init_fields(struct ns *ns, struct msg_queue *q, key_t key, int m
 	MSQ_FIELD(retired_next);
 	MSQ_FIELD(nsent);
 	MSQ_FIELD(wfree);
+	MSQ_FIELD(refill);
 #undef MSQ_FIELD
 	if (journal)
 		J_SET(ns, *(uint32_t *)&q->perm.deleted, 0u);
@@ -1493,6 +1510,7 @@ static int msgsnd_sleep(struct ns *ns, struct msg_queue *q, int msqid, size_t ms
 	}
 	w->msgsz = msgsz;
 	wl_add_tail(ns, &q->senders, w);
+	J_SET(ns, q->refill, 1u);
 	for (;;) {
 		int st;
 
@@ -1845,6 +1863,7 @@ static long msgrcv_sleep(struct ns *ns, struct msg_queue *q, int msqid, const st
 	w->mode = rq->mode;
 	w->maxsize = (rq->msgflg & MSG_NOERROR) ? INT_MAX : (int64_t)rq->bufsz;
 	wl_add_tail(ns, &q->receivers, w);
+	J_SET(ns, q->refill, 1u);
 	for (;;) {
 		msq_unlock(ns, q);
 		r = msg_wait(w, rq->hand0);

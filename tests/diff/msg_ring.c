@@ -221,10 +221,10 @@ static void drain_child(void *arg)
 
 /*
  * Messages that go to the locked list and back into the ring (uipc: a
- * section that stops the ring moves what it holds to the list, and the
- * unlock of a section with nobody asleep moves a list of small messages
- * back): order, counts and the last sender and receiver, other processes,
- * come through both moves.
+ * sender that sleeps on a full queue stops the ring and moves what it
+ * holds to the list; once it has sent and nobody sleeps, the unlock moves
+ * a list of small messages back): order, counts and the last sender and
+ * receiver, other processes, come through both moves.
  */
 static void list_and_back(int argc, char **argv)
 {
@@ -233,10 +233,15 @@ static void list_and_back(int argc, char **argv)
 	for (int i = 0; i < 20; i++)               /* the ring comes */
 		m_snd(q, 1, 50, i, 0);
 	drain(q, 20, 100);
-	dt_wait(dt_fork(stream_child, &q));
-	m_stat(q, IPC_STAT);
-	m_set(q, -1, -1, 0600, 16384);             /* a locked section */
+	m_set(q, -1, -1, 0600, 3000);
+	dt_wait(dt_fork(stream_child, &q));        /* 30 x 100 B: full */
 	m_stat(q, IPC_STAT);                       /* lspid: the child's */
+	pid_t s = m_block_snd(q, 5, 100, 400, 0);  /* a sender sleeps */
+	m_stat(q, IPC_STAT);
+	m_rcv(q, 200, 0, 0);                       /* makes room: it sends */
+	dt_wakes(1);
+	dt_wait(s);
+	m_stat(q, IPC_STAT);                       /* lspid: the sleeper's */
 	drain(q, 5, 200);
 	int a[2] = { q, 5 };
 	dt_wait(dt_fork(drain_child, a));

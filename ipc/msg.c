@@ -1334,9 +1334,9 @@ static int pipelined_send(struct ns *ns, struct msg_queue *q, long mtype, const 
 }
 
 /*
- * The spin ran out: the other side may share our CPU, where it cannot run
- * while we spin, and sleeping through the locked path stops the ring for
- * both.  Give it the CPU a few times first: a sender that shares a CPU
+ * The other side shares our CPU (or the spin ran out and it may): it cannot
+ * run while we spin, and sleeping through the locked path stops the ring
+ * for both.  Give it the CPU a few times first: a sender that shares a CPU
  * with its receiver then fills the ring before the receiver runs again
  * (and the reverse), a whole ring per pair of switches.  When the two run
  * on different CPUs sched_yield returns at once (the scheduler's load
@@ -1385,13 +1385,16 @@ static bool peer_shares_cpu(struct msgring *r, uint64_t me)
 	return false;
 }
 
-static int yield_to_peer(bool (*still)(const struct spin_on *), const struct spin_on *on)
+/* does the other side share our CPU (as the ring's hints have it)? */
+static bool peer_here(const struct spin_on *on)
 {
 	uint64_t me = on->r ? ran_here(on->ns) : 0;
 
-	/* another task on our CPU (not the peer) would take the whole slice */
-	if (!me || !peer_shares_cpu(on->r, me))
-		return 0;
+	return me && peer_shares_cpu(on->r, me);
+}
+
+static int yield_to_peer(bool (*still)(const struct spin_on *), const struct spin_on *on)
+{
 	for (int i = 0; i < PEER_YIELDS; i++) {
 		sched_yield();
 		if (uipc_handler_gen() != on->hand0)
@@ -1410,14 +1413,19 @@ static int yield_to_peer(bool (*still)(const struct spin_on *), const struct spi
 static int fast_wait(bool (*still)(const struct spin_on *), const struct spin_on *on,
 		     int msgflg, int nowait_err, bool *spun)
 {
+	bool here;
 	int r;
 
 	if (msgflg & IPC_NOWAIT)
 		return nowait_err;
 	if (*spun)
 		return 1;
-	r = spin_while(still, on);
-	if (r == 0)
+	/* a side that shares our CPU cannot run while we spin: yield at
+	 * once (spinning first wasted the whole budget each time the
+	 * scheduler put the two sides together) */
+	here = peer_here(on);
+	r = here ? 0 : spin_while(still, on);
+	if (r == 0 && (here || peer_here(on)))
 		r = yield_to_peer(still, on);
 	if (r < 0)
 		return r;

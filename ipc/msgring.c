@@ -68,7 +68,7 @@ static uint64_t cached(struct msgring *r, const uint64_t *word, struct word_copy
 		cache.head.at = cache.tail.at = INT64_MIN;
 		fresh = true;
 	}
-	if (fresh || (uint64_t)(now - copy->at) > CACHE_SECONDS) {
+	if (fresh || (uint64_t)now - (uint64_t)copy->at > CACHE_SECONDS) {
 		copy->val = ring_load(word);
 		copy->at = now;
 	}

@@ -1815,11 +1815,12 @@ static long msgrcv_fast(struct ns *ns, struct msg_queue *q, int msqid, const str
 static long msgrcv_take(struct ns *ns, struct msg_queue *q, struct msgm *m, uoff_t prev,
 			const struct rcv_req *rq)
 {
-	struct wake_q wq = { 0 };
+	struct wake_q wq;          /* only n, as in do_msgsnd */
 	int64_t now = ipc_now(), size = msg_len(ns, m);
 	struct taken t;
 	long ret;
 
+	wq.n = 0;
 	if (size < 0) {
 		msq_unlock(ns, q);
 		return -EIDRM;     /* a message the arena cannot hold: corrupt */

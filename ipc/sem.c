@@ -590,6 +590,14 @@ struct wake_q {
 	bool overflow;
 };
 
+/* an empty wake_q: N and OVERFLOW only (zeroing its 64 entries, 1 KiB with
+ * rep stos, cost more than a hand-off's other work on its post path) */
+static inline void wake_q_init(struct wake_q *wq)
+{
+	wq->n = 0;
+	wq->overflow = false;
+}
+
 static void wake_q_add(struct wake_q *wq, struct ns *ns, struct semq *q)
 {
 	if (wq->n < 64) {
@@ -1986,12 +1994,13 @@ static struct semq *enqueue(struct ns *ns, struct sem_array *sma, struct semop_a
 static int try_semop_locked(struct ns *ns, struct sem_array *sma, struct semop_args *a,
 			    uoff_t undo, int locknum, int *blocking)
 {
-	struct wake_q wq = { 0 };
+	struct wake_q wq;
 	int err = perform_atomic_semop(ns, sma, a->sops, a->nsops, undo, cur_pid(), blocking,
 				       a->dupsop);
 
 	if (err)
 		return err;
+	wake_q_init(&wq);
 	if (a->alter)
 		do_smart_update(ns, sma, a->sops, a->nsops, 1, &wq);
 	else
@@ -2113,9 +2122,10 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 	seq = q->seq;
 	how = wait_how(ns, &sma->sems[a->sops[blocking].sem_num]);
 	for (;;) {
-		struct death_words dw = { 0 };
+		struct death_words dw;
 		bool undo_slice = sma->undo_list != 0;
 
+		dw.n = 0;           /* (the rest is filled up to n) */
 		if (undo_slice)
 			collect_death_words(ns, sma, q, &dw);
 		sem_unlock(ns, sma, locknum);
@@ -2438,10 +2448,11 @@ static void zero_semadj(struct ns *ns, struct sem_array *sma, int n, int semnum)
 static int semctl_setval(struct ns *ns, int semid, int semnum, int val)
 {
 	struct sem_array *sma;
-	struct wake_q wq = { 0 };
+	struct wake_q wq;
 	struct sem *s;
 	int err = 0, locknum, n;
 
+	wake_q_init(&wq);
 	if (val > SEMVMX_MAX || val < 0)
 		return -ERANGE;
 	sma = sem_obtain_count(ns, semid, &err, &n);
@@ -2471,11 +2482,12 @@ static int semctl_setval(struct ns *ns, int semid, int semnum, int val)
 static int semctl_main(struct ns *ns, int semid, int semnum, int cmd, void *p)
 {
 	struct sem_array *sma;
-	struct wake_q wq = { 0 };
+	struct wake_q wq;
 	unsigned short *io = NULL;
 	int err = 0, locknum, nsems, i;
 	bool reading;
 
+	wake_q_init(&wq);
 	/* checked against the array's block; for GETALL and SETALL also
 	 * against what this process knows of it: the caller's buffer holds
 	 * the count the array had when the caller learnt it (validate.c) */
@@ -2622,10 +2634,11 @@ static void freeary(struct ns *ns, struct sem_array *sma, struct wake_q *wq)
 static int semctl_down(struct ns *ns, int semid, int cmd, struct semid_ds *in)
 {
 	struct ipc_ids *ids = &ns->hdr->ids[IPC_SEM_IDS];
-	struct wake_q wq = { 0 };
+	struct wake_q wq;
 	struct sem_array *sma;
 	int err = 0, locknum, r;
 
+	wake_q_init(&wq);
 	r = ids_lock(ns, IPC_SEM_IDS);
 	if (r)
 		return r;
@@ -2765,9 +2778,10 @@ void sem_exit_proc(struct ns *ns, struct uproc *p)
 	while (guard++ < UNDO_PROC_WALK_MAX(ns)) {
 		struct sem_array *sma;
 		struct sem_undo *un;
-		struct wake_q wq = { 0 };
+		struct wake_q wq;
 		int semid, err = 0, locknum, i;
 
+		wake_q_init(&wq);
 		if (ulock_acquire(ns, &p->lock))
 			return;
 		prune_undo(ns, p);

@@ -19,9 +19,11 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 
 #define OP1 DT_OP1
 #define OP2 DT_OP2
@@ -515,6 +517,80 @@ static void killed_waiter(int argc, char **argv)
 	dt_rmid(a);
 }
 
+/*
+ * Two processes on one CPU hand a token back and forth through two
+ * semaphores, ROUNDS times, while the parent's interval timer interrupts
+ * their waits (a handler: semop ends with EINTR and is called again).
+ * uipc gives the CPU away before it queues a waiter whose peer may post
+ * (ipc/sem.c: semop_after_yield), and a handler may run during those
+ * yields: no hand-off may be lost or doubled, and nobody may be left
+ * queued.  Only the end state is printed (the number of EINTRs depends on
+ * timing on both sides).
+ */
+#define PP_ROUNDS 3000
+
+static volatile sig_atomic_t pp_ticks;
+
+static void pp_tick(int sig)
+{
+	(void)sig;
+	pp_ticks++;
+}
+
+/* one semop that may be interrupted: called again until done */
+static int pp_op(int id, unsigned short n, short o)
+{
+	struct sembuf b = { n, o, 0 };
+	int r;
+
+	while ((r = semop(id, &b, 1)) < 0 && errno == EINTR)
+		;
+	return r;
+}
+
+static void pp_child(void *p)
+{
+	int id = *(int *)p, bad = 0;
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = pp_tick;
+	sigaction(SIGALRM, &sa, NULL);
+	for (int i = 0; i < PP_ROUNDS; i++)
+		bad += pp_op(id, 0, -1) < 0 || pp_op(id, 1, 1) < 0;
+	dt_chan_send(bad, 0, 0);
+}
+
+static void pingpong_one_cpu(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	cpu_set_t one;
+	struct sigaction sa;
+	struct itimerval it = { { 0, 200 }, { 0, 200 } };
+	int id = dt_semget(IPC_PRIVATE, 2, 0600), bad = 0;
+
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	sched_setaffinity(0, sizeof(one), &one);   /* the child inherits it */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = pp_tick;
+	sigaction(SIGALRM, &sa, NULL);
+	pid_t c = dt_fork(pp_child, &id);
+	setitimer(ITIMER_REAL, &it, NULL);
+	for (int i = 0; i < PP_ROUNDS; i++)
+		bad += pp_op(id, 0, 1) < 0 || pp_op(id, 1, -1) < 0;
+	it.it_value.tv_usec = it.it_interval.tv_usec = 0;
+	setitimer(ITIMER_REAL, &it, NULL);
+	dt_out("parent: %d failed hand-offs", bad);
+	dt_wakes(1);
+	dt_wait(c);
+	dt_get(id, 0, GETVAL);
+	dt_get(id, 1, GETVAL);
+	dt_get(id, 0, GETNCNT);
+	dt_get(id, 1, GETNCNT);
+	dt_rmid(id);
+}
+
 const struct dt_case dt_cases[] = {
 	{ "fifo", fifo, 0 },
 	{ "fifo-sizes", fifo_sizes, 0 },
@@ -532,5 +608,6 @@ const struct dt_case dt_cases[] = {
 	{ "erange-wake", erange_wake, 0 },
 	{ "killed-waiter", killed_waiter, 0 },
 	{ "killed-then-complex", killed_then_complex, 0 },
+	{ "pingpong-one-cpu", pingpong_one_cpu, 0 },
 	{ NULL, NULL, 0 },
 };

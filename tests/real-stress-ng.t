@@ -80,9 +80,22 @@ kinds() {
 		sed -E 's/[0-9]+(\.[0-9]+)?//g; s/ +/ /g' | sort
 }
 klog=$dir/kernel-metrics.log ulog=$dir/uipc-metrics.log trace=$dir/uipc-metrics.strace
-timeout $((secs * 4 + 60)) unshare --ipc -- stress-ng --sem-sysv 2 --shm-sysv 2 --msg 2 \
-	--metrics -t "$secs" >"$klog" 2>&1
+kernel_metrics_run() {
+	timeout $((secs * 4 + 60)) unshare --ipc -- stress-ng --sem-sysv 2 --shm-sysv 2 --msg 2 \
+		--metrics -t "$secs" >"$klog" 2>&1
+}
+kernel_metrics_run
 krc=$?
+# the reference run itself may end with stress-ng's status 7 (its metrics
+# untrustworthy: seen once in a whole make test, on the kernel side, with
+# nothing of uipc's loaded): that run says nothing of uipc, so it is made
+# again, once
+if [ "$krc" = 7 ]; then
+	cp "$klog" "$klog.first"
+	echo "# the kernel's --metrics run ended with status 7 (metrics untrustworthy): run again"
+	kernel_metrics_run
+	krc=$?
+fi
 if command -v strace >/dev/null; then
 	timeout $((secs * 4 + 60)) env UIPC_DIR="$dir" UIPC_NS=metrics LD_PRELOAD="$lib" \
 		strace -f -qq -o "$trace" -e trace=openat,open,memfd_create \

@@ -221,14 +221,18 @@ struct spin_on {
 
 /*
  * A receiver waiting for the ring's next message looks at the tail only
- * every RECV_POLL_PAUSES pauses (about 130 ns here): looking without pause,
- * it took the tail's line from the sender between every two of its
- * publishes, and each publish (a compare-and-swap) waited for the line to
- * come back (msg-stream between two CPUs: 7.5 M msg/s, 9.1 M/s with it,
- * medians of 7).  It delays the first message after a wait by half that
- * on average.
+ * every RECV_POLL_PAUSES pauses (about 0.5 us here): looking more often, it
+ * took the tail's line from the sender between every two of its publishes,
+ * and each publish (a compare-and-swap) waited for the line to come back;
+ * a stream whose receiver kept up with its sender ran at half the speed of
+ * one whose sender kept the queue full.  msg-stream between two CPUs,
+ * medians of 7 alternating with the kernel: looking at every pause 7.5 M
+ * msg/s, every 8 pauses 6.4-9.1 M (as low as 4.1 M in single runs), every
+ * 32 8.8-10.7 M (no run under 7.7 M), every 64 9.5 M.  It delays the first
+ * message after a wait by half that on average (msg-pingpong's round
+ * trips show no loss beside its noise).
  */
-#define RECV_POLL_PAUSES 8
+#define RECV_POLL_PAUSES 32
 
 /*
  * Spin while STILL(on) holds, for at most this thread's budget (ipc.h's
@@ -940,10 +944,11 @@ static int msq_slow(struct ns *ns, struct msg_queue *q, bool drop)
  * Queue lock held, taken because the fast path found the ring stopped
  * (FAST_STOPPED, RCV_STOPPED): has a locked section of the other side
  * turned the fast paths back on meanwhile (the ring runs, and alone is the
- * queue)?  Then the ring is the way again.  Stopping it anew would put a sender's message on the list,
- * which the receiver can take only under the lock, stopping the ring for
- * the next send in turn: a convoy of the two sides through the lock that
- * a stream never leaves (1.2 us a message instead of 0.3).
+ * queue)?  Then the ring is the way again.  Stopping it anew would put a
+ * sender's message on the list, which the receiver can take only under
+ * the lock, stopping the ring for the next send in turn: a convoy of the
+ * two sides through the lock that a stream never leaves (1.2 us a message
+ * instead of 0.3).
  */
 #define RING_BACK_TRIES 4
 

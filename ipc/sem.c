@@ -1776,10 +1776,10 @@ static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *de
  * 0 (done: *SMAP is its array, whose otime the caller sets), -EAGAIN or
  * -ERANGE (decided, as the kernel would), 1 (the general path decides,
  * from the start), LOCKFREE_WOULD_SLEEP (the same: the value does not
- * allow the operation now).  C: the caller's credentials.  Inline and without a
- * call of its own but for a group search: what would need one (an id
- * this lookup does not find, say) answers 1, so that the common semop is
- * one small frame.
+ * allow the operation now).  C: the caller's credentials.  Inline and
+ * without a call of its own but for a group search: what would need one
+ * (an id this lookup does not find, say) answers 1, so that the common
+ * semop is one small frame.
  */
 #define LOCKFREE_WOULD_SLEEP 2
 
@@ -2278,12 +2278,12 @@ semop_after_yield(struct ns *ns, int semid, const struct sembuf *sop,
 /*
  * The common call, one operation without SEM_UNDO or timeout, that
  * completes at once (or after a yield: semop_after_yield): inline in
- * ksys_semtimedop, without a call of its own
- * (the namespace, the credentials and the sembuf are read inline), so that
- * it does not pay for the general path's frame (600 bytes, six saved
- * registers, the arguments' structure).  Anything else goes to the general
- * path, which decides everything again from the start (errors included, in
- * the kernel's order): nothing has been changed here then.
+ * ksys_semtimedop, without a call of its own (the namespace, the
+ * credentials and the sembuf are read inline), so that it does not pay
+ * for the general path's frame (600 bytes, six saved registers, the
+ * arguments' structure).  Anything else goes to the general path, which
+ * decides everything again from the start (errors included, in the
+ * kernel's order): nothing has been changed here then.
  */
 static __attribute__((always_inline)) inline int
 semop_one(unsigned hand0, int semid, struct sembuf *usop, unsigned how)

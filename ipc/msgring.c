@@ -251,6 +251,18 @@ bool ring_has_room(struct msgring *r, uint64_t qbytes, uint32_t sz)
 	return (t & RW_SLOW) || ring_fits(t, h, qbytes, sz);
 }
 
+/* a message into slot S, claimed or past the tail of a stopped ring:
+ * plain stores, which nobody reads until the tail takes the slot in */
+static void slot_fill(struct rslot *s, int64_t mtype, const void *text, uint32_t sz, int32_t pid,
+		      int64_t stime)
+{
+	s->mtype = mtype;
+	s->size = sz;
+	s->pid = pid;
+	s->stime = stime;
+	copy_text(s->text, text, sz);
+}
+
 /*
  * Claim the slot of position T for ME.  0: claimed; 1: look at the words
  * again (we are behind, or lost a race); 2: another sender is writing it.
@@ -313,11 +325,7 @@ int ring_send(struct ns *ns, struct msgring *r, uint64_t me, uint64_t qbytes, in
 		}
 		mine = claim_word(me, rw_n(t));
 		/* the slot is ours: plain stores, published by the tail */
-		s->mtype = mtype;
-		s->size = sz;
-		s->pid = pid;
-		s->stime = now;
-		copy_text(s->text, text, sz);
+		slot_fill(s, mtype, text, sz, pid, now);
 		if (cas(&r->tail, &t, rw_advance(t, sz))) {
 			slot_prefetch(r, rw_n(t) + PREFETCH_AHEAD, true);
 			return 0;
@@ -338,13 +346,7 @@ int ring_send(struct ns *ns, struct msgring *r, uint64_t me, uint64_t qbytes, in
  */
 bool ring_refill_begin(struct ns *ns, struct msgring *r, uint64_t me, uint64_t t)
 {
-	struct rslot *s = ring_slot(r, rw_n(t));
-	uint64_t c = __atomic_load_n(&s->claim, __ATOMIC_ACQUIRE);
-
-	if (claim_pos(c) == (rw_n(t) & CLAIM_POS_MASK) && claim_owner(c) && claim_owner(c) != me &&
-	    owner_alive(ns, claim_owner(c)))
-		return false;
-	return cas(&s->claim, &c, claim_word(me, rw_n(t)));
+	return claim_slot(ns, ring_slot(r, rw_n(t)), t, me) == 0;
 }
 
 /* the message at the end of a stopped ring whose tail is T, written with
@@ -352,13 +354,7 @@ bool ring_refill_begin(struct ns *ns, struct msgring *r, uint64_t me, uint64_t t
 uint64_t ring_put(struct msgring *r, uint64_t t, int64_t mtype, const void *text, uint32_t sz,
 		  int32_t pid, int64_t stime)
 {
-	struct rslot *s = ring_slot(r, rw_n(t));
-
-	s->mtype = mtype;
-	s->size = sz;
-	s->pid = pid;
-	s->stime = stime;
-	copy_text(s->text, text, sz);
+	slot_fill(ring_slot(r, rw_n(t)), mtype, text, sz, pid, stime);
 	return rw_advance(t, sz);
 }
 

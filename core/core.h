@@ -644,24 +644,23 @@ UIPC_HIDDEN extern __thread unsigned uipc_tls_cred_gen;
 UIPC_HIDDEN extern _Atomic unsigned uipc_cred_gen;
 UIPC_HIDDEN const struct ucred_cache *cur_cred_slow(void);
 
-/* the caller's credentials: inline, since every permission check of the
- * lock-free paths asks (the call cost as much as the two loads) */
-static inline const struct ucred_cache *cur_cred(void)
-{
-	unsigned gen = atomic_load_explicit(&uipc_cred_gen, memory_order_acquire);
-
-	if (likely(uipc_tls_cred.valid && uipc_tls_cred_gen == gen))
-		return &uipc_tls_cred;
-	return cur_cred_slow();
-}
-
-/* the same, without a call: NULL when they must be asked again (a caller
- * that cannot afford the call then takes the path that can) */
+/* the caller's credentials as cached, without a call: NULL when they must
+ * be asked again (a caller that cannot afford the call then takes the
+ * path that can) */
 static inline const struct ucred_cache *cur_cred_cached(void)
 {
 	unsigned gen = atomic_load_explicit(&uipc_cred_gen, memory_order_acquire);
 
 	return likely(uipc_tls_cred.valid && uipc_tls_cred_gen == gen) ? &uipc_tls_cred : NULL;
+}
+
+/* the caller's credentials: inline, since every permission check of the
+ * lock-free paths asks (the call cost as much as the two loads) */
+static inline const struct ucred_cache *cur_cred(void)
+{
+	const struct ucred_cache *c = cur_cred_cached();
+
+	return likely(c) ? c : cur_cred_slow();
 }
 /* the credentials may have changed (entry/'s set*id and capset wrappers) */
 UIPC_HIDDEN void cred_invalidate(void);

@@ -1662,6 +1662,18 @@ static void yield_result(struct yield_policy *y, int64_t now, int64_t ns)
 	}
 }
 
+/* one yield of a waiting thread, timed from SINCE into its yield policy:
+ * the time it came back */
+static int64_t timed_yield(int64_t since)
+{
+	int64_t now;
+
+	sched_yield();
+	now = mono_ns();
+	yield_result(&sem_yield, now, now - since);
+	return now;
+}
+
 /* Yield to the waker up to WAKER_YIELDS times while that pays: 0 woken,
  * -EINTR (a handler ran), 1 not woken (sleep) */
 static int yield_to_waker(struct semq *q, uint32_t seq, unsigned hand0, int64_t start)
@@ -1671,20 +1683,13 @@ static int yield_to_waker(struct semq *q, uint32_t seq, unsigned hand0, int64_t 
 	if (!yield_allowed(&sem_yield, start))
 		return 1;
 	for (int i = 0; i < WAKER_YIELDS; i++) {
-		int64_t now;
-		bool woken;
-
-		sched_yield();
-		woken = atomic_load_explicit(&q->wake, memory_order_acquire) == seq;
-		now = mono_ns();
-		yield_result(&sem_yield, now, now - t);
-		if (woken)
+		t = timed_yield(t);
+		if (atomic_load_explicit(&q->wake, memory_order_acquire) == seq)
 			return 0;
 		if (uipc_handler_gen() != hand0)
 			return -EINTR;
-		if (!yield_allowed(&sem_yield, now))
+		if (!yield_allowed(&sem_yield, t))
 			return 1;
-		t = now;
 	}
 	return 1;
 }
@@ -2249,19 +2254,17 @@ semop_after_yield(struct ns *ns, int semid, const struct sembuf *sop,
 		  const struct ucred_cache *c, struct sem_array **smap, unsigned hand0)
 {
 	int r = LOCKFREE_WOULD_SLEEP;
+	int64_t t;
 
 	if (preyield.skip) {
 		preyield.skip--;
 		return r;
 	}
-	if (!yield_allowed(&sem_yield, mono_ns()))
+	t = mono_ns();
+	if (!yield_allowed(&sem_yield, t))
 		return r;
 	for (int i = 0; i < PREYIELDS && r == LOCKFREE_WOULD_SLEEP; i++) {
-		int64_t t0 = mono_ns(), t1;
-
-		sched_yield();
-		t1 = mono_ns();
-		yield_result(&sem_yield, t1, t1 - t0);
+		t = timed_yield(t);
 		if (uipc_handler_gen() != hand0)
 			return -EINTR;
 		r = semop_lockfree(ns, semid, sop, c, smap);

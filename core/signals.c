@@ -105,6 +105,64 @@ int uipc_waitv_state(void)
 	return waitv_state;
 }
 
+#if defined(__x86_64__)
+/*
+ * One word: FUTEX_WAIT, with the handler count compared inside a window
+ * that the trampoline knows (cut_wait_short), as musl's cancellation
+ * points are: a handler of the program that runs anywhere from the
+ * comparison to the system call's first instruction moves the thread to
+ * uipc_wait1_cut, which returns -EINTR; one that runs during the call
+ * ends it with -EINTR too (a FUTEX_WAIT with a timeout is not restarted
+ * after a handler, SA_RESTART or not).  futex_waitv with the count as a
+ * second word does the same at about 350 ns more a sleep (its allocation,
+ * the second word, its parsing: docs/measurements.md, issue 18).
+ * Arguments: the word, its value, REL, the count's address, HAND0;
+ * returns 0 or -errno.
+ */
+extern const char uipc_wait1_window[], uipc_wait1_window_end[], uipc_wait1_cut[];
+long uipc_futex_wait1(uint32_t *word, uint32_t val, const struct timespec *rel,
+		      const unsigned *count, unsigned hand0);
+__asm__(
+	".text\n"
+	".globl uipc_futex_wait1\n.hidden uipc_futex_wait1\n.type uipc_futex_wait1,@function\n"
+	".globl uipc_wait1_window\n.hidden uipc_wait1_window\n"
+	".globl uipc_wait1_window_end\n.hidden uipc_wait1_window_end\n"
+	".globl uipc_wait1_cut\n.hidden uipc_wait1_cut\n"
+	"uipc_futex_wait1:\n"
+	"	mov %rdx, %r10\n"          /* timeout */
+	"	mov %esi, %edx\n"          /* val */
+	"	xor %esi, %esi\n"          /* FUTEX_WAIT (shared) */
+	"uipc_wait1_window:\n"
+	"	cmp %r8d, (%rcx)\n"        /* a handler ran since HAND0? */
+	"	jne uipc_wait1_cut\n"
+	"	mov $202, %eax\n"          /* SYS_futex; r8, r9 unused by FUTEX_WAIT */
+	"	syscall\n"
+	"uipc_wait1_window_end:\n"
+	"	ret\n"
+	"uipc_wait1_cut:\n"
+	"	mov $-4, %rax\n"           /* -EINTR */
+	"	ret\n"
+	".size uipc_futex_wait1, .-uipc_futex_wait1\n");
+
+_Static_assert(SYS_futex == 202 && FUTEX_WAIT == 0 && EINTR == 4, "uipc_futex_wait1's constants");
+
+/* a handler (of the program, or uipc's SIGCONT) about to run on a thread
+ * in uipc_futex_wait1's window, before its system call: the wait ends */
+static void cut_wait_short(void *ctx)
+{
+	ucontext_t *uc = ctx;
+	greg_t pc = uc ? uc->uc_mcontext.gregs[REG_RIP] : 0;
+
+	if (pc >= (greg_t)uipc_wait1_window && pc < (greg_t)uipc_wait1_window_end)
+		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)uipc_wait1_cut;
+}
+#else
+static void cut_wait_short(void *ctx)
+{
+	(void)ctx;
+}
+#endif
+
 int uipc_wait_words(uint32_t *const *w, const uint32_t *val, int n, const struct timespec *rel,
 		    unsigned hand0)
 {
@@ -116,6 +174,17 @@ int uipc_wait_words(uint32_t *const *w, const uint32_t *val, int n, const struct
 		errno = EINTR;
 		return -1;
 	}
+#if defined(__x86_64__)
+	if (n == 1) {
+		long e = uipc_futex_wait1(w[0], val[0], rel, &uipc_handler_count, hand0);
+
+		if (e < 0) {
+			errno = (int)-e;
+			return -1;
+		}
+		return 0;
+	}
+#endif
 	if (waitv_state >= 0 && n <= WAITV_MAX) {
 		for (int i = 0; i < n; i++)
 			v[k++] = (struct waitv_word){ val[i], (uint64_t)(uintptr_t)w[i], FUTEX2_U32, 0 };
@@ -160,6 +229,7 @@ static void call_program(int sig, siginfo_t *si, void *ctx)
 
 	if (!installed_function(pa))
 		return;
+	cut_wait_short(ctx);
 	uipc_handler_count++;
 	if (pa->sa_flags & SA_SIGINFO) {
 		void (*h)(int, siginfo_t *, void *) = pa->sa_sigaction;
@@ -185,6 +255,7 @@ static void trampoline(int sig, siginfo_t *si, void *ctx)
 		 * that was in semop meanwhile returns EINTR, as with the kernel */
 		atomic_fetch_add(&cont_gen, 1);
 		proc_note_continue();
+		cut_wait_short(ctx);
 	}
 	if (crit_depth > 0) {
 		/* inside a uipc critical section: the handler runs at its end */

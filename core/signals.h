@@ -117,8 +117,11 @@ static inline unsigned uipc_handler_gen(void)
  * a handler that runs after the caller's last check but before the system
  * call still ends the wait (futex_waitv compares every word on entry).
  * Returns the index of the word that woke us, or -1 with errno: EINTR (a
- * handler ran), EAGAIN (a word differed), ETIMEDOUT.  Without futex_waitv
- * (kernels before 5.16) it is FUTEX_WAIT on W[0] alone.
+ * handler ran), EAGAIN (a word differed), ETIMEDOUT.  One word (N 1) on
+ * x86-64 is a FUTEX_WAIT in a window the signal trampoline cuts short
+ * (signals.c: uipc_futex_wait1), which also ends with EINTR when uipc's
+ * SIGCONT handler runs; else futex_waitv, and without it (kernels before
+ * 5.16) FUTEX_WAIT on W[0] alone.
  */
 UIPC_HIDDEN int uipc_wait_words(uint32_t *const *w, const uint32_t *val,
 							  int n, const struct timespec *rel,

@@ -35,7 +35,7 @@ typedef uint64_t uoff_t;
 
 /* ---- layout constants ---- */
 #define UIPC_MAGIC          0x31534e4350495555ULL /* "UUIPCNS1" */
-#define UIPC_LAYOUT_VERSION 13u
+#define UIPC_LAYOUT_VERSION 14u
 #define UIPC_PAGE           4096u
 
 #define IPC_SEM_IDS 0

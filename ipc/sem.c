@@ -31,11 +31,29 @@
 #define W_PID_SHIFT  16
 #define W_PID_MASK   ((1ULL << 22) - 1)
 #define W_TAG_SHIFT  38
-#define W_TAG_MASK   ((1ULL << 26) - 1)
+#define W_TAG_MASK   ((1ULL << 25) - 1)
+/* a waiter that has not queued sleeps on the word (semop_presleep): the
+ * next lock-free post clears the bit and wakes it.  A hint only: a stale
+ * bit costs a post one futex wake, a lost one a sleep to its end. */
+#define W_SLEEPERS   (1ULL << 63)
 
 #define W_VAL(w)  ((int)((w) & W_VAL_MASK))
 #define W_PID(w)  ((int)(((w) >> W_PID_SHIFT) & W_PID_MASK))
-#define W_TAG(w)  ((uint32_t)((w) >> W_TAG_SHIFT))
+#define W_TAG(w)  ((uint32_t)(((w) >> W_TAG_SHIFT) & W_TAG_MASK))
+
+_Static_assert(W_TAG_SHIFT + 25 == 63, "the tag ends below W_SLEEPERS");
+
+/* the semaphore word as a futex: its low half (value, SLOW, the pid's low
+ * bits), which every operation that completes changes */
+static inline uint32_t *word_futex(_Atomic uint64_t *word)
+{
+	return (uint32_t *)word;
+}
+
+static __attribute__((noinline, cold)) void wake_presleepers(_Atomic uint64_t *word)
+{
+	sys_futex_wake(word_futex(word), INT_MAX);
+}
 
 static inline uint64_t w_make(uint64_t old, int val, int pid)
 {
@@ -360,9 +378,11 @@ static void word_or_slow(struct ns *ns, struct sem *s)
 	for (;;) {
 		if (w & W_SLOW)
 			return;
-		if (atomic_compare_exchange_weak(&s->word, &w, w | W_SLOW))
+		if (atomic_compare_exchange_weak(&s->word, &w, (w | W_SLOW) & ~W_SLEEPERS))
 			break;
 	}
+	if (w & W_SLEEPERS)
+		wake_presleepers(&s->word);     /* they queue behind us */
 	{
 		struct jframe *f = j_top(ns);
 		struct jentry *e = f ? j_slot(ns, f, atomic_load(&f->n), true) : NULL;
@@ -402,7 +422,8 @@ static int complexmode_enter(struct ns *ns, struct sem_array *sma)
 		r = ulock_acquire(ns, &s->lock);
 		if (r)
 			return r == SEM_GLOBAL_LOCK ? -EIDRM : r;
-		atomic_fetch_or(&s->word, W_SLOW);
+		if (atomic_fetch_or(&s->word, W_SLOW) & W_SLEEPERS)
+			wake_presleepers(&s->word);
 		ulock_release(ns, &s->lock);
 	}
 	return 0;
@@ -1623,21 +1644,29 @@ static __thread struct spin_budget sem_spin = { .ns = SPIN_NS, .max = SPIN_NS };
  * beside a busy loop ran at 0.01x the kernel), where a sleep is woken by
  * the post with the precedence the scheduler gives a woken sleeper, as the
  * kernel's sleeper is.  Other work on the machine makes a yield late now
- * and then, and sleeping instead would cost more than it saves (a futex
- * wait and wake per hand-off).  So when 3 of this thread's last 8 yields
- * came back late, its yields stop for a while, twice as long each time
- * (16 ms up to 1 s: the yields after a stop cost a slice each while the
- * busy task is still there); 8 in time in a row make the next stop short
- * again.
+ * and then (here every 0.1-1 s with nothing else running), and sleeping
+ * instead would cost more than it saves (a futex wait and wake per
+ * hand-off: alone on one CPU 0.72x the kernel, with the yields 1.28x).  So
+ * two late yields within YIELD_LATE_PAIR_NS stop this thread's yields for
+ * a while; after that each late one stops them again, twice as long each
+ * time (16 ms up to 1 s: the yields after a stop cost a slice each while
+ * the busy task is still there, and those that come back in time between
+ * two late ones cost as well, see yield_result); YIELD_FORGET_NS without
+ * a late one make the next stop short again.  Meanwhile semop_presleep
+ * stands in for the yields.  Measured (issue 18, seventh round), ping-pong
+ * on one CPU beside a busy process, medians of 11 alternating with the
+ * kernel: 0.72x with the old rule (3 of the last 8 late) and pre-sleeps,
+ * 0.92x with this one.
  */
 #define YIELD_SLOW_NS       500000LL
-#define YIELD_SLOW_OF_8      3
+#define YIELD_LATE_PAIR_NS 100000000LL
 #define YIELD_OFF_MIN_NS  16000000LL
 #define YIELD_OFF_MAX_NS 1000000000LL
+#define YIELD_FORGET_NS  2000000000LL
 struct yield_policy {
 	int64_t off_until;         /* no yields before (mono_ns) */
 	int64_t off_ns;            /* how long the next stop lasts */
-	uint8_t late;              /* the last 8 yields, 1 = late */
+	int64_t last_late;         /* when a yield last came back late */
 };
 static __thread struct yield_policy sem_yield;
 
@@ -1650,15 +1679,23 @@ static bool yield_allowed(const struct yield_policy *y, int64_t now)
 static void yield_result(struct yield_policy *y, int64_t now, int64_t ns)
 {
 	bool late = ns > YIELD_SLOW_NS;
+	int64_t prev;
 
-	y->late = (uint8_t)(y->late << 1 | late);
-	if (late && __builtin_popcount(y->late) >= YIELD_SLOW_OF_8) {
+	if (!late) {
+		if (y->off_ns && now - y->last_late > YIELD_FORGET_NS)
+			y->off_ns = 0;
+		return;
+	}
+	prev = y->last_late;
+	y->last_late = now;
+	/* once stopped, one late yield stops them again: yields that came
+	 * back in time between two late ones cost too (each pushes the
+	 * yielder's deadline back a slice, and the busy task gets the CPU) */
+	if (y->off_ns || now - prev < YIELD_LATE_PAIR_NS) {
 		if (y->off_ns < YIELD_OFF_MIN_NS)
 			y->off_ns = YIELD_OFF_MIN_NS;
 		y->off_until = now + y->off_ns;
 		y->off_ns = y->off_ns * 2 > YIELD_OFF_MAX_NS ? YIELD_OFF_MAX_NS : y->off_ns * 2;
-	} else if (!y->late) {
-		y->off_ns = 0;
 	}
 }
 
@@ -1826,15 +1863,21 @@ semop_lockfree(struct ns *ns, int semid, const struct sembuf *sop, const struct 
 		if ((w & W_SLOW) || W_TAG(w) != tag)
 			return 1;
 		val = W_VAL(w) + sop->sem_op;
-		if ((!sop->sem_op && W_VAL(w)) || val < 0)
+		if ((!sop->sem_op && W_VAL(w)) || val < 0) {
+			*smap = sma;    /* (for semop_presleep) */
 			return (sop->sem_flg & IPC_NOWAIT) ? -EAGAIN : LOCKFREE_WOULD_SLEEP;
+		}
 		if (val > SEMVMX_MAX)
 			return -ERANGE;
 		nw = w_make(w, val, pid);
+		if (sop->sem_op > 0)
+			nw &= ~W_SLEEPERS;
 		if (nw == w)
 			break;
 	} while (!atomic_compare_exchange_weak_explicit(&s->word, &w, nw, memory_order_acq_rel,
 							memory_order_acquire));
+	if (unlikely(w != nw && (w & W_SLEEPERS) && !(nw & W_SLEEPERS)))
+		wake_presleepers(&s->word);
 	*smap = sma;
 	return 0;
 }
@@ -2249,6 +2292,81 @@ static __thread struct {
 	unsigned skip;             /* calls left without yields */
 } preyield;
 
+/*
+ * The same wait when yields do not pay (a task beside us keeps the CPU
+ * busy: sem_yield stopped them, or they keep failing) and the poster last
+ * ran on our CPU: sleep on the semaphore's word itself (W_SLEEPERS),
+ * without queueing, until the next lock-free post wakes us or PRESLEEP_NS
+ * pass, then try again.  As during the yields the caller is not queued
+ * (GETNCNT does not count it; a waiter that queues meanwhile comes first),
+ * and a handler that runs, or a stop and continue, ends the call with
+ * EINTR.  A hand-off then costs a FUTEX_WAKE and a FUTEX_WAIT with no lock,
+ * queue entry or journal on either side, where the kernel's wakeup beside
+ * a busy task was cheaper than uipc's queued sleep (issue 18).  A locker
+ * that sets SLOW wakes the pre-sleepers too, so that they queue behind it
+ * at once.  Two sleeps in a row that end without the value stop them for
+ * the next PRESLEEP_SKIP calls.  PRESLEEP_NS is past the scheduler's tick
+ * (4 ms at HZ 250): a futex timeout that comes before the tick reprograms
+ * the CPU's timer when it is set and again when it is cancelled, which in
+ * a VM costs two exits, about 10 us a sleep here (a bare futex ping-pong
+ * with a 200 us timeout ran at 17% of one with 5 ms).
+ */
+#define PRESLEEP_NS   10000000L
+#define PRESLEEP_SKIP 64
+
+static __thread struct {
+	unsigned fails;            /* pre-sleeps in a row that did not pay */
+	unsigned skip;             /* calls left without them */
+} presleep;
+
+static int wait_how(struct ns *ns, struct sem *s);
+
+static int semop_presleep(struct ns *ns, int semid, const struct sembuf *sop,
+			  const struct ucred_cache *c, struct sem_array **smap, unsigned hand0)
+{
+	struct sem_array *sma = *smap;
+	struct sem *s = &sma->sems[sop->sem_num];
+	struct timespec rel = { 0, PRESLEEP_NS };
+	uint32_t *fw = word_futex(&s->word), fv;
+	uint64_t w;
+	int r;
+
+	if (presleep.skip) {
+		presleep.skip--;
+		return LOCKFREE_WOULD_SLEEP;
+	}
+	if (sop->sem_op >= 0 || wait_how(ns, s) == WAIT_SPIN)
+		return LOCKFREE_WOULD_SLEEP;
+	w = atomic_load_explicit(&s->word, memory_order_acquire);
+	for (;;) {
+		if (w & W_SLOW)
+			return LOCKFREE_WOULD_SLEEP;    /* queue: the general path */
+		if (W_VAL(w) + sop->sem_op >= 0 || (w & W_SLEEPERS))
+			break;
+		if (atomic_compare_exchange_weak(&s->word, &w, w | W_SLEEPERS)) {
+			w |= W_SLEEPERS;
+			break;
+		}
+	}
+	if (W_VAL(w) + sop->sem_op < 0) {
+		fv = (uint32_t)w;
+		if (uipc_wait_words(&fw, &fv, 1, &rel, hand0) < 0 && errno == EINTR)
+			return -EINTR;
+	}
+	r = semop_lockfree(ns, semid, sop, c, smap);
+	/* removed while we slept: what the kernel tells a sleeper (the id's
+	 * lookup in the general path would say EINVAL) */
+	if (r == 1 && (atomic_load(&sma->perm.deleted) || sma->perm.id != semid))
+		return -EIDRM;
+	if (r != LOCKFREE_WOULD_SLEEP) {
+		presleep.fails = 0;
+	} else if (++presleep.fails == 2) {
+		presleep.fails = 0;
+		presleep.skip = PRESLEEP_SKIP;
+	}
+	return r;
+}
+
 static __attribute__((noinline)) int
 semop_after_yield(struct ns *ns, int semid, const struct sembuf *sop,
 		  const struct ucred_cache *c, struct sem_array **smap, unsigned hand0)
@@ -2258,11 +2376,11 @@ semop_after_yield(struct ns *ns, int semid, const struct sembuf *sop,
 
 	if (preyield.skip) {
 		preyield.skip--;
-		return r;
+		return semop_presleep(ns, semid, sop, c, smap, hand0);
 	}
 	t = mono_ns();
 	if (!yield_allowed(&sem_yield, t))
-		return r;
+		return semop_presleep(ns, semid, sop, c, smap, hand0);
 	for (int i = 0; i < PREYIELDS && r == LOCKFREE_WOULD_SLEEP; i++) {
 		t = timed_yield(t);
 		if (uipc_handler_gen() != hand0)
@@ -2304,7 +2422,7 @@ semop_one(unsigned hand0, int semid, struct sembuf *usop, unsigned how)
 			r = semop_after_yield(ns, semid, &sop, c, &sma, hand0);
 		if (likely(r == 0))
 			set_semotime(ns, sma);
-		if (r == 0 || r == -ERANGE || r == -EINTR)
+		if (r == 0 || r == -ERANGE || r == -EINTR || r == -EIDRM)
 			return r;
 	}
 	return semtimedop_general(hand0, semid, usop, 1, NULL, how | SEMOP_FAST_TRIED);

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 
 #define OP1 DT_OP1
 #define OP2 DT_OP2
@@ -591,6 +592,57 @@ static void pingpong_one_cpu(int argc, char **argv)
 	dt_rmid(id);
 }
 
+/*
+ * The same beside a process that keeps the CPU busy: there uipc's yields
+ * give the busy process a slice each and stop, and a waiter whose peer
+ * runs on its CPU sleeps on the semaphore's word without queueing
+ * (ipc/sem.c: semop_presleep), woken by the lock-free post.  The timer
+ * interrupts those sleeps too.  No hand-off may be lost or doubled,
+ * nobody may be left queued, and the last operation of each semaphore is
+ * the one the kernel records (GETPID).
+ */
+static void pingpong_one_cpu_busy(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	cpu_set_t one;
+	struct sigaction sa;
+	struct itimerval it = { { 0, 500 }, { 0, 500 } };
+	int id = dt_semget(IPC_PRIVATE, 2, 0600), bad = 0;
+	pid_t busy;
+
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	sched_setaffinity(0, sizeof(one), &one);   /* the children inherit it */
+	busy = fork();
+	if (busy == 0) {
+		for (volatile unsigned long x = 0;; x++)
+			;
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = pp_tick;
+	sigaction(SIGALRM, &sa, NULL);
+	pid_t c = dt_fork(pp_child, &id);
+	setitimer(ITIMER_REAL, &it, NULL);
+	for (int i = 0; i < PP_ROUNDS; i++)
+		bad += pp_op(id, 0, 1) < 0 || pp_op(id, 1, -1) < 0;
+	it.it_value.tv_usec = it.it_interval.tv_usec = 0;
+	setitimer(ITIMER_REAL, &it, NULL);
+	if (busy > 0) {
+		kill(busy, SIGKILL);
+		waitpid(busy, NULL, 0);
+	}
+	dt_out("parent: %d failed hand-offs", bad);
+	dt_wakes(1);
+	dt_wait(c);
+	dt_get(id, 0, GETVAL);
+	dt_get(id, 1, GETVAL);
+	dt_get(id, 0, GETNCNT);
+	dt_get(id, 1, GETNCNT);
+	dt_get(id, 0, GETPID);
+	dt_get(id, 1, GETPID);
+	dt_rmid(id);
+}
+
 const struct dt_case dt_cases[] = {
 	{ "fifo", fifo, 0 },
 	{ "fifo-sizes", fifo_sizes, 0 },
@@ -609,5 +661,6 @@ const struct dt_case dt_cases[] = {
 	{ "killed-waiter", killed_waiter, 0 },
 	{ "killed-then-complex", killed_then_complex, 0 },
 	{ "pingpong-one-cpu", pingpong_one_cpu, 0 },
+	{ "pingpong-one-cpu-busy", pingpong_one_cpu_busy, 0 },
 	{ NULL, NULL, 0 },
 };

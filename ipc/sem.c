@@ -1649,20 +1649,24 @@ static __thread struct spin_budget sem_spin = { .ns = SPIN_NS, .max = SPIN_NS };
  * hand-off: alone on one CPU 0.72x the kernel, with the yields 1.28x).  So
  * two late yields within YIELD_LATE_PAIR_NS stop this thread's yields for
  * a while; after that each late one stops them again, twice as long each
- * time (16 ms up to 1 s: the yields after a stop cost a slice each while
+ * time (64 ms up to 1 s: the yields after a stop cost a slice each while
  * the busy task is still there, and those that come back in time between
  * two late ones cost as well, see yield_result); YIELD_FORGET_NS without
- * a late one make the next stop short again.  Meanwhile semop_presleep
- * stands in for the yields.  Measured (issue 18, seventh round), ping-pong
- * on one CPU beside a busy process, medians of 11 alternating with the
- * kernel: 0.72x with the old rule (3 of the last 8 late) and pre-sleeps,
- * 0.92x with this one.
+ * a late yield or pre-sleep make the next stop short again.  Meanwhile
+ * semop_presleep stands in for the yields, and a pre-sleep as late as a
+ * late yield counts as one (the busy task is still there).  Measured
+ * (issue 18, seventh round), ping-pong on one CPU beside a busy process,
+ * medians of 9-11 alternating with the kernel: 0.72x with the old rule (3
+ * of the last 8 late, 8 in time in a row to forget) and pre-sleeps, 0.92x
+ * with this one, 0.97-1.03x with late pre-sleeps counted; the busy process
+ * beside, placed by the scheduler (a forget of 2 s cost that row 10%,
+ * 200 ms 5%): 1.07x, the old rule 1.13x.
  */
 #define YIELD_SLOW_NS       500000LL
 #define YIELD_LATE_PAIR_NS 100000000LL
-#define YIELD_OFF_MIN_NS  16000000LL
+#define YIELD_OFF_MIN_NS  64000000LL
 #define YIELD_OFF_MAX_NS 1000000000LL
-#define YIELD_FORGET_NS  2000000000LL
+#define YIELD_FORGET_NS   200000000LL
 struct yield_policy {
 	int64_t off_until;         /* no yields before (mono_ns) */
 	int64_t off_ns;            /* how long the next stop lasts */
@@ -2349,9 +2353,17 @@ static int semop_presleep(struct ns *ns, int semid, const struct sembuf *sop,
 		}
 	}
 	if (W_VAL(w) + sop->sem_op < 0) {
+		int64_t t0 = mono_ns(), t1;
+
 		fv = (uint32_t)w;
 		if (uipc_wait_words(&fw, &fv, 1, &rel, hand0) < 0 && errno == EINTR)
 			return -EINTR;
+		/* a sleep as late as a late yield: the busy task is still
+		 * there, and the yields stay stopped without giving it a
+		 * slice to find that out (yield_result) */
+		t1 = mono_ns();
+		if (t1 - t0 > YIELD_SLOW_NS)
+			yield_result(&sem_yield, t1, t1 - t0);
 	}
 	r = semop_lockfree(ns, semid, sop, c, smap);
 	/* removed while we slept: what the kernel tells a sleeper (the id's

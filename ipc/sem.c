@@ -1873,14 +1873,15 @@ semop_lockfree(struct ns *ns, int semid, const struct sembuf *sop, const struct 
 		}
 		if (val > SEMVMX_MAX)
 			return -ERANGE;
-		nw = w_make(w, val, pid);
-		if (sop->sem_op > 0)
-			nw &= ~W_SLEEPERS;
+		/* every operation that completes wakes the pre-sleepers (one
+		 * mask, no branch: a post is what they wait for, anything
+		 * else at worst sends them back to sleep) */
+		nw = w_make(w, val, pid) & ~W_SLEEPERS;
 		if (nw == w)
 			break;
 	} while (!atomic_compare_exchange_weak_explicit(&s->word, &w, nw, memory_order_acq_rel,
 							memory_order_acquire));
-	if (unlikely(w != nw && (w & W_SLEEPERS) && !(nw & W_SLEEPERS)))
+	if (unlikely(w & W_SLEEPERS))          /* (the word the CAS replaced) */
 		wake_presleepers(&s->word);
 	*smap = sma;
 	return 0;

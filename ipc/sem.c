@@ -2292,10 +2292,33 @@ static int semtimedop_general(unsigned hand0, int semid, struct sembuf *tsops, s
 #define PREYIELDS     2
 #define PREYIELD_SKIP 64
 
-static __thread struct {
-	unsigned fails;            /* calls in a row whose yields did not pay */
-	unsigned skip;             /* calls left without yields */
-} preyield;
+/* a way of waiting before the queue that stops for SKIP calls after two
+ * calls in a row in which it did not pay */
+struct wait_budget {
+	unsigned fails;            /* calls in a row in which it did not pay */
+	unsigned skip;             /* calls left without it */
+};
+
+/* is it stopped?  (counts the call) */
+static bool budget_skips(struct wait_budget *b)
+{
+	if (!b->skip)
+		return false;
+	b->skip--;
+	return true;
+}
+
+static void budget_result(struct wait_budget *b, bool paid, unsigned skip)
+{
+	if (paid) {
+		b->fails = 0;
+	} else if (++b->fails == 2) {
+		b->fails = 0;
+		b->skip = skip;
+	}
+}
+
+static __thread struct wait_budget preyield;
 
 /*
  * The same wait when yields do not pay (a task beside us keeps the CPU
@@ -2319,10 +2342,7 @@ static __thread struct {
 #define PRESLEEP_NS   10000000L
 #define PRESLEEP_SKIP 64
 
-static __thread struct {
-	unsigned fails;            /* pre-sleeps in a row that did not pay */
-	unsigned skip;             /* calls left without them */
-} presleep;
+static __thread struct wait_budget presleep;
 
 static int wait_how(struct ns *ns, struct sem *s);
 
@@ -2336,10 +2356,8 @@ static int semop_presleep(struct ns *ns, int semid, const struct sembuf *sop,
 	uint64_t w;
 	int r;
 
-	if (presleep.skip) {
-		presleep.skip--;
+	if (budget_skips(&presleep))
 		return LOCKFREE_WOULD_SLEEP;
-	}
 	if (sop->sem_op >= 0 || wait_how(ns, s) == WAIT_SPIN)
 		return LOCKFREE_WOULD_SLEEP;
 	w = atomic_load_explicit(&s->word, memory_order_acquire);
@@ -2371,12 +2389,7 @@ static int semop_presleep(struct ns *ns, int semid, const struct sembuf *sop,
 	 * lookup in the general path would say EINVAL) */
 	if (r == 1 && (atomic_load(&sma->perm.deleted) || sma->perm.id != semid))
 		return -EIDRM;
-	if (r != LOCKFREE_WOULD_SLEEP) {
-		presleep.fails = 0;
-	} else if (++presleep.fails == 2) {
-		presleep.fails = 0;
-		presleep.skip = PRESLEEP_SKIP;
-	}
+	budget_result(&presleep, r != LOCKFREE_WOULD_SLEEP, PRESLEEP_SKIP);
 	return r;
 }
 
@@ -2387,10 +2400,8 @@ semop_after_yield(struct ns *ns, int semid, const struct sembuf *sop,
 	int r = LOCKFREE_WOULD_SLEEP;
 	int64_t t;
 
-	if (preyield.skip) {
-		preyield.skip--;
+	if (budget_skips(&preyield))
 		return semop_presleep(ns, semid, sop, c, smap, hand0);
-	}
 	t = mono_ns();
 	if (!yield_allowed(&sem_yield, t))
 		return semop_presleep(ns, semid, sop, c, smap, hand0);
@@ -2400,12 +2411,7 @@ semop_after_yield(struct ns *ns, int semid, const struct sembuf *sop,
 			return -EINTR;
 		r = semop_lockfree(ns, semid, sop, c, smap);
 	}
-	if (r != LOCKFREE_WOULD_SLEEP) {
-		preyield.fails = 0;
-	} else if (++preyield.fails == 2) {
-		preyield.fails = 0;
-		preyield.skip = PREYIELD_SKIP;
-	}
+	budget_result(&preyield, r != LOCKFREE_WOULD_SLEEP, PREYIELD_SKIP);
 	return r;
 }
 

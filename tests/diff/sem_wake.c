@@ -18,6 +18,7 @@
 #include "dt.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -562,17 +563,26 @@ static void pp_child(void *p)
 	dt_chan_send(bad, 0, 0);
 }
 
-static void pingpong_one_cpu(int argc, char **argv)
+/* PP_ROUNDS hand-offs with the child on our CPU under a timer of
+ * INTERVAL_US, a process that only burns CPU beside them if BUSY */
+static void pingpong_on_one_cpu(long interval_us, bool busy)
 {
-	(void)argc; (void)argv;
 	cpu_set_t one;
 	struct sigaction sa;
-	struct itimerval it = { { 0, 200 }, { 0, 200 } };
+	struct itimerval it = { { 0, interval_us }, { 0, interval_us } };
 	int id = dt_semget(IPC_PRIVATE, 2, 0600), bad = 0;
+	pid_t burner = -1;
 
 	CPU_ZERO(&one);
 	CPU_SET(sched_getcpu(), &one);
-	sched_setaffinity(0, sizeof(one), &one);   /* the child inherits it */
+	sched_setaffinity(0, sizeof(one), &one);   /* the children inherit it */
+	if (busy) {
+		burner = fork();
+		if (burner == 0) {
+			for (volatile unsigned long x = 0;; x++)
+				;
+		}
+	}
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = pp_tick;
 	sigaction(SIGALRM, &sa, NULL);
@@ -582,6 +592,10 @@ static void pingpong_one_cpu(int argc, char **argv)
 		bad += pp_op(id, 0, 1) < 0 || pp_op(id, 1, -1) < 0;
 	it.it_value.tv_usec = it.it_interval.tv_usec = 0;
 	setitimer(ITIMER_REAL, &it, NULL);
+	if (burner > 0) {
+		kill(burner, SIGKILL);
+		waitpid(burner, NULL, 0);
+	}
 	dt_out("parent: %d failed hand-offs", bad);
 	dt_wakes(1);
 	dt_wait(c);
@@ -589,7 +603,17 @@ static void pingpong_one_cpu(int argc, char **argv)
 	dt_get(id, 1, GETVAL);
 	dt_get(id, 0, GETNCNT);
 	dt_get(id, 1, GETNCNT);
+	if (busy) {
+		dt_get(id, 0, GETPID);
+		dt_get(id, 1, GETPID);
+	}
 	dt_rmid(id);
+}
+
+static void pingpong_one_cpu(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	pingpong_on_one_cpu(200, false);
 }
 
 /*
@@ -604,43 +628,7 @@ static void pingpong_one_cpu(int argc, char **argv)
 static void pingpong_one_cpu_busy(int argc, char **argv)
 {
 	(void)argc; (void)argv;
-	cpu_set_t one;
-	struct sigaction sa;
-	struct itimerval it = { { 0, 500 }, { 0, 500 } };
-	int id = dt_semget(IPC_PRIVATE, 2, 0600), bad = 0;
-	pid_t busy;
-
-	CPU_ZERO(&one);
-	CPU_SET(sched_getcpu(), &one);
-	sched_setaffinity(0, sizeof(one), &one);   /* the children inherit it */
-	busy = fork();
-	if (busy == 0) {
-		for (volatile unsigned long x = 0;; x++)
-			;
-	}
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = pp_tick;
-	sigaction(SIGALRM, &sa, NULL);
-	pid_t c = dt_fork(pp_child, &id);
-	setitimer(ITIMER_REAL, &it, NULL);
-	for (int i = 0; i < PP_ROUNDS; i++)
-		bad += pp_op(id, 0, 1) < 0 || pp_op(id, 1, -1) < 0;
-	it.it_value.tv_usec = it.it_interval.tv_usec = 0;
-	setitimer(ITIMER_REAL, &it, NULL);
-	if (busy > 0) {
-		kill(busy, SIGKILL);
-		waitpid(busy, NULL, 0);
-	}
-	dt_out("parent: %d failed hand-offs", bad);
-	dt_wakes(1);
-	dt_wait(c);
-	dt_get(id, 0, GETVAL);
-	dt_get(id, 1, GETVAL);
-	dt_get(id, 0, GETNCNT);
-	dt_get(id, 1, GETNCNT);
-	dt_get(id, 0, GETPID);
-	dt_get(id, 1, GETPID);
-	dt_rmid(id);
+	pingpong_on_one_cpu(500, true);
 }
 
 const struct dt_case dt_cases[] = {

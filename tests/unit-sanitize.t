@@ -42,10 +42,12 @@ for t in diff-sem diff-msg diff-shm diff-ns diff-ns-anon diff-ns-join diff-usern
 	else
 		failed=$((failed+1))
 		echo "not ok $n - tests/$t.t with the sanitizer build (status $rc)"
+		# (on stderr too: prove shows it without -v, so that a run that
+		# fails once leaves its seed and its failed cases in the log)
 		if echo "$out" | grep -q '^not ok'; then
-			echo "$out" | grep -A12 '^not ok' | head -60 | sed 's/^/# /'
+			echo "$out" | grep -E -A12 '^not ok|^# .*seed' | head -60 | sed 's/^/# /' | tee /dev/stderr
 		else    # no failed case: what ended it (the plan, a message)
-			echo "$out" | grep -v '^ok ' | tail -20 | sed 's/^/# /'
+			echo "$out" | grep -v '^ok ' | tail -20 | sed 's/^/# /' | tee /dev/stderr
 		fi
 	fi
 done

@@ -1647,30 +1647,27 @@ static __thread struct spin_budget sem_spin = { .ns = SPIN_NS, .max = SPIN_NS };
  * and then (here every 0.1-1 s with nothing else running), and sleeping
  * instead would cost more than it saves (a futex wait and wake per
  * hand-off: alone on one CPU 0.72x the kernel, with the yields 1.28x).  So
- * two late yields within YIELD_LATE_PAIR_NS stop this thread's yields for
- * a while; after that each late one stops them again, twice as long each
- * time (64 ms up to 1 s: the yields after a stop cost a slice each while
- * the busy task is still there, and those that come back in time between
- * two late ones cost as well, see yield_result); YIELD_FORGET_NS without
- * a late yield or pre-sleep make the next stop short again.  Meanwhile
- * semop_presleep stands in for the yields, and a pre-sleep as late as a
- * late yield counts as one (the busy task is still there).  Measured
- * (issue 18, seventh round), ping-pong on one CPU beside a busy process,
- * medians of 9-11 alternating with the kernel: 0.72x with the old rule (3
- * of the last 8 late, 8 in time in a row to forget) and pre-sleeps, 0.92x
- * with this one, 0.97-1.03x with late pre-sleeps counted; the busy process
- * beside, placed by the scheduler (a forget of 2 s cost that row 10%,
- * 200 ms 5%): 1.07x, the old rule 1.13x.
+ * late yields stop this thread's yields only when they come close
+ * together, counted in yields (yield_result).  Meanwhile semop_presleep
+ * stands in for the yields, and a pre-sleep as late as a late yield counts
+ * as one (the busy task is still there, found without handing it a
+ * slice).  Measured (issue 18, seventh round), ping-pong on one CPU beside
+ * a busy process, medians of 9-11 alternating with the kernel: 0.72x with
+ * the old rule (3 of the last 8 late, 8 in time in a row to forget) and
+ * pre-sleeps, 0.97-1.03x with stops that lasted and late pre-sleeps
+ * counted.  Rules in time (a late yield within 100 ms of the one before,
+ * forgotten after 200 ms without one) kept the yields stopped alone on one
+ * CPU when the machine's other work came every 125 ms: 0.85x there.
  */
 #define YIELD_SLOW_NS       500000LL
-#define YIELD_LATE_PAIR_NS 100000000LL
+#define YIELD_LATE_NEAR       5000u
 #define YIELD_OFF_MIN_NS  64000000LL
 #define YIELD_OFF_MAX_NS 1000000000LL
-#define YIELD_FORGET_NS   200000000LL
 struct yield_policy {
 	int64_t off_until;         /* no yields before (mono_ns) */
 	int64_t off_ns;            /* how long the next stop lasts */
-	int64_t last_late;         /* when a yield last came back late */
+	uint32_t in_time;          /* yields in time since the last late one */
+	bool seen_late;
 };
 static __thread struct yield_policy sem_yield;
 
@@ -1679,28 +1676,36 @@ static bool yield_allowed(const struct yield_policy *y, int64_t now)
 	return now >= y->off_until;
 }
 
-/* a yield took NS (until NOW) */
+/*
+ * A yield took NS (until NOW).  Beside a busy task a late yield comes
+ * within a few hundred to a few thousand yields of the one before (the
+ * busy task's next eligible moment, a few milliseconds); alone, the
+ * machine's other work makes one late every 0.1-1 s, tens of thousands of
+ * yields apart.  So a late one within YIELD_LATE_NEAR yields of the last
+ * stops them (64 ms, then twice as long each time, up to 1 s: yields that
+ * come back in time between two late ones cost as well, each pushes the
+ * yielder's deadline back), and one farther off forgets the stops.
+ */
 static void yield_result(struct yield_policy *y, int64_t now, int64_t ns)
 {
-	bool late = ns > YIELD_SLOW_NS;
-	int64_t prev;
+	bool near;
 
-	if (!late) {
-		if (y->off_ns && now - y->last_late > YIELD_FORGET_NS)
-			y->off_ns = 0;
+	if (ns <= YIELD_SLOW_NS) {
+		if (y->in_time < UINT32_MAX)
+			y->in_time++;
 		return;
 	}
-	prev = y->last_late;
-	y->last_late = now;
-	/* once stopped, one late yield stops them again: yields that came
-	 * back in time between two late ones cost too (each pushes the
-	 * yielder's deadline back a slice, and the busy task gets the CPU) */
-	if (y->off_ns || now - prev < YIELD_LATE_PAIR_NS) {
-		if (y->off_ns < YIELD_OFF_MIN_NS)
-			y->off_ns = YIELD_OFF_MIN_NS;
-		y->off_until = now + y->off_ns;
-		y->off_ns = y->off_ns * 2 > YIELD_OFF_MAX_NS ? YIELD_OFF_MAX_NS : y->off_ns * 2;
+	near = y->seen_late && y->in_time < YIELD_LATE_NEAR;
+	y->seen_late = true;
+	y->in_time = 0;
+	if (!near) {
+		y->off_ns = 0;
+		return;
 	}
+	if (y->off_ns < YIELD_OFF_MIN_NS)
+		y->off_ns = YIELD_OFF_MIN_NS;
+	y->off_until = now + y->off_ns;
+	y->off_ns = y->off_ns * 2 > YIELD_OFF_MAX_NS ? YIELD_OFF_MAX_NS : y->off_ns * 2;
 }
 
 /* one yield of a waiting thread, timed from SINCE into its yield policy:

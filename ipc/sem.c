@@ -50,10 +50,6 @@ static inline uint32_t *word_futex(_Atomic uint64_t *word)
 	return (uint32_t *)word;
 }
 
-static __attribute__((noinline, cold)) void wake_presleepers(_Atomic uint64_t *word)
-{
-	sys_futex_wake(word_futex(word), INT_MAX);
-}
 
 static inline uint64_t w_make(uint64_t old, int val, int pid)
 {
@@ -78,6 +74,16 @@ struct sem {
 	_Atomic int32_t poster_cpu;  /* hint: CPU of the last slow-path post */
 	_Atomic int32_t poster_tid;  /* hint: its thread (0 in files made before) */
 };
+
+/* wake S's pre-sleepers (W_SLEEPERS was set), noting our CPU as the
+ * poster's: a pre-sleeper decides by it (wait_how) whether its poster runs
+ * on its CPU, and lock-free posts note it nowhere else, so that on two
+ * CPUs a stale hint would keep the waiter sleeping where it should spin */
+static __attribute__((noinline, cold)) void wake_presleepers(struct sem *s)
+{
+	atomic_store_explicit(&s->poster_cpu, sched_getcpu(), memory_order_relaxed);
+	sys_futex_wake(word_futex(&s->word), INT_MAX);
+}
 
 /* An array's block starts 32 bytes before a cache line (ARENA_BLK_HDR):
  * nsems and tag come right after glock, in the line of perm's type and the
@@ -382,7 +388,7 @@ static void word_or_slow(struct ns *ns, struct sem *s)
 			break;
 	}
 	if (w & W_SLEEPERS)
-		wake_presleepers(&s->word);     /* they queue behind us */
+		wake_presleepers(s);     /* they queue behind us */
 	{
 		struct jframe *f = j_top(ns);
 		struct jentry *e = f ? j_slot(ns, f, atomic_load(&f->n), true) : NULL;
@@ -423,7 +429,7 @@ static int complexmode_enter(struct ns *ns, struct sem_array *sma)
 		if (r)
 			return r == SEM_GLOBAL_LOCK ? -EIDRM : r;
 		if (atomic_fetch_or(&s->word, W_SLOW) & W_SLEEPERS)
-			wake_presleepers(&s->word);
+			wake_presleepers(s);
 		ulock_release(ns, &s->lock);
 	}
 	return 0;
@@ -1257,6 +1263,8 @@ static int newary(struct ns *ns, key_t key, int semflg, long nsems)
 		struct sem *s = &sma->sems[i];
 
 		atomic_store(&s->word, W_SLOW | ((uint64_t)tag << W_TAG_SHIFT));
+		atomic_store(&s->poster_cpu, -1);       /* no poster seen yet */
+		atomic_store(&s->poster_tid, 0);
 		s->pend_alter = (struct qlist){ 0, 0 };
 		s->pend_const = (struct qlist){ 0, 0 };
 	}
@@ -1887,7 +1895,7 @@ semop_lockfree(struct ns *ns, int semid, const struct sembuf *sop, const struct 
 	} while (!atomic_compare_exchange_weak_explicit(&s->word, &w, nw, memory_order_acq_rel,
 							memory_order_acquire));
 	if (unlikely(w & W_SLEEPERS))          /* (the word the CAS replaced) */
-		wake_presleepers(&s->word);
+		wake_presleepers(s);
 	*smap = sma;
 	return 0;
 }

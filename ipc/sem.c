@@ -33,8 +33,9 @@
 #define W_TAG_SHIFT  38
 #define W_TAG_MASK   ((1ULL << 25) - 1)
 /* a waiter that has not queued sleeps on the word (semop_presleep): the
- * next lock-free post clears the bit and wakes it.  A hint only: a stale
- * bit costs a post one futex wake, a lost one a sleep to its end. */
+ * next lock-free operation that completes, or a locker setting SLOW,
+ * clears the bit and wakes it.  A hint only: a stale bit costs one futex
+ * wake, a lost one a sleep to its end (PRESLEEP_NS). */
 #define W_SLEEPERS   (1ULL << 63)
 
 #define W_VAL(w)  ((int)((w) & W_VAL_MASK))

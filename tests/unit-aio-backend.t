@@ -29,7 +29,7 @@ runs=("default|$kdef|$def|||" "threads|threads|threads|threads||" "uring|$def|$d
       "kernel, kernel AIO refused|$def|$def|kernel|kernel|noaio"
       "default, io_uring refused|threads|threads|||noaio --uring"
       "uring, io_uring refused|threads|threads|uring|uring|noaio --uring")
-echo "1..$(( ${#runs[@]} * 9 ))"
+echo "1..$(( ${#runs[@]} * 10 ))"
 n=0 failed=0
 for r in "${runs[@]}"; do
 	IFS='|' read -r name direct other env said deny <<<"$r"
@@ -58,7 +58,7 @@ for r in "${runs[@]}"; do
 		echo "ok $n - [$name] exit 0, stderr $([ -n "$said" ] && echo "says $said is refused" || echo empty)"
 	else
 		failed=$((failed+1))
-		echo "not ok $n - [$name] exit $rc (a run that died early has fewer than 8 lines above), stderr:"
+		echo "not ok $n - [$name] exit $rc (a run that died early has fewer than 9 lines above), stderr:"
 		sed 's/^/# /' "$err"
 	fi
 done

@@ -1831,6 +1831,42 @@ static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *de
 	}
 }
 
+#define LOCKFREE_WOULD_SLEEP 2
+
+/*
+ * SOP applied to S, of the array whose tag is TAG, by one CAS of its word:
+ * semop_lockfree's end, and semop_presleep's retry, which found S before
+ * it slept (the kernel checks the caller's rights once, before a sleep,
+ * too).  0 done, -EAGAIN or -ERANGE, LOCKFREE_WOULD_SLEEP, 1 (the general
+ * path: a locker is in, or the array was replaced).
+ */
+static __attribute__((always_inline)) inline int
+sem_word_apply(struct sem *s, const struct sembuf *sop, uint32_t tag)
+{
+	int pid = cur_pid(), val;
+	uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire), nw;
+
+	do {
+		if ((w & W_SLOW) || W_TAG(w) != tag)
+			return 1;
+		val = W_VAL(w) + sop->sem_op;
+		if ((!sop->sem_op && W_VAL(w)) || val < 0)
+			return (sop->sem_flg & IPC_NOWAIT) ? -EAGAIN : LOCKFREE_WOULD_SLEEP;
+		if (val > SEMVMX_MAX)
+			return -ERANGE;
+		/* every operation that completes wakes the pre-sleepers (one
+		 * mask, no branch: a post is what they wait for, anything
+		 * else at worst sends them back to sleep) */
+		nw = w_make(w, val, pid) & ~W_SLEEPERS;
+		if (nw == w)
+			break;
+	} while (!atomic_compare_exchange_weak_explicit(&s->word, &w, nw, memory_order_acq_rel,
+							memory_order_acquire));
+	if (unlikely(w & W_SLEEPERS))          /* (the word the CAS replaced) */
+		wake_presleepers(s);
+	return 0;
+}
+
 /*
  * One operation applied without the lock, if nothing stands in its way:
  * 0 (done: *SMAP is its array, whose otime the caller sets), -EAGAIN or
@@ -1841,8 +1877,6 @@ static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *de
  * (an id this lookup does not find, say) answers 1, so that the common
  * semop is one small frame.
  */
-#define LOCKFREE_WOULD_SLEEP 2
-
 static __attribute__((always_inline)) inline int
 semop_lockfree(struct ns *ns, int semid, const struct sembuf *sop, const struct ucred_cache *c,
 	       struct sem_array **smap)
@@ -1850,9 +1884,8 @@ semop_lockfree(struct ns *ns, int semid, const struct sembuf *sop, const struct 
 	struct sem_array *sma;
 	struct uperm *p;
 	struct sem *s;
-	uint64_t w, nw, seq;
+	uint64_t seq;
 	uint32_t tag;
-	int val, pid;
 
 	/* only committed arrays: none half-made by a creator that may die */
 	if (!ids_read_begin(ns, IPC_SEM_IDS, &seq))
@@ -1875,30 +1908,8 @@ semop_lockfree(struct ns *ns, int semid, const struct sembuf *sop, const struct 
 	/* (two calls, so that each flag is a constant) */
 	if (sop->sem_op ? ipcperms_as(c, &sma->perm, 0222) : ipcperms_as(c, &sma->perm, 0444))
 		return 1;
-	pid = cur_pid();
-	w = atomic_load_explicit(&s->word, memory_order_acquire);
-	do {
-		if ((w & W_SLOW) || W_TAG(w) != tag)
-			return 1;
-		val = W_VAL(w) + sop->sem_op;
-		if ((!sop->sem_op && W_VAL(w)) || val < 0) {
-			*smap = sma;    /* (for semop_presleep) */
-			return (sop->sem_flg & IPC_NOWAIT) ? -EAGAIN : LOCKFREE_WOULD_SLEEP;
-		}
-		if (val > SEMVMX_MAX)
-			return -ERANGE;
-		/* every operation that completes wakes the pre-sleepers (one
-		 * mask, no branch: a post is what they wait for, anything
-		 * else at worst sends them back to sleep) */
-		nw = w_make(w, val, pid) & ~W_SLEEPERS;
-		if (nw == w)
-			break;
-	} while (!atomic_compare_exchange_weak_explicit(&s->word, &w, nw, memory_order_acq_rel,
-							memory_order_acquire));
-	if (unlikely(w & W_SLEEPERS))          /* (the word the CAS replaced) */
-		wake_presleepers(s);
-	*smap = sma;
-	return 0;
+	*smap = sma;    /* (for semop_presleep, when it would sleep) */
+	return sem_word_apply(s, sop, tag);
 }
 
 /* semop_lockfree for the general path: otime set when it is done */
@@ -2088,6 +2099,14 @@ static int ncpus(void)
 	if (!n)
 		n = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	return n;
+}
+
+/* did who posts S last run on another CPU, so that a waiter spins
+ * (wait_how's WAIT_SPIN)? */
+static bool poster_elsewhere(const struct sem *s)
+{
+	return atomic_load_explicit(&s->poster_cpu, memory_order_relaxed) != sched_getcpu() &&
+	       ncpus() > 1;
 }
 
 /*
@@ -2358,36 +2377,42 @@ static __thread struct wait_budget preyield;
 
 static __thread struct wait_budget presleep;
 
-static int wait_how(struct ns *ns, struct sem *s);
+static bool poster_elsewhere(const struct sem *s);
 
-static int semop_presleep(struct ns *ns, int semid, const struct sembuf *sop,
-			  const struct ucred_cache *c, struct sem_array **smap, unsigned hand0)
+static int semop_presleep(int semid, const struct sembuf *sop, struct sem_array **smap,
+			  unsigned hand0, int64_t t0)
 {
 	struct sem_array *sma = *smap;
 	struct sem *s = &sma->sems[sop->sem_num];
 	struct timespec rel = { 0, PRESLEEP_NS };
-	uint32_t *fw = word_futex(&s->word), fv;
+	uint32_t *fw = word_futex(&s->word), fv, tag = sma->tag;
+	bool sleep = false;
 	uint64_t w;
 	int r;
 
-	if (budget_skips(&presleep))
+	if (budget_skips(&presleep) || sop->sem_op >= 0 || poster_elsewhere(s))
 		return LOCKFREE_WOULD_SLEEP;
-	if (sop->sem_op >= 0 || wait_how(ns, s) == WAIT_SPIN)
-		return LOCKFREE_WOULD_SLEEP;
+	/* the tag read before the id is checked again: the array's own */
+	if (atomic_load(&sma->perm.deleted) || sma->perm.id != semid)
+		return 1;
 	w = atomic_load_explicit(&s->word, memory_order_acquire);
 	for (;;) {
 		if (w & W_SLOW)
 			return LOCKFREE_WOULD_SLEEP;    /* queue: the general path */
-		if (W_VAL(w) + sop->sem_op >= 0 || (w & W_SLEEPERS))
-			break;
-		if (atomic_compare_exchange_weak(&s->word, &w, w | W_SLEEPERS)) {
+		if (W_VAL(w) + sop->sem_op >= 0)
+			break;                          /* a post came meanwhile */
+		if ((w & W_SLEEPERS) ||
+		    atomic_compare_exchange_weak(&s->word, &w, w | W_SLEEPERS)) {
 			w |= W_SLEEPERS;
+			sleep = true;
 			break;
 		}
 	}
-	if (W_VAL(w) + sop->sem_op < 0) {
-		int64_t t0 = mono_ns(), t1;
+	if (sleep) {
+		int64_t t1;
 
+		if (t0 < 0)
+			t0 = mono_ns();
 		fv = (uint32_t)w;
 		if (uipc_wait_words(&fw, &fv, 1, &rel, hand0) < 0 && errno == EINTR)
 			return -EINTR;
@@ -2398,11 +2423,11 @@ static int semop_presleep(struct ns *ns, int semid, const struct sembuf *sop,
 		if (t1 - t0 > YIELD_SLOW_NS)
 			yield_result(&sem_yield, t1, t1 - t0);
 	}
-	r = semop_lockfree(ns, semid, sop, c, smap);
 	/* removed while we slept: what the kernel tells a sleeper (the id's
-	 * lookup in the general path would say EINVAL) */
-	if (r == 1 && (atomic_load(&sma->perm.deleted) || sma->perm.id != semid))
-		return -EIDRM;
+	 * lookup in the general path says EINVAL to one that did not) */
+	if (atomic_load(&sma->perm.deleted) || sma->perm.id != semid)
+		return sleep ? -EIDRM : 1;
+	r = sem_word_apply(s, sop, tag);
 	budget_result(&presleep, r != LOCKFREE_WOULD_SLEEP, PRESLEEP_SKIP);
 	return r;
 }
@@ -2415,10 +2440,10 @@ semop_after_yield(struct ns *ns, int semid, const struct sembuf *sop,
 	int64_t t;
 
 	if (budget_skips(&preyield))
-		return semop_presleep(ns, semid, sop, c, smap, hand0);
+		return semop_presleep(semid, sop, smap, hand0, -1);
 	t = mono_ns();
 	if (!yield_allowed(&sem_yield, t))
-		return semop_presleep(ns, semid, sop, c, smap, hand0);
+		return semop_presleep(semid, sop, smap, hand0, t);
 	for (int i = 0; i < PREYIELDS && r == LOCKFREE_WOULD_SLEEP; i++) {
 		t = timed_yield(t);
 		if (uipc_handler_gen() != hand0)

@@ -9,7 +9,9 @@
  * to a sleeper by its waker, sempid of a completed sleeper, a waiter
  * killed with SIGKILL leaving the queue (also when complex ops follow),
  * threads of one process sleeping (FIFO, a signal to one, EIDRM, the
- * process exiting, pthread_cancel not acting in semop).
+ * process exiting, pthread_cancel not acting in semop), hand-offs on one
+ * CPU (beside a busy process too) and EIDRM to the peer that waits after
+ * them.
  *
  * Children print nothing; the parent prints everything, at points where
  * the state is settled (a child is known blocked from GETNCNT/GETZCNT; the
@@ -22,6 +24,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -631,6 +634,90 @@ static void pingpong_one_cpu_busy(int argc, char **argv)
 	pingpong_on_one_cpu(500, true);
 }
 
+/* the state letter of PID in /proc (R running, S sleeping, ...), or 0 */
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[512], *rp;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' ? rp[2] : 0;
+}
+
+#define RP_ARRAYS 6
+#define RP_ROUNDS 400
+
+/* the child: RP_ROUNDS hand-offs on each array, then a wait on s0 that
+ * only the array's removal ends: its result to the parent */
+static void rp_child(void *p)
+{
+	const int *ids = p;
+
+	for (int k = 0; k < RP_ARRAYS; k++) {
+		struct sembuf b = { 0, -1, 0 };
+		int r, bad = 0;
+
+		for (int i = 0; i < RP_ROUNDS; i++)
+			bad += pp_op(ids[k], 0, -1) < 0 || pp_op(ids[k], 1, 1) < 0;
+		r = semop(ids[k], &b, 1);
+		dt_chan_send(r, r < 0 ? errno : 0, bad);
+	}
+}
+
+/*
+ * IPC_RMID while the peer waits, after hand-offs on one CPU beside a busy
+ * process: there uipc's waiter sleeps on the semaphore's word without
+ * queueing (ipc/sem.c: semop_presleep), so the removal finds it there
+ * rather than queued, or queued after its pre-sleep ended: both must end
+ * in EIDRM, as the kernel's sleeper does.  The parent removes the array
+ * once the child sleeps (state S in /proc: after its last post, the only
+ * sleep left to it is the final wait).
+ */
+static void rmid_presleep(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	cpu_set_t one;
+	int ids[RP_ARRAYS], bad = 0;
+	pid_t burner, c;
+
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	sched_setaffinity(0, sizeof(one), &one);   /* the children inherit it */
+	burner = fork();
+	if (burner == 0) {
+		for (volatile unsigned long x = 0;; x++)
+			;
+	}
+	for (int k = 0; k < RP_ARRAYS; k++)
+		ids[k] = dt_semget(IPC_PRIVATE, 2, 0600);
+	c = dt_fork(rp_child, ids);
+	for (int k = 0; k < RP_ARRAYS; k++) {
+		long long end;
+
+		for (int i = 0; i < RP_ROUNDS; i++)
+			bad += pp_op(ids[k], 0, 1) < 0 || pp_op(ids[k], 1, -1) < 0;
+		end = dt_now_ms() + dt_deadline_ms(5000);
+		while (proc_state(c) != 'S' && dt_now_ms() < end)
+			sched_yield();
+		if (proc_state(c) != 'S')
+			dt_fail("array %d: the child did not go to sleep", k);
+		dt_rmid(ids[k]);
+		dt_wakes(1);
+	}
+	kill(burner, SIGKILL);
+	waitpid(burner, NULL, 0);
+	dt_out("parent: %d failed hand-offs", bad);
+	dt_wait(c);
+}
+
 const struct dt_case dt_cases[] = {
 	{ "fifo", fifo, 0 },
 	{ "fifo-sizes", fifo_sizes, 0 },
@@ -650,5 +737,6 @@ const struct dt_case dt_cases[] = {
 	{ "killed-then-complex", killed_then_complex, 0 },
 	{ "pingpong-one-cpu", pingpong_one_cpu, 0 },
 	{ "pingpong-one-cpu-busy", pingpong_one_cpu_busy, 0 },
+	{ "rmid-presleep", rmid_presleep, 0 },
 	{ NULL, NULL, 0 },
 };

@@ -29,6 +29,10 @@ struct result {			/* one side of one run, over its repetitions */
 	struct kv kv[MAX_KV];
 	int nkv;
 	double secs;		/* wall time of all repetitions */
+	double steal, ticks;	/* /proc/stat: CPU time the hypervisor took
+				   (steal) and all CPU time, in ticks, over
+				   the repetitions kept */
+	double last_steal_pct;	/* the same share for the last repetition */
 };
 
 /* run flags */
@@ -43,6 +47,7 @@ struct run {
 	unsigned flags;
 	int reps;			/* repetitions, kernel and uipc alternate */
 	int timeout;			/* seconds per repetition */
+	int redone;			/* repetitions run again (host steal) */
 	struct result res[NSIDES];
 };
 
@@ -89,6 +94,18 @@ extern struct options opt;
 
 /* runner.c: performs one repetition of run r on side s into r->res[s]. */
 void run_once(struct run *r, enum side s, int rep);
+/* the share of the CPUs' time the hypervisor took during RES's runs, in
+ * per cent (0 where the kernel counts no steal: bare metal) */
+double res_steal_pct(const struct result *res);
+/* runs with more host steal than this (per cent, either side) are named
+ * under the table: a VM's host took part of their CPU time */
+#define STEAL_WARN_PCT 3.0
+/* a repetition (both sides) during which the host took more than this
+ * share of the CPUs from either side is run again, both sides, up to the
+ * run's repetition count more times: the host's share varies from 0 to
+ * over 10% within minutes on a shared VM, and whichever side it hits
+ * loses */
+#define STEAL_REDO_PCT 5.0
 
 /* report.c */
 /* 0: *v set; -1: error (*err says why); -2: not applicable or not run. */

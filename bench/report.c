@@ -154,6 +154,32 @@ static int note(const char *msg)
 	return nnotes;
 }
 
+/* the runs during which the hypervisor took a noticeable share of the
+ * CPUs (a VM's steal time): their figures say more about the host than
+ * about either side */
+static void print_steal(void)
+{
+	int i, n = 0, redone = 0;
+
+	for (i = 0; i < bench_nruns; i++) {
+		const struct run *r = &bench_runs[i];
+		double k = res_steal_pct(&r->res[KERNEL]), u = res_steal_pct(&r->res[UIPC]);
+
+		if (r->redone)
+			redone += r->redone;
+		if (k <= STEAL_WARN_PCT && u <= STEAL_WARN_PCT)
+			continue;
+		if (!n++)
+			printf("\nhost steal over %g%% of the CPUs' time (/proc/stat) during these "
+			       "runs' kept repetitions; their figures are suspect:\n", STEAL_WARN_PCT);
+		printf("  %-22s kernel %5.1f%%   uipc %5.1f%%\n", r->name, k, u);
+	}
+	if (redone)
+		printf("\n%d repetition(s) were run again, both sides, because the host took over "
+		       "%g%% of the CPUs' time during them (/proc/stat's steal)\n", redone,
+		       STEAL_REDO_PCT);
+}
+
 void print_table(void)
 {
 	const char *err[NSIDES];
@@ -216,6 +242,7 @@ void print_table(void)
 		printf("\n");
 	for (i = 0; i < nnotes; i++)
 		printf("[%d] %s\n", i + 1, notes[i]);
+	print_steal();
 }
 
 static void json_str(FILE *f, const char *s)
@@ -304,7 +331,8 @@ static void json_result(FILE *f, const struct result *res)
 
 	fprintf(f, "{\"state\": \"%s\", \"error\": ", state[res->state]);
 	json_str(f, res->state == RES_OK || res->state == RES_NONE ? NULL : res->err);
-	fprintf(f, ", \"seconds\": %.3f, \"values\": {", res->secs);
+	fprintf(f, ", \"seconds\": %.3f, \"host_steal_pct\": %.2f, \"values\": {", res->secs,
+		res_steal_pct(res));
 	for (i = 0; i < res->nkv; i++) {
 		fprintf(f, "%s\"%s\": ", i ? ", " : "", res->kv[i].key);
 		json_num(f, res->kv[i].n > 0, res->kv[i].n ? kv_median(&res->kv[i]) : 0);
@@ -355,8 +383,8 @@ int write_json(const char *path)
 			fputs(j ? ", " : "", f);
 			json_str(f, r->argv[j]);
 		}
-		fprintf(f, "], \"extended\": %s",
-			r->flags & RUN_EXTENDED ? "true" : "false");
+		fprintf(f, "], \"extended\": %s, \"redone_for_steal\": %d",
+			r->flags & RUN_EXTENDED ? "true" : "false", r->redone);
 		for (s = 0; s < NSIDES; s++) {
 			fprintf(f, ", \"%s\": ", side_name[s]);
 			json_result(f, &r->res[s]);

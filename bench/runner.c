@@ -193,11 +193,36 @@ static int wait_child(pid_t pid, int timeout)
 	return status;
 }
 
+/* /proc/stat's first line: the steal ticks and the sum of all ticks */
+static void cpu_ticks(double *steal, double *total)
+{
+	unsigned long long v[10] = { 0 };
+	FILE *f = fopen("/proc/stat", "r");
+	int n = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
+			   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8],
+			   &v[9]) : 0;
+
+	if (f)
+		fclose(f);
+	*steal = n >= 8 ? (double)v[7] : 0;
+	*total = 0;
+	/* user nice system idle iowait irq softirq steal (guest time is
+	 * inside user already) */
+	for (int i = 0; i < 8 && i < n; i++)
+		*total += (double)v[i];
+}
+
+double res_steal_pct(const struct result *res)
+{
+	return res->ticks > 0 ? 100.0 * res->steal / res->ticks : 0;
+}
+
 void run_once(struct run *r, enum side s, int rep)
 {
 	struct result *res = &r->res[s];
 	char dir[64] = "", out[4096], err[4096], msg[200];
 	struct timespec t0, t1;
+	double steal0, ticks0, steal1, ticks1;
 	int status;
 	pid_t pid;
 
@@ -213,6 +238,7 @@ void run_once(struct run *r, enum side s, int rep)
 			return;
 		}
 	}
+	cpu_ticks(&steal0, &ticks0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	fflush(NULL);
 	pid = fork();
@@ -224,6 +250,10 @@ void run_once(struct run *r, enum side s, int rep)
 		setpgid(pid, pid);
 		status = wait_child(pid, r->timeout);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
+		cpu_ticks(&steal1, &ticks1);
+		res->steal += steal1 - steal0;
+		res->ticks += ticks1 - ticks0;
+		res->last_steal_pct = ticks1 > ticks0 ? 100.0 * (steal1 - steal0) / (ticks1 - ticks0) : 0;
 		res->secs += (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 		last_line(err, msg, sizeof(msg));
 		if (status == -1)

@@ -2437,11 +2437,59 @@ long ksys_shmat(int shmid, const void *shmaddr, int shmflg)
  * detached; then every later fragment of the same segment, mapped from
  * ADDR on too, that ends within the segment's size from ADDR.
  */
+/*
+ * Take out of the local table up to MAX fragments of the attachment whose
+ * lowest fragment F0 starts at or above ADDR (the same segment and
+ * generation, each at its own offset from ADDR, inside the segment's
+ * length), into GONE.  With l_mutex held.
+ */
+static int take_fragments(const struct lattach *f0, uintptr_t addr, struct lattach *gone,
+			  int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < l_n && n < max;) {
+		struct lattach *f = &l_att[i];
+
+		if (f->addr > f0->addr && f->shmid == f0->shmid && f->gen == f0->gen &&
+		    f->obj == f0->obj && f->ns == f0->ns && f->addr + f->len - addr <= f0->seglen &&
+		    (f->addr - addr) / UIPC_PAGE == f->pgoff) {
+			gone[n++] = *f;
+			l_att[i] = l_att[--l_n];
+			continue;
+		}
+		i++;
+	}
+	return n;
+}
+
+/* unmap the N fragments of GONE, adjacent ones with one munmap (an
+ * attachment that madvise or mprotect cut into tens of vmas is one range
+ * again, as the kernel's shmdt unmaps it in one call) */
+static void unmap_fragments(struct lattach *gone, int n)
+{
+	for (int i = 1; i < n; i++) {           /* by address (n <= 64) */
+		struct lattach f = gone[i];
+		int j = i;
+
+		for (; j > 0 && gone[j - 1].addr > f.addr; j--)
+			gone[j] = gone[j - 1];
+		gone[j] = f;
+	}
+	for (int i = 0; i < n;) {
+		uintptr_t start = gone[i].addr, end = start + gone[i].len;
+
+		while (++i < n && gone[i].addr == end)
+			end += gone[i].len;
+		sys_munmap((void *)start, end - start);
+	}
+}
+
 static int do_shmdt(struct ns *ns, const void *shmaddr)
 {
 	uintptr_t addr = (uintptr_t)shmaddr;
-	struct lattach gone[64];
-	int ngone = 0, first = -1;
+	struct lattach gone[64], f0;
+	int ngone, first = -1;
 	struct uproc *me;
 
 	if (addr & (UIPC_PAGE - 1))
@@ -2463,30 +2511,15 @@ static int do_shmdt(struct ns *ns, const void *shmaddr)
 		crit_mutex_unlock(&l_mutex);
 		return -EINVAL;
 	}
-	{
-		struct lattach f0 = l_att[first];
-		uint64_t size = f0.seglen;
-
-		gone[ngone++] = f0;
-		l_att[first] = l_att[--l_n];
-		for (int i = 0; i < l_n && ngone < 64;) {
-			struct lattach *f = &l_att[i];
-
-			if (f->addr > f0.addr && f->shmid == f0.shmid && f->gen == f0.gen &&
-			    f->obj == f0.obj && f->ns == f0.ns && f->addr + f->len - addr <= size &&
-			    (f->addr - addr) / UIPC_PAGE == f->pgoff) {
-				gone[ngone++] = *f;
-				l_att[i] = l_att[--l_n];
-				continue;
-			}
-			i++;
-		}
-	}
+	f0 = l_att[first];
+	l_att[first] = l_att[--l_n];
+	gone[0] = f0;
+	ngone = 1 + take_fragments(&f0, addr, gone + 1, 63);
 	crit_mutex_unlock(&l_mutex);
 	/* the segment's namespace, whichever this thread is in now: the
 	 * kernel's shm_close works on the vma's file, of the namespace the
 	 * segment was attached in */
-	ns = gone[0].ns;
+	ns = f0.ns;
 	me = cur_proc(ns);
 	/*
 	 * Unmap first, count after, as the kernel's shmdt does (and the munmap
@@ -2494,12 +2527,21 @@ static int do_shmdt(struct ns *ns, const void *shmaddr)
 	 * goes to the pool and can be another segment's at once, so no mapping
 	 * may outlive its count (another thread would see the new segment's
 	 * data).  Killed in between: the reaper closes all our attachments.
+	 * Each fragment is one of the kernel's vmas, one close; more than 64
+	 * go in batches.
 	 */
-	for (int i = 0; i < ngone; i++) {
-		sys_munmap((void *)gone[i].addr, gone[i].len);
+	for (;;) {
+		unmap_fragments(gone, ngone);
 		if (me)
-			shm_account(ns, gone[i].shmid, gone[i].gen, proc_index(ns, me),
-				    cur_pid(), 0, 1);
+			shm_account(ns, f0.shmid, f0.gen, proc_index(ns, me), cur_pid(), 0,
+				    (uint32_t)ngone);
+		if (ngone < 64)
+			break;
+		crit_mutex_lock(&l_mutex);
+		ngone = take_fragments(&f0, addr, gone, 64);
+		crit_mutex_unlock(&l_mutex);
+		if (!ngone)
+			break;
 	}
 	left_check(ns);
 	return 0;

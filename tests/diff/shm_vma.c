@@ -178,6 +178,46 @@ static void mprotect_split(int argc, char **argv)
 	rm();
 }
 
+/* the pages of [P0, P0 + N pages) still mapped (msync answers ENOMEM
+ * for an unmapped one) */
+static int mapped_pages(char *p0, int n)
+{
+	int c = 0;
+
+	for (int k = 0; k < n; k++)
+		c += msync(p0 + k * P, P, MS_ASYNC) == 0;
+	return c;
+}
+
+/* more vmas than fit one batch of uipc's shmdt (64), with a foreign
+ * mapping in a hole: shmdt takes every piece of the segment, in one call,
+ * and leaves the foreign page */
+static void many_pieces(int argc, char **argv)
+{
+	(void)argc, (void)argv;
+	enum { N = 150, HOLE = 100 };
+	char *p = attach(N), *f;
+	int r;
+
+	for (int k = 1; k < N; k += 2)
+		if (mprotect(p + k * P, P, PROT_READ))
+			dt_out("mprotect page %d: %s", k, dt_errname(errno));
+	dt_shmstat(g_id, IPC_STAT);
+	do_munmap(p + HOLE * P, P);
+	f = mmap(p + HOLE * P, P, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+		 -1, 0);
+	dt_out("mmap(ADDR+%dP, anonymous, MAP_FIXED) = %s", HOLE,
+	       f == p + HOLE * P ? "ADDR+100P" : "elsewhere");
+	dt_shmstat(g_id, IPC_STAT);
+	dt_shmdt(p, "p");
+	dt_shmstat(g_id, IPC_STAT);
+	r = mapped_pages(p, N);
+	dt_out("pages of the attachment still mapped: %d (the foreign one: %s)", r,
+	       mapped_pages(p + HOLE * P, 1) ? "yes" : "no");
+	munmap(p + HOLE * P, P);
+	rm();
+}
+
 /* each on a fresh segment, so that atime/dtime show what was counted */
 static void mremap_cases(int argc, char **argv)
 {
@@ -646,5 +686,6 @@ const struct dt_case dt_cases[] = {
 	{ "remap-dest", remap_dest, 0 },
 	{ "madvise-populate", madvise_populate, 0 },
 	{ "handler-munmap", handler_munmap, 0 },
+	{ "many-pieces", many_pieces, 0 },
 	{ NULL, NULL, 0 },
 };

@@ -43,6 +43,7 @@
 #define W_TAG(w)  ((uint32_t)(((w) >> W_TAG_SHIFT) & W_TAG_MASK))
 
 _Static_assert(W_TAG_SHIFT + 25 == 63, "the tag ends below W_SLEEPERS");
+_Static_assert(W_SLEEPERS == 1ULL << 63, "W_SLEEPERS is the sign bit (sem_word_apply)");
 
 /* the semaphore word as a futex: its low half (value, SLOW, the pid's low
  * bits), which every operation that completes changes */
@@ -1846,7 +1847,7 @@ sem_word_apply(struct sem *s, const struct sembuf *sop, uint32_t tag)
 	int pid = cur_pid(), val;
 	uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire), nw;
 
-	do {
+	for (;;) {
 		if ((w & W_SLOW) || W_TAG(w) != tag)
 			return 1;
 		val = W_VAL(w) + sop->sem_op;
@@ -1859,10 +1860,16 @@ sem_word_apply(struct sem *s, const struct sembuf *sop, uint32_t tag)
 		 * else at worst sends them back to sleep) */
 		nw = w_make(w, val, pid) & ~W_SLEEPERS;
 		if (nw == w)
+			return 0;
+		if (atomic_compare_exchange_weak_explicit(&s->word, &w, nw, memory_order_acq_rel,
+							  memory_order_acquire))
 			break;
-	} while (!atomic_compare_exchange_weak_explicit(&s->word, &w, nw, memory_order_acq_rel,
-							memory_order_acquire));
-	if (unlikely(w & W_SLEEPERS))          /* (the word the CAS replaced) */
+	}
+	/* (the word the CAS replaced; the sign bit, tested here and not in
+	 * a cold block: written as a do-while with the test after it, the
+	 * compiler sent every completed operation to the cold section and
+	 * back) */
+	if ((int64_t)w < 0)
 		wake_presleepers(s);
 	return 0;
 }

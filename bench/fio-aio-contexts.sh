@@ -57,6 +57,8 @@ for j in jobs:
 print("%.0f" % (cpu_ns / ios))'
 }
 
+. "$top/bench/steal.sh"
+
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 
 mkdir -p "$(dirname "$json")"
@@ -66,11 +68,13 @@ printf '%-8s %14s %14s %8s\n' "contexts" "kernel ns/IO" "uipc ns/IO" "ratio"
 rows=()
 for nj in $jobs; do
 	kt=() ut=()
+	STEAL_REDONE=0 STEAL_REDO_MAX=$reps
 	for i in $(seq 1 "$reps"); do
-		for side in $([ $((i % 2)) = 1 ] && echo "kernel uipc" || echo "uipc kernel"); do
-			t=$(run "$side" "$nj")
-			if [ "$side" = kernel ]; then kt+=("$t"); else ut+=("$t"); fi
-		done
+		if [ $((i % 2)) = 1 ]; then         # sides alternate which goes first
+			pair_run run kernel uipc "$nj"; kt+=("$PAIR_A") ut+=("$PAIR_B")
+		else
+			pair_run run uipc kernel "$nj"; ut+=("$PAIR_A") kt+=("$PAIR_B")
+		fi
 	done
 	k=$(printf '%s\n' "${kt[@]}" | median) u=$(printf '%s\n' "${ut[@]}" | median)
 	ratio=$(awk -v a="$u" -v b="$k" 'BEGIN { printf "%.2f", b ? a / b : 0 }')

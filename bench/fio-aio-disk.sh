@@ -59,6 +59,8 @@ import json, sys
 print(int(json.load(sys.stdin)["jobs"][0]["read"]["iops"]))'
 }
 
+. "$top/bench/steal.sh"
+
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 
 rows=()
@@ -66,11 +68,12 @@ printf '%-40s %12s %12s %8s %8s\n' "fio libaio randread 4k iodepth=32, disk" "ke
 	"uipc IOPS" "ratio" "target"
 for direct in 0 1; do
 	k=() u=()
+	STEAL_REDONE=0 STEAL_REDO_MAX=$reps
 	for i in $(seq 1 "$reps"); do
 		if [ $((i % 2)) = 1 ]; then         # sides alternate which goes first
-			k+=("$(iops kernel $direct)"); u+=("$(iops uipc $direct)")
+			pair_run iops kernel uipc "$direct"; k+=("$PAIR_A") u+=("$PAIR_B")
 		else
-			u+=("$(iops uipc $direct)"); k+=("$(iops kernel $direct)")
+			pair_run iops uipc kernel "$direct"; u+=("$PAIR_A") k+=("$PAIR_B")
 		fi
 	done
 	km=$(printf '%s\n' "${k[@]}" | median)

@@ -4,7 +4,7 @@
 # each, no --verify) on the kernel and under uipc, in the same run, sides
 # alternating, the median of the repetitions; ratio uipc/kernel (> 1: uipc
 # is faster).  A repetition during which a VM's host took over 5% of the
-# CPUs' time (/proc/stat's steal) is run again, both sides.  A table on stdout, JSON in --json.
+# CPUs' time (/proc/stat's steal) is run again, both sides (bench/steal.sh).  A table on stdout, JSON in --json.
 #   kernel: unshare --ipc -- stress-ng ...       (a fresh kernel IPC namespace)
 #   uipc:   UIPC_DIR=<fresh dir> UIPC_NS=bench LD_PRELOAD=libuipc.so stress-ng ...
 # Options: --lib PATH (default build/libuipc.so), --json PATH (default
@@ -58,33 +58,16 @@ median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END {
 	if (NR == 0) print "ERROR"; else if (NR % 2) print v[(NR + 1) / 2];
 	else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-# /proc/stat's steal ticks and all ticks; the share of the CPUs' time the
-# host took between two such readings, in per cent
-ticks() { awk '/^cpu / { print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
-stolen_pct() { echo "$1 $2" | awk '{ printf "%.1f\n", ($4 > $2) ? 100 * ($3 - $1) / ($4 - $2) : 0 }'; }
-# a repetition during which the host took over this share from either side
-# is run again, both sides, up to REPS more times a stressor (as the
-# driver does: bench/driver.h, STEAL_REDO_PCT)
-redo_pct=5
+. "$top/bench/steal.sh"
 
 declare -A res
 for s in $stressors; do
-	k= u= redone=0
+	k= u=
+	STEAL_REDONE=0 STEAL_REDO_MAX=$reps
 	for r in $(seq "$reps"); do
-		while :; do
-			t0=$(ticks); x=$(one kernel "$s" "$r")
-			t1=$(ticks); y=$(one uipc "$s" "$r"); t2=$(ticks)
-			sk=$(stolen_pct "$t0" "$t1") su=$(stolen_pct "$t1" "$t2")
-			if [ "$redone" -lt "$reps" ] && [ "$x" != ERROR ] && [ "$y" != ERROR ] &&
-			   awk -v a="$sk" -v b="$su" -v m="$redo_pct" 'BEGIN { exit !(a > m || b > m) }'; then
-				redone=$((redone + 1))
-				echo "stress-ng --$s: repetition $r run again: the host took ${sk}% / ${su}% of the CPUs' time" >&2
-				continue
-			fi
-			break
-		done
-		[ "$x" = ERROR ] || k="$k $x"
-		[ "$y" = ERROR ] || u="$u $y"
+		pair_run one kernel uipc "$s" "$r"
+		[ "$PAIR_A" = ERROR ] || k="$k $PAIR_A"
+		[ "$PAIR_B" = ERROR ] || u="$u $PAIR_B"
 	done
 	res[$s.kernel]=$(echo "$k" | median)
 	res[$s.uipc]=$(echo "$u" | median)

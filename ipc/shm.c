@@ -2432,12 +2432,6 @@ long ksys_shmat(int shmid, const void *shmaddr, int shmflg)
 /* ---- shmdt ---- */
 
 /*
- * The kernel's shmdt: the first fragment (in address order) ending above
- * ADDR that maps its segment from ADDR on (start - addr == pgoff pages) is
- * detached; then every later fragment of the same segment, mapped from
- * ADDR on too, that ends within the segment's size from ADDR.
- */
-/*
  * Take out of the local table up to MAX fragments of the attachment whose
  * lowest fragment F0 starts at or above ADDR (the same segment and
  * generation, each at its own offset from ADDR, inside the segment's
@@ -2485,6 +2479,12 @@ static void unmap_fragments(struct lattach *gone, int n)
 	}
 }
 
+/*
+ * The kernel's shmdt: the first fragment (in address order) ending above
+ * ADDR that maps its segment from ADDR on (start - addr == pgoff pages) is
+ * detached; then every later fragment of the same segment, mapped from
+ * ADDR on too, that ends within the segment's size from ADDR.
+ */
 static int do_shmdt(struct ns *ns, const void *shmaddr)
 {
 	uintptr_t addr = (uintptr_t)shmaddr;

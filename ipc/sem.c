@@ -2384,8 +2384,6 @@ static __thread struct wait_budget preyield;
 
 static __thread struct wait_budget presleep;
 
-static bool poster_elsewhere(const struct sem *s);
-
 static int semop_presleep(int semid, const struct sembuf *sop, struct sem_array **smap,
 			  unsigned hand0, int64_t t0)
 {

@@ -183,26 +183,8 @@ static void sleeper(void *arg)
 /* a process is asleep when /proc says S */
 static void wait_sleeping(pid_t pid)
 {
-	char path[64], st[512];
-	long long end = dt_now_ms() + 5000;
-
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	while (dt_now_ms() < end) {
-		FILE *f = fopen(path, "r");
-		char *p;
-
-		if (f) {
-			st[0] = 0;
-			if (!fgets(st, sizeof st, f))
-				st[0] = 0;
-			fclose(f);
-			p = strrchr(st, ')');
-			if (p && p[2] == 'S')
-				return;
-		}
-		dt_msleep(2);
-	}
-	dt_fail("%d never slept", (int)pid);
+	if (dt_wait_state(pid, 'S', 5000))
+		dt_fail("%d never slept", (int)pid);
 }
 
 static void eintr(int argc, char **argv)

@@ -348,26 +348,8 @@ static void stop_reader(void *arg)
 
 static void wait_state(pid_t pid, char want)
 {
-	char path[64], st[512];
-	long long end = dt_now_ms() + 5000;
-
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	while (dt_now_ms() < end) {
-		FILE *f = fopen(path, "r");
-		char *q;
-
-		if (f) {
-			st[0] = 0;
-			if (!fgets(st, sizeof st, f))
-				st[0] = 0;
-			fclose(f);
-			q = strrchr(st, ')');
-			if (q && q[2] == want)
-				return;
-		}
-		dt_msleep(2);
-	}
-	dt_fail("%d never in state %c", (int)pid, want);
+	if (dt_wait_state(pid, want, 5000))
+		dt_fail("%d never in state %c", (int)pid, want);
 }
 
 /* a stop and a continue while io_submit waits on a pipe: the kernel's

@@ -333,6 +333,36 @@ void dt_msleep(int ms)
 		;
 }
 
+char dt_proc_state(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strrchr(buf, ')');          /* the command may hold spaces and ')' */
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+int dt_wait_state(pid_t pid, char want, int ms)
+{
+	long long end = dt_now_ms() + ms;
+
+	while (dt_proc_state(pid) != want) {
+		if (dt_now_ms() >= end)
+			return -1;
+		dt_msleep(2);
+	}
+	return 0;
+}
+
 long long dt_now_us(void)
 {
 	struct timespec ts;

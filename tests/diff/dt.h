@@ -72,6 +72,11 @@ void dt_register(pid_t pid, const char *name);
  * role of the caller are passed on in the environment (DT_REGISTRY). */
 void dt_exec_self(char *const argv[]);
 void dt_msleep(int ms);
+/* PID's state letter in /proc (R, S, D, T, Z, ...), or 0 if unreadable */
+char dt_proc_state(pid_t pid);
+/* wait, polling every 2 ms, until PID is in state WANT: 0, or -1 after MS
+ * milliseconds (the caller says what failed) */
+int dt_wait_state(pid_t pid, char want, int ms);
 /* normal, or normal/10 once the scenario has failed */
 int dt_deadline_ms(int normal);
 long long dt_now_ms(void);

@@ -246,26 +246,8 @@ static void killed(int argc, char **argv)
 
 static void wait_state(pid_t pid, char want)
 {
-	char path[64], buf[512];
-	long long deadline = dt_now_ms() + dt_deadline_ms(5000);
-	for (;;) {
-		snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-		int fd = open(path, O_RDONLY);
-		ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-		if (fd >= 0)
-			close(fd);
-		if (n > 0) {
-			buf[n] = 0;
-			char *p = strrchr(buf, ')');
-			if (p && p[1] == ' ' && p[2] == want)
-				return;
-		}
-		if (dt_now_ms() > deadline) {
-			dt_fail("%s not in state %c in time", dt_pid(pid), want);
-			return;
-		}
-		dt_msleep(2);
-	}
+	if (dt_wait_state(pid, want, dt_deadline_ms(5000)))
+		dt_fail("%s not in state %c in time", dt_pid(pid), want);
 }
 
 /* a stopped receiver leaves the queue (its msgrcv restarts after the

@@ -225,20 +225,9 @@ __attribute__((unused)) static int m_wait_blocked(pid_t pid)
 	char path[64], buf[512];
 	int stable = 0;
 	for (;;) {
-		int isS = 0, inwait = 0;
-		snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-		int fd = open(path, O_RDONLY);
-		if (fd >= 0) {
-			ssize_t n = read(fd, buf, sizeof buf - 1);
-			close(fd);
-			if (n > 0) {
-				buf[n] = 0;
-				char *p = strrchr(buf, ')');
-				isS = p && p[1] == ' ' && p[2] == 'S';
-			}
-		}
+		int isS = dt_proc_state(pid) == 'S', inwait = 0;
 		snprintf(path, sizeof path, "/proc/%d/wchan", (int)pid);
-		fd = open(path, O_RDONLY);
+		int fd = open(path, O_RDONLY);
 		if (fd >= 0) {
 			ssize_t n = read(fd, buf, sizeof buf - 1);
 			close(fd);

@@ -24,7 +24,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -634,24 +633,6 @@ static void pingpong_one_cpu_busy(int argc, char **argv)
 	pingpong_on_one_cpu(500, true);
 }
 
-/* the state letter of PID in /proc (R running, S sleeping, ...), or 0 */
-static char proc_state(pid_t pid)
-{
-	char path[64], buf[512], *rp;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	rp = strrchr(buf, ')');
-	return rp && rp[1] == ' ' ? rp[2] : 0;
-}
-
 #define RP_ARRAYS 6
 #define RP_ROUNDS 400
 
@@ -700,14 +681,9 @@ static void rmid_presleep(int argc, char **argv)
 		ids[k] = dt_semget(IPC_PRIVATE, 2, 0600);
 	c = dt_fork(rp_child, ids);
 	for (int k = 0; k < RP_ARRAYS; k++) {
-		long long end;
-
 		for (int i = 0; i < RP_ROUNDS; i++)
 			bad += pp_op(ids[k], 0, 1) < 0 || pp_op(ids[k], 1, -1) < 0;
-		end = dt_now_ms() + dt_deadline_ms(5000);
-		while (proc_state(c) != 'S' && dt_now_ms() < end)
-			sched_yield();
-		if (proc_state(c) != 'S')
+		if (dt_wait_state(c, 'S', dt_deadline_ms(5000)))
 			dt_fail("array %d: the child did not go to sleep", k);
 		dt_rmid(ids[k]);
 		dt_wakes(1);

@@ -94,14 +94,27 @@ static bool kring_pending(void)
 
 /* ---- posting ---- */
 
-/* the N events read from the kernel context into their contexts' rings */
+/*
+ * The N events read from the kernel context into their contexts' rings.
+ * A nudge is meant for the program thread that leads; any other reader
+ * (a zero-timeout io_getevents, the watcher, a poller) that took one
+ * gives another in its place while a program thread leads.  Else, when
+ * another thread reaped and posted the leader's last request and then
+ * read the nudge before the leader did (the leader still on its way into
+ * io_pgetevents, or woken but not yet reading), the leader sleeps there
+ * with nothing left to wake it (tests/unit/aio_kaio_lead.c).  A stale
+ * nudge costs the leader one wake-up; the leader drops the ones it reads.
+ */
 static void post_events(const struct io_event *ev, long n)
 {
 	struct aio_kiocb *done = NULL, *req;
+	bool nudged = false;
 
 	for (long i = 0; i < n; i++) {
-		if (ev[i].data == TAG_NUDGE)
+		if (ev[i].data == TAG_NUDGE) {
+			nudged = true;
 			continue;
+		}
 		req = (struct aio_kiocb *)(uintptr_t)ev[i].data;
 		atomic_fetch_sub(&req->ctx->kaio_reqs, 1);
 		atomic_fetch_sub(&k_inflight, 1);
@@ -110,6 +123,8 @@ static void post_events(const struct io_event *ev, long n)
 		done = req;
 	}
 	aio_wake_free(done);
+	if (nudged && !t_lead_held && LEAD_WHO(atomic_load(&lead)) == LEAD_PROGRAM)
+		aio_kaio_nudge();
 }
 
 /* what the kernel context holds now, without sleeping */

@@ -46,18 +46,18 @@ check() {
 }
 for reap in 0 1; do
 	log=$disk/log-$reap
-	env UIPC_DIR="$ns" timeout 120 "$uipc" run -- fio $(job $reap) >"$log" 2>&1
+	env UIPC_DIR="$ns" timeout -k 10 120 "$uipc" run -- fio $(job $reap) >"$log" 2>&1
 	check "fio libaio O_DIRECT userspace_reap=$reap, default backend" "$log" $?
 done
 log=$disk/log-poll
-env UIPC_DIR="$ns" timeout 120 "$uipc" run -- fio $(job 1 --iodepth=1 --iodepth_batch_complete_min=0) \
+env UIPC_DIR="$ns" timeout -k 10 120 "$uipc" run -- fio $(job 1 --iodepth=1 --iodepth_batch_complete_min=0) \
 	>"$log" 2>&1
 check "fio libaio O_DIRECT depth 1 reaping with zero timeouts, default backend" "$log" $?
 log=$disk/log-refused
-env UIPC_DIR="$ns" timeout 120 "$top/build/tests/real/noaio" "$uipc" run -- fio $(job 0) >"$log" 2>&1
+env UIPC_DIR="$ns" timeout -k 10 120 "$top/build/tests/real/noaio" "$uipc" run -- fio $(job 0) >"$log" 2>&1
 check "the same with the kernel's AIO calls refused (io_uring)" "$log" $?
 log=$disk/log-max0
-if ! env UIPC_DIR="$ns" UIPC_AIO_MAX_NR=0 timeout 60 "$uipc" run -- fio $(job 0) >"$log" 2>&1 &&
+if ! env UIPC_DIR="$ns" UIPC_AIO_MAX_NR=0 timeout -k 10 60 "$uipc" run -- fio $(job 0) >"$log" 2>&1 &&
    grep -qi "io_setup\|Resource temporarily unavailable\|queue_init" "$log"; then
 	ok "with UIPC_AIO_MAX_NR=0 fio's io_setup fails under uipc: uipc serves it"
 else

@@ -42,7 +42,7 @@ job() {
 # under uipc, the kernel's AIO calls refused; fio's status
 run_uipc() {
 	local log=$1; shift
-	env UIPC_DIR="$ns" timeout 120 "$noaio" "$uipc" run --aio-backend="$backend" -- \
+	env UIPC_DIR="$ns" timeout -k 10 120 "$noaio" "$uipc" run --aio-backend="$backend" -- \
 		fio "$@" >"$log" 2>&1
 }
 
@@ -75,13 +75,13 @@ else
 	nok "the kernel passes the O_DIRECT job" "$(tail -5 "$shm/klog2")"
 fi
 # the filter bites: fio cannot run its AIO on the kernel under it
-if ! timeout 60 "$noaio" fio $(job "$shm" 0 0) >"$shm/log-refused" 2>&1; then
+if ! timeout -k 10 60 "$noaio" fio $(job "$shm" 0 0) >"$shm/log-refused" 2>&1; then
 	ok "on the kernel under noaio, fio fails ($(grep -m1 -io 'io_.*failed[^.]*\|Function not implemented' "$shm/log-refused"))"
 else
 	nok "on the kernel under noaio, fio fails" "$(tail -3 "$shm/log-refused")"
 fi
 # uipc is who serves: with no room in uipc's fs.aio-max-nr, fio cannot start
-if ! env UIPC_AIO_MAX_NR=0 UIPC_DIR="$ns" timeout 60 "$uipc" run --aio-backend="$backend" -- \
+if ! env UIPC_AIO_MAX_NR=0 UIPC_DIR="$ns" timeout -k 10 60 "$uipc" run --aio-backend="$backend" -- \
 	fio $(job "$shm" 0 0) \
 	>"$shm/log-max0" 2>&1 && grep -qi "io_setup\|io_queue_init\|Resource temporarily" "$shm/log-max0"; then
 	ok "with UIPC_AIO_MAX_NR=0 fio's io_setup fails under uipc (EAGAIN)"
@@ -90,7 +90,7 @@ else
 fi
 # with the kernel's io_* calls refused by uipc's own filter: uipc needs none
 log=$shm/log-nokipc
-env UIPC_DIR="$ns" timeout 120 "$uipc" run --no-kernel-ipc --aio-backend="$backend" -- \
+env UIPC_DIR="$ns" timeout -k 10 120 "$uipc" run --no-kernel-ipc --aio-backend="$backend" -- \
 	fio $(job "$shm" 0 1) >"$log" 2>&1
 rc=$?
 if [ "$rc" = 0 ] && [ "$(grep -c 'err= 0' "$log")" = 2 ] &&

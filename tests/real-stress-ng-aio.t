@@ -29,7 +29,7 @@ wrap=
 run() {
 	local log=$1
 	shift
-	(cd "$work" && timeout $((secs * 4 + 60)) env "$@" $wrap \
+	(cd "$work" && timeout -k 10 $((secs * 4 + 60)) env "$@" $wrap \
 		stress-ng --aiol 2 --verify --metrics-brief -t "$secs" >"$log" 2>&1)
 }
 passed() {

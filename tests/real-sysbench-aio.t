@@ -44,7 +44,7 @@ cycle() {
 	d=$(mktemp -d "$where/run.XXXXXX")
 	(cd "$d" && for step in prepare run cleanup; do
 		echo "== $step"
-		timeout 120 "$@" sysbench fileio $(opts "$flags" "$validate") "$step" || exit 1
+		timeout -k 10 120 "$@" sysbench fileio $(opts "$flags" "$validate") "$step" || exit 1
 	done) >"$log" 2>&1
 	local rc=$?
 	[ -z "$(ls -A "$d")" ] || { echo "== left: $(ls -A "$d")" >>"$log"; rc=1; }

@@ -67,7 +67,8 @@
 #define SQ_ENTRIES 256
 #define CQ_ENTRIES 4096
 #define RING_ROOM  (CQ_ENTRIES - 64)  /* completions to come or unread, at most */
-#define TAG_NUDGE  1                  /* user_data of a NOP (requests are pointers) */
+#define NUDGE_TAG(n) (((uint64_t)(n) << 1) | 1) /* a nudge's user_data (requests: pointers) */
+#define SLEEP_SLOTS 64                /* sleepers in the ring at once (more: the futex) */
 
 struct uring {
 	int fd;
@@ -105,8 +106,16 @@ static struct aio_kiocb *backlog, *backlog_tail;
 static __thread struct aio_kiocb *queued, *queued_oldest;
 /* this thread's io_submit in progress (direct): requests to enter at its end */
 static __thread struct aio_kiocb *batch, *batch_tail;
-/* the context this thread sleeps for in the ring (aio_uring_wait) */
+/* the context this thread sleeps for in the ring (aio_uring_wait), and
+ * its slot among the sleepers */
 static __thread struct kioctx *waiting_for;
+static __thread int t_slot = -1;
+
+/* nudges sent (their count is in their user_data), and the sleepers in
+ * the ring: each slot holds the count when its sleeper came, shifted, with
+ * bit 0 set (0: free) */
+static _Atomic uint32_t nudges_sent;
+static _Atomic uint64_t sleepers[SLEEP_SLOTS];
 /* this thread sleeps in the ring in io_getevents (auto: it enters its own
  * requests, their completion work finding it there), and has entered some
  * (its interrupted waits may be the kernel's noise, entry/aio.c) */
@@ -455,6 +464,54 @@ static void reaper_leave(void)
 		kick_thread();
 }
 
+/* ---- the sleepers and the nudges ----
+ *
+ * A nudge is a NOP whose completion wakes the threads asleep in the ring
+ * for a context whose completion reached it another way.  The kernel's
+ * wait counts completions from the queue's head at its entry: a nudge that
+ * another thread reaps while a sleeper is still on its way in is lost to
+ * it, and that sleeper may sleep with nothing left to wake it.  So a
+ * thread that reaps a nudge gives another in its place when some other
+ * sleeper came before that nudge was sent (a sleeper that came after it
+ * saw the completion count it was sent for).  A thread gives a nudge only
+ * before it sleeps again, and comes back with a count past it: nudges do
+ * not bounce for ever between sleepers.
+ */
+
+/* a slot for this sleeper, with the count of nudges sent so far, taken
+ * before it looks at its context; -1 when all are taken */
+static int sleeper_come(void)
+{
+	uint64_t v = ((uint64_t)atomic_load(&nudges_sent) << 1) | 1, free;
+
+	for (int i = 0; i < SLEEP_SLOTS; i++) {
+		free = 0;
+		if (!atomic_load_explicit(&sleepers[i], memory_order_relaxed) &&
+		    atomic_compare_exchange_strong(&sleepers[i], &free, v))
+			return i;
+	}
+	return -1;
+}
+
+static void sleeper_go(int slot)
+{
+	if (slot >= 0)
+		atomic_store(&sleepers[slot], 0);
+}
+
+/* whether a sleeper other than this thread came before nudge number N */
+static bool nudge_owed(uint32_t n)
+{
+	uint64_t v;
+
+	for (int i = 0; i < SLEEP_SLOTS; i++) {
+		v = atomic_load(&sleepers[i]);
+		if (v && i != t_slot && (int32_t)((uint32_t)(v >> 1) - n) < 0)
+			return true;
+	}
+	return false;
+}
+
 /* ---- the completion queue (reap_lock held) ---- */
 
 /* REQ's result RES from the ring: its event (the context is woken by the
@@ -470,8 +527,9 @@ static bool complete_req(struct aio_kiocb *req, int res)
 }
 
 /* every completion there is into its context's ring, each context woken
- * once after its events; how many */
-static unsigned reap_locked(void)
+ * once after its events; how many.  *NUDGED: the newest nudge's number,
+ * when it read any */
+static unsigned reap_locked(bool *nudged, uint32_t *newest)
 {
 	unsigned head = *ring.cq_head, tail = __atomic_load_n(ring.cq_tail, __ATOMIC_ACQUIRE);
 	struct aio_kiocb *done = NULL, *req;
@@ -481,8 +539,12 @@ static unsigned reap_locked(void)
 		struct io_uring_cqe *cqe = &ring.cqes[head & ring.cq_mask];
 		uint64_t tag = cqe->user_data;
 
-		if (tag == TAG_NUDGE)
+		if (tag & 1) {
+			if (!*nudged || (int32_t)((uint32_t)(tag >> 1) - *newest) > 0)
+				*newest = (uint32_t)(tag >> 1);
+			*nudged = true;
 			continue;
+		}
 		req = (struct aio_kiocb *)(uintptr_t)tag;
 		atomic_fetch_sub(&req->ctx->ring_reqs, 1);
 		if (complete_req(req, cqe->res)) {
@@ -502,13 +564,17 @@ static _Atomic int backlogged;                   /* the ring thread waits for ro
 /* reap (taking the lock); room made for the ring thread's backlog wakes it */
 static unsigned reap(void)
 {
+	bool nudged = false;
+	uint32_t newest = 0;
 	unsigned n;
 
 	crit_mutex_lock(&reap_lock);     /* a handler calling io_submit waits for the end */
-	n = reap_locked();
+	n = reap_locked(&nudged, &newest);
 	crit_mutex_unlock(&reap_lock);
 	if (n && atomic_load(&backlogged))
 		kick_thread();
+	if (nudged && nudge_owed(newest))
+		aio_uring_nudge();
 	return n;
 }
 
@@ -524,7 +590,7 @@ void aio_uring_nudge(void)
 	sqe = sqe_get();
 	if (sqe) {
 		sqe->opcode = IORING_OP_NOP;
-		sqe->user_data = TAG_NUDGE;
+		sqe->user_data = NUDGE_TAG(atomic_fetch_add(&nudges_sent, 1) + 1);
 		sqe_publish();
 	}
 	if (!sqe || !sq_enter())
@@ -840,10 +906,16 @@ int aio_uring_wait(struct kioctx *ctx, uint32_t seq, int64_t deadline, unsigned 
 	struct io_uring_getevents_arg arg;
 	struct __kernel_timespec ts;
 	struct timespec rel;
+	int ret = 0, outer_slot = t_slot, slot;
 	sigset_t old;
-	int ret = 0;
 	long r;
 
+	uipc_crit_enter();               /* a handler's wait takes a slot of its own */
+	slot = sleeper_come();
+	t_slot = slot;
+	uipc_crit_exit();
+	if (slot < 0)
+		return aio_wait_seq(ctx, seq, NULL, 0, deadline, hand0, cont0);
 	reaper_enter();
 	atomic_fetch_add(&ctx->ring_waiters, 1);
 	waiting_for = ctx;
@@ -870,9 +942,18 @@ int aio_uring_wait(struct kioctx *ctx, uint32_t seq, int64_t deadline, unsigned 
 		ret = -ETIMEDOUT;
 	else if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY)
 		waitable = false;        /* the ring refuses to be waited on: the futex from now on */
+	/* awake: the nudges it reaps now may be owed to the others */
+	uipc_crit_enter();
+	sleeper_go(slot);
+	slot = t_slot = -1;
+	uipc_crit_exit();
 	if (cq_nonempty())
 		reap();
 out:
+	uipc_crit_enter();
+	sleeper_go(slot);
+	t_slot = outer_slot;
+	uipc_crit_exit();
 	waiting_for = NULL;
 	atomic_fetch_sub(&ctx->ring_waiters, 1);
 	reaper_leave();
@@ -921,6 +1002,9 @@ void aio_uring_fork_child(void)
 	batch = batch_tail = NULL;
 	queued = queued_oldest = NULL;
 	waiting_for = NULL;
+	t_slot = -1;
+	for (int i = 0; i < SLEEP_SLOTS; i++)
+		atomic_store(&sleepers[i], 0);
 	t_reaper = t_entered = false;
 	waitable = false;
 }

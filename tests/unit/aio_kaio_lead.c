@@ -6,8 +6,12 @@
  * posts what it reaps and must not swallow the leader's wake-up).
  * tests/unit-aio-kaio-lead.t runs it on the kernel and under uipc:
  *
- *     aio_kaio_lead [uipc]     uipc: check too that uipc's kernel AIO
- *                              context served the reads
+ *     aio_kaio_lead [uipc] [block]
+ *         uipc: check too that uipc's kernel AIO context served the reads
+ *         block: T sleeps in io_getevents for B instead of polling (with
+ *         UIPC_AIO_BACKEND=uring: two sleepers in uipc's io_uring, where
+ *         T may reap L's completion and its nudge before L is inside the
+ *         ring's wait; that needs L held up there, as by a preemption)
  *
  * Each round: context A gets one O_DIRECT read and thread L sleeps in
  * io_getevents(A, 1, NULL) for it; thread T meanwhile submits one O_DIRECT
@@ -39,6 +43,7 @@ static io_context_t a, b;
 static void *abuf, *abuf2, *bbuf;
 static atomic_int l_done, t_stop, round_go;
 static long l_got, l_res;
+static int block;
 
 static void die(const char *what)
 {
@@ -95,7 +100,7 @@ static void *leader(void *arg)
 
 /* T: each round, one read on B, polled with zero timeouts until it is
  * back (the system call: libaio's io_getevents answers a zero timeout and
- * an empty ring without one) */
+ * an empty ring without one), or waited for (block) */
 static void *poller(void *arg)
 {
 	struct timespec zero = { 0, 0 }, nap = { 0, 20000 };
@@ -110,8 +115,11 @@ static void *poller(void *arg)
 		}
 		seen = atomic_load(&round_go);
 		submit_read(b, bbuf, seen % 16);
-		while (syscall(SYS_io_getevents, b, 0L, 4L, ev, &zero) < 1)
-			;
+		if (block)
+			io_getevents(b, 1, 4, ev, NULL);
+		else
+			while (syscall(SYS_io_getevents, b, 0L, 4L, ev, &zero) < 1)
+				;
 	}
 	return NULL;
 }
@@ -132,11 +140,15 @@ static int aio_rings(void)
 
 int main(int argc, char **argv)
 {
-	int under_uipc = argc > 1 && !strcmp(argv[1], "uipc");
+	int under_uipc = 0;
 	struct timespec t0, now, nap = { 0, 1000000 };
 	pthread_t tl, tt;
 	int hung = 0, wrong = 0;
 
+	for (int i = 1; i < argc; i++) {
+		under_uipc |= !strcmp(argv[i], "uipc");
+		block |= !strcmp(argv[i], "block");
+	}
 	make_file();
 	if (posix_memalign(&abuf, 4096, BLK) || posix_memalign(&abuf2, 4096, BLK) ||
 	    posix_memalign(&bbuf, 4096, BLK))

@@ -12,7 +12,10 @@
 # pids were near pid_max 32768: 0x7fef00000003 is semval 3, sempid 32751,
 # and also an address in the mmap area.  Where pid namespaces can be made
 # (root), the program runs in a fresh one, whose pids are small numbers
-# that no mapping starts with.
+# that no mapping starts with.  And the namespace's mapping counts only up
+# to what its arena handed out (its brk): its 4 GiB reserve at 0x7f... was
+# hit by a semaphore array's nsems 3 and tag 0x7fcf side by side
+# (0x7fcf00000003), tags counting up with every array made.
 . "$(dirname "$0")/unit/unit.sh"
 unit_setup lock_hostile
 PIDNS=()

@@ -69,6 +69,8 @@
 #define RING_ROOM  (CQ_ENTRIES - 64)  /* completions to come or unread, at most */
 #define NUDGE_TAG(n) (((uint64_t)(n) << 1) | 1) /* a nudge's user_data (requests: pointers) */
 #define SLEEP_SLOTS 64                /* sleepers in the ring at once (more: the futex) */
+#define SLOT_TIME(ns) ((uint64_t)(ns) >> 20)  /* ~1 ms units */
+#define SLOT_FRESH    954                     /* ~1 s of them */
 
 struct uring {
 	int fd;
@@ -112,8 +114,8 @@ static __thread struct kioctx *waiting_for;
 static __thread int t_slot = -1;
 
 /* nudges sent (their count is in their user_data), and the sleepers in
- * the ring: each slot holds the count when its sleeper came, shifted, with
- * bit 0 set (0: free) */
+ * the ring: each slot holds the count when its sleeper came (bits 1-32)
+ * and when it came (bits 33-63, SLOT_TIME units), bit 0 set (0: free) */
 static _Atomic uint32_t nudges_sent;
 static _Atomic uint64_t sleepers[SLEEP_SLOTS];
 /* this thread sleeps in the ring in io_getevents (auto: it enters its own
@@ -482,7 +484,8 @@ static void reaper_leave(void)
  * before it looks at its context; -1 when all are taken */
 static int sleeper_come(void)
 {
-	uint64_t v = ((uint64_t)atomic_load(&nudges_sent) << 1) | 1, free;
+	uint64_t v = SLOT_TIME(mono_ns()) << 33 | (uint64_t)atomic_load(&nudges_sent) << 1 | 1;
+	uint64_t free;
 
 	for (int i = 0; i < SLEEP_SLOTS; i++) {
 		free = 0;
@@ -499,14 +502,24 @@ static void sleeper_go(int slot)
 		atomic_store(&sleepers[slot], 0);
 }
 
-/* whether a sleeper other than this thread came before nudge number N */
+/*
+ * Whether a sleeper other than this thread came before nudge number N, in
+ * the last second.  One that came longer ago is inside the kernel's wait,
+ * where any completion wakes it, or it never left its slot (a handler
+ * that jumped out of its sleep): nudges given for it would go round for
+ * ever.
+ */
 static bool nudge_owed(uint32_t n)
 {
-	uint64_t v;
+	uint64_t v, now = 0;
 
 	for (int i = 0; i < SLEEP_SLOTS; i++) {
 		v = atomic_load(&sleepers[i]);
-		if (v && i != t_slot && (int32_t)((uint32_t)(v >> 1) - n) < 0)
+		if (!v || i == t_slot || (int32_t)((uint32_t)(v >> 1) - n) >= 0)
+			continue;
+		if (!now)
+			now = SLOT_TIME(mono_ns());
+		if (((now - (v >> 33)) & (~0ULL >> 33)) < SLOT_FRESH)
 			return true;
 	}
 	return false;

@@ -61,10 +61,10 @@ static uoff_t chunk_at(struct ns *ns, uoff_t *link, bool grow)
 	uoff_t n = *link;
 	struct jchunk *c;
 
-	if ((n && ns_ptr(ns, n, sizeof(struct jchunk))) || !grow)
+	if ((n && ns_ptr_aligned(ns, n, sizeof(struct jchunk))) || !grow)
 		return n;
 	n = arena_alloc_raw(ns, sizeof(struct jchunk), POOL_GENERAL);
-	c = n ? ns_ptr(ns, n, sizeof(*c)) : NULL;
+	c = n ? ns_ptr_aligned(ns, n, sizeof(*c)) : NULL;
 	if (!c)
 		return 0;
 	c->next = 0;
@@ -89,11 +89,11 @@ static struct jentry *j_slot_walk(struct ns *ns, struct jframe *f, uint32_t i, b
 		cur->chunk = chunk_at(ns, &f->chunks, grow);
 	}
 	while (cur->chunk && cur->k < want) {
-		c = ns_ptr(ns, cur->chunk, sizeof(*c));
+		c = ns_ptr_aligned(ns, cur->chunk, sizeof(*c));
 		cur->chunk = c ? chunk_at(ns, &c->next, grow) : 0;
 		cur->k++;
 	}
-	c = cur->chunk ? ns_ptr(ns, cur->chunk, sizeof(*c)) : NULL;
+	c = cur->chunk ? ns_ptr_aligned(ns, cur->chunk, sizeof(*c)) : NULL;
 	if (!c) {
 		cur->f = NULL;
 		return NULL;

@@ -1975,8 +1975,10 @@ static struct semq *thread_waitq(struct ns *ns, struct uthread *t, int nsops)
 	uoff_t off;
 	int guard = 0;
 
+	/* (the chain is in the thread's slot, which any member can write:
+	 * an odd offset would make the entry's words misaligned) */
 	for (off = t->waitq; off && guard++ < 1024; off = q->tnext) {
-		q = ns_ptr(ns, off, sizeof(*q));
+		q = ns_ptr_aligned(ns, off, sizeof(*q));
 		if (!q)
 			break;
 		if (q->cap >= (uint32_t)nsops && !q->linked &&
@@ -1985,7 +1987,7 @@ static struct semq *thread_waitq(struct ns *ns, struct uthread *t, int nsops)
 			goto take;
 	}
 	off = arena_alloc_raw(ns, sizeof(struct semq) + cap * sizeof(struct sembuf), POOL_GENERAL);
-	q = off ? ns_ptr(ns, off, sizeof(*q) + cap * sizeof(struct sembuf)) : NULL;
+	q = off ? ns_ptr_aligned(ns, off, sizeof(*q) + cap * sizeof(struct sembuf)) : NULL;
 	if (!q)
 		return NULL;
 	q->cap = cap;

@@ -967,11 +967,12 @@ static void poke(uoff_t off, int w, uint64_t v)
 
 enum {
 	V_ZERO, V_ONE, V_ALLONES, V_SMAX, V_SMIN, V_RAND, V_SMALL, V_OFF_RAND, V_OFF_END,
-	V_OFF_SELF, V_OFF_OBJ, V_OFF_LOW, V_BIG, V_PLUS1, V_NKINDS
+	V_OFF_SELF, V_OFF_OBJ, V_OFF_LOW, V_BIG, V_PLUS1, V_OFF_ODD, V_NKINDS
 };
 static const char *const kind_name[V_NKINDS] = {
 	"0", "1", "all ones", "signed max", "signed min", "random", "small", "a random offset",
 	"the arena's end", "itself", "another object", "offset 8", "past the arena", "+1",
+	"a misaligned offset",
 };
 
 /* the value of kind K for a field of W bytes at OFF inside object OBJ */
@@ -996,6 +997,9 @@ static uint64_t value(int k, int w, uoff_t off, uoff_t obj)
 	case V_OFF_LOW: return 8;
 	case V_BIG: return (C.size * 2 + rnd_below(1 << 20)) & mask;
 	case V_PLUS1: return (cur + 1) & mask;
+	/* what the field points at, or an object, 4 bytes on: its words
+	 * misaligned (the sanitizer build traps on such an access) */
+	case V_OFF_ODD: return ((cur >= 8 && cur < C.size ? cur : objs[rnd_below(3)][0]) + 4) & mask;
 	}
 	return 0;
 }

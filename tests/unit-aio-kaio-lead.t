@@ -7,29 +7,20 @@
 # uipc's kernel AIO context only where fs.aio-max-nr leaves room for it.
 . "$(dirname "$0")/unit/unit.sh"
 unit_setup aio_kaio_lead
-total=0 status=0
-tap() { # NAME OUTPUT: renumbered, named
-	while read -r line; do
-		case $line in
-		"ok "*|"not ok "*)
-			total=$((total+1))
-			echo "$line" | sed -E "s/^(not ok|ok) [0-9]+ - /\1 $total - [$1] /" ;;
-		esac
-	done <<<"$2"
-}
+status=0
 for mode in "" block; do
 	out=$(timeout -k 5 300 "$prog" $mode) || status=1
-	tap "kernel${mode:+, $mode}" "$out"
+	unit_retap "kernel${mode:+, $mode}" <<<"$out"
 done
 if [ $(( $(cat /proc/sys/fs/aio-max-nr) - $(cat /proc/sys/fs/aio-nr) )) -ge 512 ]; then
 	out=$(UIPC_DIR=$dir LD_PRELOAD=$lib timeout -k 5 300 "$prog" uipc) || status=1
-	tap "uipc, kernel context" "$out"
+	unit_retap "uipc, kernel context" <<<"$out"
 else
 	total=$((total+1))
 	echo "ok $total - [uipc, kernel context] # SKIP fs.aio-max-nr leaves no room for it"
 fi
 out=$(UIPC_AIO_BACKEND=uring UIPC_DIR=$dir LD_PRELOAD=$lib timeout -k 5 300 "$prog" block) ||
 	status=1
-tap "uipc, io_uring, block" "$out"
+unit_retap "uipc, io_uring, block" <<<"$out"
 echo "1..$total"
 exit $status

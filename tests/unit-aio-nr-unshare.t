@@ -17,15 +17,8 @@ for backend in uring threads; do
 	[ "${PIPESTATUS[0]}" = 0 ] || status=1
 done
 # one plan for both runs
-total=0
 for backend in uring threads; do
-	while read -r line; do
-		case $line in
-		"ok "*|"not ok "*)
-			total=$((total+1))
-			echo "$line" | sed -E "s/^(not ok|ok) [0-9]+ /\1 $total /" ;;
-		esac
-	done <"$dir/out.$backend"
+	unit_retap <"$dir/out.$backend"
 done
 echo "1..$total"
 exit $status

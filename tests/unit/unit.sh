@@ -15,3 +15,19 @@ unit_setup() {
 	dir=$(mktemp -d "/dev/shm/uipc-$1.XXXXXX")
 	trap 'rm -rf "$dir"' EXIT
 }
+
+# unit_retap [LABEL] < TAP: the test lines of one run of a program,
+# renumbered after those already printed (the count is in total, which
+# starts at 0) and, with LABEL, named "[LABEL] "; for scripts that run a
+# program several ways and print one plan at the end ("1..$total")
+total=0
+unit_retap() {
+	local line
+	while read -r line; do
+		case $line in
+		"ok "*|"not ok "*)
+			total=$((total+1))
+			echo "$line" | sed -E "s/^(not ok|ok) [0-9]+ (- )?/\1 $total \2${1:+[$1] }/" ;;
+		esac
+	done
+}

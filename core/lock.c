@@ -569,7 +569,9 @@ static void redo_frees(struct ns *ns, struct jframe *f, uint32_t from, uint32_t 
 		if ((e->where >> 60) == J_KIND_FREE) {
 			arena_free_now(ns, e->where & ((1ULL << 56) - 1), e);
 		} else if ((e->where >> 60) == J_KIND_SETC) {
-			uint64_t *w = ns_ptr(ns, e->where & ((1ULL << 56) - 1), 8);
+			/* (a word of 8 bytes: j_store_at_commit's; the entry is in
+			 * the thread's slot, which any member can write) */
+			uint64_t *w = ns_ptr_aligned(ns, e->where & ((1ULL << 56) - 1), 8);
 
 			if (w)
 				__atomic_store_n(w, e->old, __ATOMIC_RELEASE);
@@ -652,7 +654,7 @@ static bool guard_tripped(struct ns *ns, struct jframe *f, uint32_t n)
 					(int64_t)sizeof(*f), sizeof(*f));
 		if (pf && atomic_load_explicit(&pf->committed, memory_order_acquire))
 			return true;
-		w = ns_ptr(ns, e->where & ((1ULL << 56) - 1), 8);
+		w = ns_ptr_aligned(ns, e->where & ((1ULL << 56) - 1), 8);
 		if (w && __atomic_load_n(w, __ATOMIC_ACQUIRE) != e->old)
 			return true;
 	}

@@ -132,6 +132,7 @@ static int semid, msqid;
 struct range {
 	uintptr_t lo, hi;
 	bool shared;
+	bool arena;                /* the namespace file's mapping from its start */
 };
 
 /* how much of a mapping of LEN bytes at the arena's start holds what
@@ -164,18 +165,12 @@ static int read_maps(pid_t pid, struct range *r, int max)
 			continue;
 		if (sscanf(line, "%lx-%lx %7s %lx", &lo, &hi, perms, &off) != 4)
 			continue;
-		/* the namespace's mapping reserves 4 GiB: only what the arena
-		 * handed out can be pointed at, and its 4 GiB are a target that
-		 * counters kept in two 32-bit fields side by side hit by chance
-		 * (a semaphore array's nsems 3 and tag 0x7fcf made
-		 * 0x7fcf00000003 while the arena was mapped at 0x7fce...) */
 		path = strchr(line, '/');
-		if (path && off == 0 && !strncmp(path, ns_path, strlen(ns_path)) &&
-		    path[strlen(ns_path)] == '\n')
-			hi = lo + arena_used(hi - lo);
 		r[n].lo = lo;
 		r[n].hi = hi;
 		r[n].shared = perms[3] == 's';
+		r[n].arena = path && off == 0 && !strncmp(path, ns_path, strlen(ns_path)) &&
+			     path[strlen(ns_path)] == '\n';
 		n++;
 	}
 	fclose(f);
@@ -343,8 +338,20 @@ static int n_addr_ranges;
 
 static void add_ranges_of(pid_t pid)
 {
+	int from = n_addr_ranges;
+
 	n_addr_ranges += read_maps(pid, addr_ranges + n_addr_ranges,
 				   (int)(sizeof addr_ranges / sizeof addr_ranges[0]) - n_addr_ranges);
+	/* the namespace's mapping reserves 4 GiB: only what the arena handed
+	 * out can be pointed at, and its 4 GiB are a target that counters
+	 * kept in two 32-bit fields side by side hit by chance (a semaphore
+	 * array's nsems 3 and tag 0x7fcf made 0x7fcf00000003 while the arena
+	 * was mapped at 0x7fce...).  (Only here: the robust-list check keeps
+	 * the whole mapping as shared memory.) */
+	for (int i = from; i < n_addr_ranges; i++)
+		if (addr_ranges[i].arena)
+			addr_ranges[i].hi = addr_ranges[i].lo +
+					    arena_used(addr_ranges[i].hi - addr_ranges[i].lo);
 }
 
 static bool is_process_address(uint64_t v)

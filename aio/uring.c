@@ -475,9 +475,10 @@ static void reaper_leave(void)
  * it, and that sleeper may sleep with nothing left to wake it.  So a
  * thread that reaps a nudge gives another in its place when some other
  * sleeper came before that nudge was sent (a sleeper that came after it
- * saw the completion count it was sent for).  A thread gives a nudge only
- * before it sleeps again, and comes back with a count past it: nudges do
- * not bounce for ever between sleepers.
+ * saw the completion count it was sent for).  A nudge sent again is
+ * newer than every sleeper there, and a thread that sleeps after sending
+ * it comes with a count past it: nudges do not bounce for ever between
+ * sleepers.
  */
 
 /* a slot for this sleeper, with the count of nudges sent so far, taken

@@ -49,6 +49,11 @@ struct run bench_runs[] = {
 	  .reps = 7, .timeout = T },
 	{ .name = "pingpong-same-busy", .argv = { "sem_pingpong", "1", "same-busy" },
 	  .reps = 7, .timeout = T },
+	/* the same loop over two bare futex semaphores (no IPC call: both
+	 * sides run it alike): what any user-space semaphore that sleeps in
+	 * the kernel gets in that placement, crash safety left out */
+	{ .name = "futex-pingpong-same-busy", .argv = { "futex_pingpong", "1", "same-busy" },
+	  .reps = 7, .timeout = T },
 	/* 10. a sleeper freed by a killed holder's SEM_UNDO (issue 5) */
 	{ .name = "deathwake", .argv = { "sem_deathwake", "100" }, .reps = 1, .timeout = T },
 	{ .name = "pingpong-split", .argv = { "sem_pingpong", "1", "split" },
@@ -167,6 +172,14 @@ const struct row bench_rows[] = {
 	     "pingpong-busy", "rtt_per_s", +1, TGT_RATIO_MIN, 1),
 	VALT("pingpong.same_busy.rtt_per_s", "round trips, one CPU, a busy process on it", "rtt/s",
 	     "pingpong-same-busy", "rtt_per_s", +1, TGT_RATIO_MIN, 1),
+	/* that row's floor for a design in user space (issue 18): the bare
+	 * futex pair's rate, and each side's semaphores against it */
+	VAL("pingpong.same_busy.bare_futex", "... a bare futex pair there (no IPC call)", "rtt/s",
+	    "futex-pingpong-same-busy", "rtt_per_s", 0),
+	{ .kind = ROW_QUOTIENT, .id = "pingpong.same_busy.of_bare",
+	  .label = "... semaphores' round trips / the bare pair's", .unit = "x",
+	  .run = "pingpong-same-busy", .key = "rtt_per_s", .run2 = "futex-pingpong-same-busy",
+	  .key2 = "rtt_per_s", .better = 0, .target = TGT_NONE },
 
 	GROUP("10. sleeper freed by a SIGKILLed holder's SEM_UNDO (100 trials)"),
 	VAL("deathwake.median", "kill to wakeup, median", "ms", "deathwake", "median_ms", -1),

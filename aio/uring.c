@@ -914,25 +914,49 @@ bool aio_uring_waited(struct kioctx *ctx)
  * way: a handler that runs before the sleep begins is seen here, one
  * during it ends it).  0, -ETIMEDOUT or -EINTR.
  */
+/* what a ring wait holds while it sleeps (uipc_abandon: given back once,
+ * by its own exit or before a handler that may leave by longjmp) */
+struct ring_wait {
+	struct uipc_abandon ab;
+	struct kioctx *ctx;
+	int slot, outer_slot;
+};
+
+static void ring_wait_give_back(struct uipc_abandon *a)
+{
+	struct ring_wait *w = (struct ring_wait *)a;
+
+	sleeper_go(w->slot);
+	w->slot = -1;
+	t_slot = w->outer_slot;
+	waiting_for = NULL;
+	atomic_fetch_sub(&w->ctx->ring_waiters, 1);
+	reaper_leave();
+}
+
 int aio_uring_wait(struct kioctx *ctx, uint32_t seq, int64_t deadline, unsigned hand0,
 		   unsigned cont0)
 {
 	struct io_uring_getevents_arg arg;
 	struct __kernel_timespec ts;
 	struct timespec rel;
-	int ret = 0, outer_slot = t_slot, slot;
+	struct ring_wait w = { .ab.fn = ring_wait_give_back, .ctx = ctx, .outer_slot = t_slot };
+	int ret = 0;
 	sigset_t old;
 	long r;
 
 	uipc_crit_enter();               /* a handler's wait takes a slot of its own */
-	slot = sleeper_come();
-	t_slot = slot;
+	w.slot = sleeper_come();
+	t_slot = w.slot;
+	if (w.slot >= 0) {
+		reaper_enter();
+		atomic_fetch_add(&ctx->ring_waiters, 1);
+		waiting_for = ctx;
+		uipc_abandon_push(&w.ab);
+	}
 	uipc_crit_exit();
-	if (slot < 0)
+	if (w.slot < 0)
 		return aio_wait_seq(ctx, seq, NULL, 0, deadline, hand0, cont0);
-	reaper_enter();
-	atomic_fetch_add(&ctx->ring_waiters, 1);
-	waiting_for = ctx;
 	if (cq_nonempty())
 		reap();
 	if (atomic_load(&ctx->seq) != seq)
@@ -958,19 +982,21 @@ int aio_uring_wait(struct kioctx *ctx, uint32_t seq, int64_t deadline, unsigned 
 		waitable = false;        /* the ring refuses to be waited on: the futex from now on */
 	/* awake: the nudges it reaps now may be owed to the others */
 	uipc_crit_enter();
-	sleeper_go(slot);
-	slot = t_slot = -1;
+	sleeper_go(w.slot);
+	w.slot = -1;
+	if (!w.ab.done)
+		t_slot = -1;
 	uipc_crit_exit();
 	if (cq_nonempty())
 		reap();
 out:
 	uipc_crit_enter();
-	sleeper_go(slot);
-	t_slot = outer_slot;
+	if (!w.ab.done) {
+		w.ab.done = true;
+		ring_wait_give_back(&w.ab);
+	}
+	uipc_abandon_pop(&w.ab);
 	uipc_crit_exit();
-	waiting_for = NULL;
-	atomic_fetch_sub(&ctx->ring_waiters, 1);
-	reaper_leave();
 	return ret;
 }
 

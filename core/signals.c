@@ -222,6 +222,37 @@ void sig_strip_unblockable(sigset_t *set)
 		sigdelset(set, __builtin_ctzll(m));
 }
 
+static __thread struct uipc_abandon *abandons;
+
+void uipc_abandon_push(struct uipc_abandon *a)
+{
+	a->done = false;
+	a->prev = abandons;
+	abandons = a;
+}
+
+/* (after the handler emptied the list, the records under A, if any, are
+ * those of waits still on the stack: A's frame is live, so theirs are) */
+void uipc_abandon_pop(struct uipc_abandon *a)
+{
+	abandons = a->prev;
+}
+
+/* before a program's handler: what the waits it interrupts hold, given
+ * back, in case it leaves by longjmp */
+static void give_back_waits(void)
+{
+	struct uipc_abandon *a = abandons;
+
+	abandons = NULL;
+	for (; a; a = a->prev) {
+		if (!a->done) {
+			a->done = true;
+			a->fn(a);
+		}
+	}
+}
+
 /* Run the program's handler for SIG as the kernel would have. */
 static void call_program(int sig, siginfo_t *si, void *ctx)
 {
@@ -229,6 +260,7 @@ static void call_program(int sig, siginfo_t *si, void *ctx)
 
 	if (!installed_function(pa))
 		return;
+	give_back_waits();
 	cut_wait_short(ctx);
 	uipc_handler_count++;
 	if (pa->sa_flags & SA_SIGINFO) {

@@ -95,6 +95,23 @@ static inline void crit_mutex_unlock(pthread_mutex_t *m)
 	pthread_mutex_unlock(m);
 	uipc_crit_exit();
 }
+/*
+ * A wait that keeps counts of its own while it sleeps (the AIO ring's
+ * reapers and sleepers) pushes one of these before it and pops it after
+ * (inside a critical section).  Before a program's handler runs, every
+ * record pushed is given back (FN, once: DONE) and the list emptied: a
+ * handler may leave by longjmp, past the wait's own exit, where the
+ * kernel's call is simply abandoned.  The wait's exit gives back only
+ * what is not DONE.
+ */
+struct uipc_abandon {
+	void (*fn)(struct uipc_abandon *a);
+	struct uipc_abandon *prev;
+	bool done;
+};
+UIPC_HIDDEN void uipc_abandon_push(struct uipc_abandon *a);
+UIPC_HIDDEN void uipc_abandon_pop(struct uipc_abandon *a);
+
 /* a signal for one of the program's handlers arrived inside a critical
  * section and waits for its end (an interruptible wait ends then) */
 UIPC_HIDDEN bool uipc_signal_held(void);

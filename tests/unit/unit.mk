@@ -16,7 +16,7 @@ UNIT_PROGS := \
 	$(UNIT_DIR)/rmid_crash \
 	$(UNIT_DIR)/chaos_mixed \
 	$(UNIT_DIR)/trust_shm $(UNIT_DIR)/crash_aio $(UNIT_DIR)/aio_backend $(UNIT_DIR)/aio_many \
-	$(UNIT_DIR)/aio_unshare $(UNIT_DIR)/aio_kaio_lead \
+	$(UNIT_DIR)/aio_unshare $(UNIT_DIR)/aio_kaio_lead $(UNIT_DIR)/aio_longjmp \
 	$(UNIT_DIR)/ns_life $(UNIT_DIR)/ns_free $(UNIT_DIR)/ns_many $(UNIT_DIR)/ns_crash \
 	$(UNIT_DIR)/ns_fault \
 	$(UNIT_DIR)/lock_hostile $(UNIT_DIR)/hostile \

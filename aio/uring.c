@@ -906,14 +906,6 @@ bool aio_uring_waited(struct kioctx *ctx)
 	return atomic_load(&ctx->ring_waiters) > (waiting_for == ctx ? 1u : 0u);
 }
 
-/*
- * io_getevents's sleep for CTX in the ring, SEQ being CTX's completion
- * count when it last read the context's ring: reap, and sleep until a
- * completion (of any context) unless CTX's count moved, then reap again.
- * The signal mask is the caller's throughout its sleep only (pselect's
- * way: a handler that runs before the sleep begins is seen here, one
- * during it ends it).  0, -ETIMEDOUT or -EINTR.
- */
 /* what a ring wait holds while it sleeps (uipc_abandon: given back once,
  * by its own exit or before a handler that may leave by longjmp) */
 struct ring_wait {
@@ -934,6 +926,16 @@ static void ring_wait_give_back(struct uipc_abandon *a)
 	reaper_leave();
 }
 
+/*
+ * io_getevents's sleep for CTX in the ring, SEQ being CTX's completion
+ * count when it last read the context's ring: reap, and sleep until a
+ * completion (of any context) unless CTX's count moved, then reap again.
+ * The signal mask is the caller's throughout its sleep only (pselect's
+ * way: a handler that runs before the sleep begins is seen here, one
+ * during it ends it; what the wait holds is given back before the
+ * handler runs, which may leave by longjmp: struct ring_wait).  0,
+ * -ETIMEDOUT or -EINTR.
+ */
 int aio_uring_wait(struct kioctx *ctx, uint32_t seq, int64_t deadline, unsigned hand0,
 		   unsigned cont0)
 {

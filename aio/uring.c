@@ -506,9 +506,9 @@ static void sleeper_go(int slot)
 /*
  * Whether a sleeper other than this thread came before nudge number N, in
  * the last second.  One that came longer ago is inside the kernel's wait,
- * where any completion wakes it, or it never left its slot (a handler
- * that jumped out of its sleep): nudges given for it would go round for
- * ever.
+ * where any completion wakes it: nudges given for it would go round for
+ * ever.  (A handler that jumps out of a sleep gives its slot back first:
+ * struct ring_wait.)
  */
 static bool nudge_owed(uint32_t n)
 {

@@ -10,11 +10,11 @@
  * kernel abandons the call.  The read's completion must then be in the
  * context's ring (its head and tail, read without any call) within 5 s.
  * Each round has a context of its own, left to the exit.  Where
- * io_getevents returns the event before the timer (the kernel reads
- * a buffered file inside io_submit), the round counts as delivered; the
+ * io_getevents returns the event before the timer (the kernel reads a
+ * buffered file inside io_submit), the round counts as delivered; the
  * last line says in how many rounds the jump came first (delivered or
- * not), which under uipc
- * (its io_uring takes a read that is not cached) is what the test is for.
+ * not), which under uipc (its io_uring takes a read that is not cached)
+ * is what the test is for.
  */
 #include <fcntl.h>
 #include <linux/aio_abi.h>
@@ -48,13 +48,16 @@ static long sys5(long n, long a, long b, long c, long d, long e)
 	return syscall(n, a, b, c, d, e);
 }
 
-/* the event in CTX's ring within 5 s, read there without a call */
+/* the event in CTX's ring within 5 s, read there without a call: the
+ * tail of a context made for this one read moved.  (Not "tail != head":
+ * a signal that comes as io_getevents returns the event, on its way out
+ * of the kernel, jumps with the head already moved past it.) */
 static int ring_gets_event(aio_context_t ctx)
 {
 	volatile struct user_ring *r = (volatile struct user_ring *)ctx;
 
 	for (int i = 0; i < 500; i++) {
-		if (__atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) != r->head)
+		if (__atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) != 0)
 			return 1;
 		usleep(10000);
 	}

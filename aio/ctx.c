@@ -393,13 +393,8 @@ static void wait_quiet(struct kioctx *ctx)
 	}
 }
 
-/*
- * sys_io_destroy: destroy the context CTX, waiting for the requests in
- * flight, and unmap its ring.
- * May fail with -EINVAL if ctx is not a context of this process
- * (destroyed already, or created by the parent of a fork).
- */
-long ksys_io_destroy(aio_context_t user_id)
+/* io_destroy, its wait included */
+static long io_destroy_ctx(aio_context_t user_id)
 {
 	struct kioctx *ctx = lookup_ioctx(user_id);
 	struct ctx_table *t;
@@ -438,6 +433,21 @@ long ksys_io_destroy(aio_context_t user_id)
 	free_ctxs = ctx;
 	crit_mutex_unlock(&table_lock);
 	return 0;
+}
+
+/*
+ * sys_io_destroy: destroy the context CTX, waiting for the requests in
+ * flight, and unmap its ring.
+ * May fail with -EINVAL if ctx is not a context of this process
+ * (destroyed already, or created by the parent of a fork).
+ *
+ * Its wait for the requests in flight is the kernel's uninterruptible one:
+ * a handler whose signal comes meanwhile runs once the context is gone.
+ */
+long ksys_io_destroy(aio_context_t user_id)
+{
+	uipc_call_begin();
+	return uipc_call_end(io_destroy_ctx(user_id));
 }
 
 /* ---- fork ---- */

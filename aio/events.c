@@ -218,9 +218,9 @@ static long read_events(struct kioctx *ctx, long min_nr, long nr, struct io_even
 	}
 }
 
-long aio_getevents_masked(unsigned hand0, aio_context_t ctx_id, long min_nr, long nr,
-			  struct io_event *events, const struct timespec *timeout,
-			  const sigset_t *sigmask)
+static long getevents_masked(unsigned hand0, aio_context_t ctx_id, long min_nr, long nr,
+			     struct io_event *events, const struct timespec *timeout,
+			     const sigset_t *sigmask)
 {
 	struct timespec ts;
 	struct kioctx *ctx;
@@ -247,6 +247,17 @@ long aio_getevents_masked(unsigned hand0, aio_context_t ctx_id, long min_nr, lon
 	}
 	put_ioctx(ctx);
 	return ret;
+}
+
+/* a handler whose signal comes meanwhile runs once the reference on the
+ * context is given back (uipc_call_begin) */
+long aio_getevents_masked(unsigned hand0, aio_context_t ctx_id, long min_nr, long nr,
+			  struct io_event *events, const struct timespec *timeout,
+			  const sigset_t *sigmask)
+{
+	uipc_call_begin();
+	return uipc_call_end(getevents_masked(hand0, ctx_id, min_nr, nr, events, timeout,
+					      sigmask));
 }
 
 /*

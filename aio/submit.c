@@ -457,16 +457,8 @@ static int io_submit_one(struct kioctx *ctx, struct iocb *user_iocb)
 	return err;
 }
 
-/*
- * sys_io_submit: queue the NR iocbs at IOCBPP for processing in the
- * context CTX.  The number submitted, or the error of the first when
- * none was.
- * May fail with -EINVAL if ctx is bad, nr < 0, an iocb's reserved field
- * is set, its opcode is unknown or its size or offset is invalid; -EFAULT
- * if iocbpp, an iocb or a buffer range is bad; -EBADF if an fd is bad or
- * not open for the operation; -EAGAIN if the ring has no room.
- */
-long ksys_io_submit(unsigned hand0, aio_context_t ctx_id, long nr, struct iocb **iocbpp)
+/* io_submit, under the reference on its context */
+static long io_submit_all(unsigned hand0, aio_context_t ctx_id, long nr, struct iocb **iocbpp)
 {
 	struct kioctx *ctx;
 	struct iocb *user_iocb;
@@ -492,6 +484,24 @@ long ksys_io_submit(unsigned hand0, aio_context_t ctx_id, long nr, struct iocb *
 	aio_queue_flush();              /* one kick for the whole batch */
 	put_ioctx(ctx);
 	return i ? i : ret;
+}
+
+/*
+ * sys_io_submit: queue the NR iocbs at IOCBPP for processing in the
+ * context CTX.  The number submitted, or the error of the first when
+ * none was.
+ * May fail with -EINVAL if ctx is bad, nr < 0, an iocb's reserved field
+ * is set, its opcode is unknown or its size or offset is invalid; -EFAULT
+ * if iocbpp, an iocb or a buffer range is bad; -EBADF if an fd is bad or
+ * not open for the operation; -EAGAIN if the ring has no room.
+ *
+ * A pipe's or a socket's request may wait inside (stream_io): a handler
+ * whose signal comes meanwhile runs once the call is over.
+ */
+long ksys_io_submit(unsigned hand0, aio_context_t ctx_id, long nr, struct iocb **iocbpp)
+{
+	uipc_call_begin();
+	return uipc_call_end(io_submit_all(hand0, ctx_id, nr, iocbpp));
 }
 
 /*

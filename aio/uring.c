@@ -906,19 +906,16 @@ bool aio_uring_waited(struct kioctx *ctx)
 	return atomic_load(&ctx->ring_waiters) > (waiting_for == ctx ? 1u : 0u);
 }
 
-/* what a ring wait holds while it sleeps (uipc_abandon: given back once,
- * by its own exit or before a handler that may leave by longjmp) */
+/* what a ring wait holds while it sleeps, given back by its exit */
 struct ring_wait {
-	struct uipc_abandon ab;
 	struct kioctx *ctx;
 	int slot, outer_slot;
 };
 
-static void ring_wait_give_back(struct uipc_abandon *a)
+static void ring_wait_give_back(struct ring_wait *w)
 {
-	struct ring_wait *w = (struct ring_wait *)a;
-
-	sleeper_go(w->slot);
+	if (w->slot >= 0)
+		sleeper_go(w->slot);
 	w->slot = -1;
 	t_slot = w->outer_slot;
 	waiting_for = NULL;
@@ -932,9 +929,8 @@ static void ring_wait_give_back(struct uipc_abandon *a)
  * completion (of any context) unless CTX's count moved, then reap again.
  * The signal mask is the caller's throughout its sleep only (pselect's
  * way: a handler that runs before the sleep begins is seen here, one
- * during it ends it; what the wait holds is given back before the
- * handler runs, which may leave by longjmp: struct ring_wait).  0,
- * -ETIMEDOUT or -EINTR.
+ * whose signal comes during it ends it, and runs when io_getevents has
+ * returned: uipc_call_begin).  0, -ETIMEDOUT or -EINTR.
  */
 int aio_uring_wait(struct kioctx *ctx, uint32_t seq, int64_t deadline, unsigned hand0,
 		   unsigned cont0)
@@ -942,7 +938,7 @@ int aio_uring_wait(struct kioctx *ctx, uint32_t seq, int64_t deadline, unsigned 
 	struct io_uring_getevents_arg arg;
 	struct __kernel_timespec ts;
 	struct timespec rel;
-	struct ring_wait w = { .ab.fn = ring_wait_give_back, .ctx = ctx, .outer_slot = t_slot };
+	struct ring_wait w = { .ctx = ctx, .outer_slot = t_slot };
 	int ret = 0;
 	sigset_t old;
 	long r;
@@ -954,7 +950,6 @@ int aio_uring_wait(struct kioctx *ctx, uint32_t seq, int64_t deadline, unsigned 
 		reaper_enter();
 		atomic_fetch_add(&ctx->ring_waiters, 1);
 		waiting_for = ctx;
-		uipc_abandon_push(&w.ab);
 	}
 	uipc_crit_exit();
 	if (w.slot < 0)
@@ -986,18 +981,13 @@ int aio_uring_wait(struct kioctx *ctx, uint32_t seq, int64_t deadline, unsigned 
 	uipc_crit_enter();
 	sleeper_go(w.slot);
 	w.slot = -1;
-	if (!w.ab.done)
-		t_slot = -1;
+	t_slot = -1;
 	uipc_crit_exit();
 	if (cq_nonempty())
 		reap();
 out:
 	uipc_crit_enter();
-	if (!w.ab.done) {
-		w.ab.done = true;
-		ring_wait_give_back(&w.ab);
-	}
-	uipc_abandon_pop(&w.ab);
+	ring_wait_give_back(&w);
 	uipc_crit_exit();
 	return ret;
 }

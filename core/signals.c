@@ -8,10 +8,11 @@
  *
  * - Every handler the program installs (sigaction, signal) is recorded and a
  *   trampoline is installed in its place.  A signal that arrives while the
- *   thread is inside a uipc critical section is held and its handler runs
- *   when the section ends, exactly as if it had arrived just after the call.
- *   Anywhere else the program's handler runs at once, so a sleeper in uipc
- *   sees EINTR as with the kernel.
+ *   thread is inside a uipc critical section, or inside a call that may
+ *   sleep (uipc_call_begin), is held and its handler runs when the section
+ *   or the call ends, exactly as if it had arrived just after the call; a
+ *   sleep of that call ends at once (EINTR), as the kernel's does for a
+ *   pending signal.  Anywhere else the program's handler runs at once.
  * - SIGSEGV and SIGBUS: a fault inside uipc_copy_*() fails the call with
  *   EFAULT; any other fault goes to what the program installed.
  * - SIGCONT: the kernel's semop returns EINTR when the sleeper is stopped
@@ -34,6 +35,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
@@ -60,10 +62,16 @@ static _Atomic unsigned cont_gen;
 static void (*owned[NSIGS])(int, siginfo_t *, void *);
 static uint64_t unblockable;
 
-/* per thread: depth of uipc critical sections, signals held meanwhile */
+/* per thread: depth of uipc critical sections and of calls that may
+ * sleep, signals held meanwhile, and the context the last of them
+ * interrupted (a copy: the handler that reads its third argument gets
+ * one, as from the kernel) */
 static __thread int crit_depth;
+static __thread int call_depth;
 static __thread uint64_t held_mask;
 static __thread siginfo_t held_info[NSIGS];
+static __thread ucontext_t held_uc;
+static __thread bool held_uc_kept;
 __thread uint32_t uipc_held_signals;
 /* per thread: how many of the program's handlers ran on this thread (signals.h) */
 __thread unsigned uipc_handler_count;
@@ -222,37 +230,6 @@ void sig_strip_unblockable(sigset_t *set)
 		sigdelset(set, __builtin_ctzll(m));
 }
 
-static __thread struct uipc_abandon *abandons;
-
-void uipc_abandon_push(struct uipc_abandon *a)
-{
-	a->done = false;
-	a->prev = abandons;
-	abandons = a;
-}
-
-/* (after the handler emptied the list, the records under A, if any, are
- * those of waits still on the stack: A's frame is live, so theirs are) */
-void uipc_abandon_pop(struct uipc_abandon *a)
-{
-	abandons = a->prev;
-}
-
-/* before a program's handler: what the waits it interrupts hold, given
- * back, in case it leaves by longjmp */
-static void give_back_waits(void)
-{
-	struct uipc_abandon *a = abandons;
-
-	abandons = NULL;
-	for (; a; a = a->prev) {
-		if (!a->done) {
-			a->done = true;
-			a->fn(a);
-		}
-	}
-}
-
 /* Run the program's handler for SIG as the kernel would have. */
 static void call_program(int sig, siginfo_t *si, void *ctx)
 {
@@ -260,7 +237,6 @@ static void call_program(int sig, siginfo_t *si, void *ctx)
 
 	if (!installed_function(pa))
 		return;
-	give_back_waits();
 	cut_wait_short(ctx);
 	uipc_handler_count++;
 	if (pa->sa_flags & SA_SIGINFO) {
@@ -280,6 +256,46 @@ static void call_program(int sig, siginfo_t *si, void *ctx)
 	}
 }
 
+/* a copy of the kernel's context CTX for a held handler: its registers
+ * and mask, and the floating-point state it points to (the kernel's frame
+ * is gone by the time the handler runs) */
+static void keep_context(const void *ctx)
+{
+	const ucontext_t *uc = ctx;
+
+	memset(&held_uc, 0, sizeof(held_uc));
+	if (!uc) {
+		held_uc_kept = false;
+		return;
+	}
+	/* the kernel's ucontext ends with an 8-byte mask, glibc's is longer */
+	memcpy(&held_uc, uc, offsetof(ucontext_t, uc_sigmask));
+	memcpy(&held_uc.uc_sigmask, &uc->uc_sigmask, _NSIG / 8);
+	if (uc->uc_mcontext.fpregs) {
+		memcpy(&held_uc.__fpregs_mem, uc->uc_mcontext.fpregs, sizeof(held_uc.__fpregs_mem));
+		held_uc.uc_mcontext.fpregs = &held_uc.__fpregs_mem;
+	}
+	held_uc_kept = true;
+}
+
+/* SIG arrived inside a critical section or a call that may sleep: its
+ * handler runs at the end of the outermost (uipc_crit_exit,
+ * uipc_call_end) */
+static void hold(int sig, siginfo_t *si, void *ctx)
+{
+	held_mask |= 1ULL << sig;
+	if (si)
+		held_info[sig] = *si;
+	keep_context(ctx);
+	uipc_held_signals++;   /* ends an interruptible lock wait */
+	if (call_depth > 0 && installed_function(&prog_act[sig])) {
+		/* the call's sleep ends as for a handler run: every wait
+		 * compares the count with the call's first (hand0) */
+		uipc_handler_count++;
+		cut_wait_short(ctx);
+	}
+}
+
 static void trampoline(int sig, siginfo_t *si, void *ctx)
 {
 	if (sig == SIGCONT) {
@@ -289,12 +305,8 @@ static void trampoline(int sig, siginfo_t *si, void *ctx)
 		proc_note_continue();
 		cut_wait_short(ctx);
 	}
-	if (crit_depth > 0) {
-		/* inside a uipc critical section: the handler runs at its end */
-		held_mask |= 1ULL << sig;
-		if (si)
-			held_info[sig] = *si;
-		uipc_held_signals++;   /* ends an interruptible lock wait */
+	if (crit_depth > 0 || call_depth > 0) {
+		hold(sig, si, ctx);
 		return;
 	}
 	call_program(sig, si, ctx);
@@ -318,12 +330,11 @@ void uipc_crit_enter(void)
 	__asm__ volatile("" ::: "memory");
 }
 
-/* Leave a critical section; at the outermost, run the handlers held. */
-void uipc_crit_exit(void)
+/* the handlers held, as the kernel runs them after a system call */
+static void run_held(void)
 {
-	__asm__ volatile("" ::: "memory");
-	if (--crit_depth > 0 || likely(!held_mask))
-		return;
+	void *uc = held_uc_kept ? &held_uc : NULL;
+
 	while (held_mask) {
 		int sig = __builtin_ctzll(held_mask);
 		sigset_t mask, old;
@@ -336,9 +347,35 @@ void uipc_crit_exit(void)
 			sigaddset(&mask, sig);
 		sig_strip_unblockable(&mask);
 		uipc_sigmask(SIG_BLOCK, &mask, &old);
-		call_program(sig, &si, NULL);
+		call_program(sig, &si, uc);
 		uipc_sigmask(SIG_SETMASK, &old, NULL);
 	}
+	held_uc_kept = false;
+}
+
+/* Leave a critical section; at the outermost, outside any call, run the
+ * handlers held. */
+void uipc_crit_exit(void)
+{
+	__asm__ volatile("" ::: "memory");
+	if (--crit_depth > 0 || likely(!held_mask) || call_depth > 0)
+		return;
+	run_held();
+}
+
+void uipc_call_begin(void)
+{
+	call_depth++;
+	__asm__ volatile("" ::: "memory");
+}
+
+long uipc_call_end(long r)
+{
+	__asm__ volatile("" ::: "memory");
+	if (--call_depth > 0 || likely(!held_mask) || crit_depth > 0)
+		return r;
+	run_held();
+	return r;
 }
 
 bool uipc_signal_held(void)

@@ -96,21 +96,19 @@ static inline void crit_mutex_unlock(pthread_mutex_t *m)
 	uipc_crit_exit();
 }
 /*
- * A wait that keeps counts of its own while it sleeps (the AIO ring's
- * reapers and sleepers) pushes one of these before it and pops it after
- * (inside a critical section).  Before a program's handler runs, every
- * record pushed is given back (FN, once: DONE) and the list emptied: a
- * handler may leave by longjmp, past the wait's own exit, where the
- * kernel's call is simply abandoned.  The wait's exit gives back only
- * what is not DONE.
+ * Around a call that may sleep (semop's slow path, msgsnd, msgrcv,
+ * io_getevents, io_submit, io_destroy): a program's handler whose signal
+ * arrives inside runs when the outermost call ends, after the call gave
+ * back all it held (its place in a queue, its reference on an AIO
+ * context, the counts of a ring's sleepers), as the kernel's handler runs
+ * when the system call returns.  Its sleep ends at once, as if the
+ * handler had run (EINTR), so a handler never sees the call half done and
+ * one that leaves by longjmp leaves nothing behind.  Nested calls are
+ * counted; the end returns R, so that a call can end with "return
+ * uipc_call_end(r)".
  */
-struct uipc_abandon {
-	void (*fn)(struct uipc_abandon *a);
-	struct uipc_abandon *prev;
-	bool done;
-};
-UIPC_HIDDEN void uipc_abandon_push(struct uipc_abandon *a);
-UIPC_HIDDEN void uipc_abandon_pop(struct uipc_abandon *a);
+UIPC_HIDDEN void uipc_call_begin(void);
+UIPC_HIDDEN long uipc_call_end(long r);
 
 /* a signal for one of the program's handlers arrived inside a critical
  * section and waits for its end (an interruptible wait ends then) */

@@ -1664,9 +1664,12 @@ int ksys_msgsnd(unsigned hand0, int msqid, const void *msgp, size_t msgsz, int m
 	if (uipc_copy_from_user(text, (const char *)msgp + sizeof(long), msgsz)) {
 		r = -EFAULT;
 	} else {
+		/* a handler whose signal comes meanwhile runs after it */
+		uipc_call_begin();
 		r = do_msgsnd(ns, msqid, mtype, text, msgsz, msgflg, hand0, &bounded);
 		if (bounded)
 			lockwait_bound_end();
+		r = (int)uipc_call_end(r);
 	}
 	if (text != small)
 		free(text);
@@ -2038,10 +2041,11 @@ ssize_t ksys_msgrcv(unsigned hand0, int msqid, void *msgp, size_t msgsz, long ms
 
 	if (!ns)
 		return -errno;
+	uipc_call_begin();          /* a handler whose signal comes meanwhile runs after it */
 	r = do_msgrcv(ns, msqid, msgp, msgsz, msgtyp, msgflg, hand0, &bounded);
 	if (bounded)
 		lockwait_bound_end();
-	return r;
+	return uipc_call_end(r);
 }
 
 /* ---- msgctl ---- */

@@ -2462,6 +2462,27 @@ semop_after_yield(struct ns *ns, int semid, const struct sembuf *sop,
 }
 
 /*
+ * semop_one's operation SOP (read from USOP) on SMA that could not be
+ * done at once: after a yield, a short sleep, or in the general path.  A call
+ * that may sleep (uipc_call_begin): a handler whose signal comes
+ * meanwhile runs when it is over.
+ */
+static __attribute__((noinline)) int
+semop_one_waits(struct ns *ns, int semid, const struct sembuf *sop, struct sembuf *usop,
+		const struct ucred_cache *c, struct sem_array *sma, unsigned hand0, unsigned how)
+{
+	int r;
+
+	uipc_call_begin();
+	r = semop_after_yield(ns, semid, sop, c, &sma, hand0);
+	if (r == 0)
+		set_semotime(ns, sma);
+	if (r != 0 && r != -ERANGE && r != -EINTR && r != -EIDRM)
+		r = semtimedop_general(hand0, semid, usop, 1, NULL, how | SEMOP_FAST_TRIED);
+	return (int)uipc_call_end(r);
+}
+
+/*
  * The common call, one operation without SEM_UNDO or timeout, that
  * completes at once (or after a yield: semop_after_yield): inline in
  * ksys_semtimedop, without a call of its own (the namespace, the
@@ -2483,11 +2504,11 @@ semop_one(unsigned hand0, int semid, struct sembuf *usop, unsigned how)
 	if (likely(ns && c && semid >= 0) && ns->hdr->lim.semopm >= 1 &&
 	    !uipc_get_user_6(&sop, usop) && !(sop.sem_flg & SEM_UNDO)) {
 		r = semop_lockfree(ns, semid, &sop, c, &sma);
-		if (r == LOCKFREE_WOULD_SLEEP)
-			r = semop_after_yield(ns, semid, &sop, c, &sma, hand0);
+		if (unlikely(r == LOCKFREE_WOULD_SLEEP))
+			return semop_one_waits(ns, semid, &sop, usop, c, sma, hand0, how);
 		if (likely(r == 0))
 			set_semotime(ns, sma);
-		if (r == 0 || r == -ERANGE || r == -EINTR || r == -EIDRM)
+		if (r == 0 || r == -ERANGE || r == -EIDRM)
 			return r;
 	}
 	return semtimedop_general(hand0, semid, usop, 1, NULL, how | SEMOP_FAST_TRIED);
@@ -2566,6 +2587,9 @@ semtimedop_general(unsigned hand0, int semid, struct sembuf *tsops, size_t nsops
 	a.sops = sops;
 	a.nsops = (int)nsops;
 	scan_sops(&a);
+	/* a handler whose signal comes from here on runs once the call has
+	 * left every queue (uipc_call_begin) */
+	uipc_call_begin();
 	/* a call that may sleep keeps its timeout and stays interruptible
 	 * while it waits for a lock too (core/lockwait.c) */
 	bounded = may_sleep(&a);
@@ -2582,6 +2606,7 @@ semtimedop_general(unsigned hand0, int semid, struct sembuf *tsops, size_t nsops
 		r = -EIDRM;
 	if (bounded)
 		lockwait_bound_end();
+	r = (int)uipc_call_end(r);
 out:
 	if (sops != fast)
 		free(sops);

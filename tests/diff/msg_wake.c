@@ -6,13 +6,16 @@
  * an E2BIG receiver skipped while the message goes on to the next, senders
  * woken when space appears (bytes and message count), IPC_RMID failing
  * every sleeper with EIDRM, IPC_SET raising or lowering qbytes, EINTR from a
- * signal handler, and killed sleepers that must not take a message.
+ * signal handler, and killed sleepers that must not take a message; a
+ * handler that sends what its sleeper waits for, or leaves the sleeping
+ * call by longjmp.
  *
  * A child is known blocked when it sleeps in the kernel's msg code (kernel
  * run) or on a futex (uipc run); the parent prints everything.
  */
 #include "msgdt.h"
 
+#include <setjmp.h>
 #include <signal.h>
 
 static void rcv_fifo(int argc, char **argv)
@@ -215,6 +218,123 @@ static void eintr(int argc, char **argv)
 	m_rmid(q);
 }
 
+/*
+ * handler-sends: the handler of a signal that interrupts a sleeping
+ * msgrcv sends the message it waits for.  The kernel's msgrcv has returned
+ * EINTR when the handler runs, so the message stays queued.
+ * handler-longjmp: handlers leave a sleeping msgrcv, then a sleeping
+ * msgsnd, by siglongjmp.  The message sent afterwards stays queued (no
+ * receiver is left to take it), and the room made afterwards wakes the
+ * sender that sleeps then.  The children stay alive meanwhile, asleep on
+ * a second queue.
+ */
+static int hj_q, hj_hold;
+static sigjmp_buf hj_jmp;
+
+static void hj_send(int sig)
+{
+	int saved = errno;
+
+	(void)sig;
+	msnd_buf.mtype = 3;
+	msnd_buf.mtext[0] = 9;
+	if (msgsnd(hj_q, &msnd_buf, 1, IPC_NOWAIT) < 0)
+		msnd_buf.mtype = -1;
+	errno = saved;
+}
+
+static void hj_leave(int sig)
+{
+	(void)sig;
+	siglongjmp(hj_jmp, 1);
+}
+
+static void hj_sender_child(void *p)
+{
+	struct sigaction sa;
+	int e;
+	long r;
+
+	(void)p;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = hj_send;
+	sigaction(SIGUSR1, &sa, NULL);
+	r = m_rcv_quiet(hj_q, 100, 0, 0, &e);
+	dt_chan_send((int)r, r < 0 ? e : 0, msnd_buf.mtype < 0 ? -1 : 0);
+}
+
+static void hj_leaver_child(void *p)
+{
+	struct sigaction sa;
+	volatile long r = -2;
+	int e;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = hj_leave;
+	sigaction(SIGUSR1, &sa, NULL);
+	if (sigsetjmp(hj_jmp, 1) == 0) {
+		if (p) {
+			msnd_buf.mtype = 1;
+			r = msgsnd(hj_q, &msnd_buf, 5, 0);
+		} else {
+			r = m_rcv_quiet(hj_q, 100, 0, 0, &e);
+		}
+	}
+	dt_chan_send((int)r, 0, 0);                  /* -2: left by the jump */
+	m_rcv_quiet(hj_hold, 100, 0, 0, &e);          /* alive until released */
+}
+
+static void handler_sends(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	hj_q = m_get(IPC_PRIVATE, 0600);
+	pid_t a = dt_fork(hj_sender_child, NULL);
+	m_wait_blocked(a);
+	dt_out("%s: msgrcv(%d) blocks, its SIGUSR1 handler sends type 3", dt_pid(a), hj_q);
+	kill(a, SIGUSR1);
+	dt_wakes(1);
+	dt_wait(a);
+	m_stat(hj_q, IPC_STAT);
+	m_rcv(hj_q, 100, 0, IPC_NOWAIT);
+	m_rmid(hj_q);
+}
+
+static void handler_longjmp(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	hj_q = m_get(IPC_PRIVATE, 0600);
+	hj_hold = m_get(IPC_PRIVATE, 0600);
+	pid_t a = dt_fork(hj_leaver_child, NULL);
+	m_wait_blocked(a);
+	dt_out("%s: msgrcv(%d) blocks, its SIGUSR1 handler longjmps out", dt_pid(a), hj_q);
+	kill(a, SIGUSR1);
+	dt_wakes(1);
+	m_wait_blocked(a);                        /* asleep on the second queue */
+	m_snd(hj_q, 1, 5, 1, 0);
+	dt_msleep(20);
+	m_stat(hj_q, IPC_STAT);
+	/* a full queue, a sender that leaves by the jump, one that stays */
+	m_set(hj_q, -1, -1, -1, 5);
+	pid_t b = dt_fork(hj_leaver_child, (void *)1);
+	m_wait_blocked(b);
+	dt_out("%s: msgsnd(%d,sz=5) blocks, its SIGUSR1 handler longjmps out", dt_pid(b), hj_q);
+	kill(b, SIGUSR1);
+	dt_wakes(1);
+	m_wait_blocked(b);
+	pid_t c = m_block_snd(hj_q, 2, 5, 2, 0);
+	m_rcv(hj_q, 100, 0, 0);                   /* room: c's message goes in */
+	dt_wakes(1);
+	dt_wait(c);
+	m_stat(hj_q, IPC_STAT);
+	m_snd(hj_hold, 1, 1, 1, 0);
+	m_snd(hj_hold, 1, 1, 1, 0);
+	dt_wait(a);
+	dt_wait(b);
+	m_rcv(hj_q, 100, 0, IPC_NOWAIT);
+	m_rmid(hj_q);
+	m_rmid(hj_hold);
+}
+
 static void killed(int argc, char **argv)
 {
 	(void)argc; (void)argv;
@@ -311,5 +431,7 @@ const struct dt_case dt_cases[] = {
 	{ "killed", killed, 0 },
 	{ "nowait_mix", nowait_mix, 0 },
 	{ "stopped", stopped, 0 },
+	{ "handler-sends", handler_sends, 0 },
+	{ "handler-longjmp", handler_longjmp, 0 },
 	{ NULL, NULL, 0 },
 };

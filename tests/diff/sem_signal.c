@@ -9,13 +9,15 @@
  * that interrupts semop/semctl of the same process (beyond POSIX, which
  * does not list semop as async-signal-safe, but a system call on Linux);
  * a handler that runs early in a blocking semop (uipc may still spin there
- * before it sleeps) interrupts it too.
+ * before it sleeps) interrupts it too; a handler that posts what its
+ * sleeper waits for, or leaves the sleeping call by longjmp.
  */
 #include "dt.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -540,6 +542,125 @@ static void eintr_early(int argc, char **argv)
 	dt_rmid(id);
 }
 
+/*
+ * handler-posts: the handler of a signal that interrupts a sleeping semop
+ * makes the operation that sleeper waits for (+1 on its semaphore).  The
+ * kernel's semop has returned EINTR when the handler runs, so the +1
+ * stays.  handler-longjmp: the handler leaves the sleeping semop by
+ * siglongjmp; the sleeper is out of the queue (GETNCNT 0 from then on)
+ * and a later +1 stays, nobody takes it.  One of two operations (a plain
+ * -1, or -1 with SEM_UNDO and a second semaphore), the second goes to the
+ * kernel's queue path in uipc.
+ */
+static int hp_id;
+static int hp_nops;
+static sigjmp_buf hp_jmp;
+
+static void hp_post(int sig)
+{
+	int saved = errno;
+	struct sembuf up = { 0, 1, IPC_NOWAIT };
+
+	(void)sig;
+	if (semop(hp_id, &up, 1) < 0)
+		hs_fail++;
+	errno = saved;
+}
+
+static void hp_leave(int sig)
+{
+	(void)sig;
+	siglongjmp(hp_jmp, 1);
+}
+
+static struct sembuf hp_ops[2] = { { 0, -1, 0 }, { 1, 1, SEM_UNDO } };
+
+static void hp_poster(void *p)
+{
+	struct sigaction sa;
+	int r, e;
+
+	(void)p;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = hp_post;
+	sigaction(SIGUSR1, &sa, NULL);
+	r = semop(hp_id, hp_ops, hp_nops);
+	e = errno;
+	dt_chan_send(r, r < 0 ? e : 0, hs_fail);
+}
+
+static void hp_leaver(void *p)
+{
+	struct sigaction sa;
+	struct sembuf hold = { 2, -1, 0 };
+	volatile int r = -2;
+
+	(void)p;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = hp_leave;
+	sigaction(SIGUSR1, &sa, NULL);
+	if (sigsetjmp(hp_jmp, 1) == 0)
+		r = semop(hp_id, hp_ops, hp_nops);
+	/* -2: left by the jump; then the waiting count as this process sees it */
+	dt_chan_send(r, 0, semctl(hp_id, 0, GETNCNT));
+	semop(hp_id, &hold, 1);           /* alive until the parent is done */
+}
+
+static void handler_posts_one(int nops)
+{
+	hp_id = dt_semget(IPC_PRIVATE, 3, 0600);
+	hp_nops = nops;
+	pid_t p = dt_fork(hp_poster, NULL);
+	dt_out("%s: semop(%d,%s) blocks, its SIGUSR1 handler posts +1", dt_pid(p), hp_id,
+	       dt_ops(hp_ops, (size_t)nops));
+	dt_wait_cnt(hp_id, 0, GETNCNT, 1);
+	kill(p, SIGUSR1);
+	dt_wakes(1);
+	dt_wait(p);
+	dt_get(hp_id, 0, GETVAL);
+	dt_get(hp_id, 0, GETNCNT);
+	dt_get(hp_id, 1, GETVAL);
+	dt_rmid(hp_id);
+}
+
+static void handler_posts(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	handler_posts_one(1);
+	handler_posts_one(2);
+}
+
+static void handler_longjmp_one(int nops)
+{
+	struct sembuf up = { 0, 1, 0 }, release = { 2, 1, 0 };
+
+	hp_id = dt_semget(IPC_PRIVATE, 3, 0600);
+	hp_nops = nops;
+	pid_t p = dt_fork(hp_leaver, NULL);
+	dt_out("%s: semop(%d,%s) blocks, its SIGUSR1 handler longjmps out", dt_pid(p), hp_id,
+	       dt_ops(hp_ops, (size_t)nops));
+	dt_wait_cnt(hp_id, 0, GETNCNT, 1);
+	kill(p, SIGUSR1);
+	dt_wakes(1);
+	dt_get(hp_id, 0, GETNCNT);
+	dt_semop(hp_id, &up, 1);
+	dt_msleep(20);
+	dt_get(hp_id, 0, GETVAL);
+	dt_get(hp_id, 1, GETVAL);
+	dt_wait_cnt(hp_id, 2, GETNCNT, 1);
+	dt_semop(hp_id, &release, 1);
+	dt_wait(p);
+	dt_get(hp_id, 0, GETVAL);
+	dt_rmid(hp_id);
+}
+
+static void handler_longjmp(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	handler_longjmp_one(1);
+	handler_longjmp_one(2);
+}
+
 const struct dt_case dt_cases[] = {
 	{ "eintr-restart", eintr_restart, 0 },
 	{ "eintr-norestart", eintr_norestart, 0 },
@@ -553,5 +674,7 @@ const struct dt_case dt_cases[] = {
 	{ "handler-semop", handler_semop, 0 },
 	{ "handler-first-call", handler_first_call, 0 },
 	{ "eintr-early", eintr_early, 0 },
+	{ "handler-posts", handler_posts, 0 },
+	{ "handler-longjmp", handler_longjmp, 0 },
 	{ NULL, NULL, 0 },
 };

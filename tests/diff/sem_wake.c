@@ -19,6 +19,8 @@
  */
 #include "dt.h"
 
+#include <sys/prctl.h>
+
 #include <errno.h>
 #include <stdbool.h>
 #include <pthread.h>
@@ -567,6 +569,22 @@ static void pp_child(void *p)
 
 /* PP_ROUNDS hand-offs with the child on our CPU under a timer of
  * INTERVAL_US, a process that only burns CPU beside them if BUSY */
+/* a process that keeps this CPU busy until it is killed, or its parent
+ * dies (a scenario that crashes must not leave it spinning) */
+static pid_t start_burner(void)
+{
+	pid_t parent = getpid(), p = fork();
+
+	if (p == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(0);
+		for (volatile unsigned long x = 0;; x++)
+			;
+	}
+	return p;
+}
+
 static void pingpong_on_one_cpu(long interval_us, bool busy)
 {
 	cpu_set_t one;
@@ -579,11 +597,7 @@ static void pingpong_on_one_cpu(long interval_us, bool busy)
 	CPU_SET(sched_getcpu(), &one);
 	sched_setaffinity(0, sizeof(one), &one);   /* the children inherit it */
 	if (busy) {
-		burner = fork();
-		if (burner == 0) {
-			for (volatile unsigned long x = 0;; x++)
-				;
-		}
+		burner = start_burner();
 	}
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = pp_tick;
@@ -672,11 +686,7 @@ static void rmid_presleep(int argc, char **argv)
 	CPU_ZERO(&one);
 	CPU_SET(sched_getcpu(), &one);
 	sched_setaffinity(0, sizeof(one), &one);   /* the children inherit it */
-	burner = fork();
-	if (burner == 0) {
-		for (volatile unsigned long x = 0;; x++)
-			;
-	}
+	burner = start_burner();
 	for (int k = 0; k < RP_ARRAYS; k++)
 		ids[k] = dt_semget(IPC_PRIVATE, 2, 0600);
 	c = dt_fork(rp_child, ids);

@@ -1,6 +1,7 @@
 #!/bin/bash
 # tests/unit-aio-longjmp.t - a signal handler that leaves io_getevents by
-# siglongjmp loses no completion (tests/unit/aio_longjmp.c): on the kernel,
+# siglongjmp loses no completion and leaves nothing that keeps io_destroy
+# of the context waiting (tests/unit/aio_longjmp.c): on the kernel,
 # then under uipc, whose io_uring takes the read (64 MiB, not cached, from
 # a file beside the build, on a disk).  Under uipc the jump must have come
 # before the completion in at least one round, or the case did not run.

@@ -284,6 +284,22 @@ static void hj_leaver_child(void *p)
 	m_rcv_quiet(hj_hold, 100, 0, 0, &e);          /* alive until released */
 }
 
+/* hj_leaver_child asleep in msgsnd (ARG not NULL) or msgrcv, SIGUSR1
+ * makes it jump out; its report printed, it asleep again on the second
+ * queue */
+static pid_t hj_leaver(void *arg)
+{
+	pid_t c = dt_fork(hj_leaver_child, arg);
+
+	m_wait_blocked(c);
+	dt_out("%s: %s(%d%s) blocks, its SIGUSR1 handler longjmps out", dt_pid(c),
+	       arg ? "msgsnd" : "msgrcv", hj_q, arg ? ",sz=5" : "");
+	kill(c, SIGUSR1);
+	dt_wakes(1);
+	m_wait_blocked(c);
+	return c;
+}
+
 static void handler_sends(int argc, char **argv)
 {
 	(void)argc; (void)argv;
@@ -304,23 +320,13 @@ static void handler_longjmp(int argc, char **argv)
 	(void)argc; (void)argv;
 	hj_q = m_get(IPC_PRIVATE, 0600);
 	hj_hold = m_get(IPC_PRIVATE, 0600);
-	pid_t a = dt_fork(hj_leaver_child, NULL);
-	m_wait_blocked(a);
-	dt_out("%s: msgrcv(%d) blocks, its SIGUSR1 handler longjmps out", dt_pid(a), hj_q);
-	kill(a, SIGUSR1);
-	dt_wakes(1);
-	m_wait_blocked(a);                        /* asleep on the second queue */
+	pid_t a = hj_leaver(NULL);
 	m_snd(hj_q, 1, 5, 1, 0);
 	dt_msleep(20);
 	m_stat(hj_q, IPC_STAT);
 	/* a full queue, a sender that leaves by the jump, one that stays */
 	m_set(hj_q, -1, -1, -1, 5);
-	pid_t b = dt_fork(hj_leaver_child, (void *)1);
-	m_wait_blocked(b);
-	dt_out("%s: msgsnd(%d,sz=5) blocks, its SIGUSR1 handler longjmps out", dt_pid(b), hj_q);
-	kill(b, SIGUSR1);
-	dt_wakes(1);
-	m_wait_blocked(b);
+	pid_t b = hj_leaver((void *)1);
 	pid_t c = m_block_snd(hj_q, 2, 5, 2, 0);
 	m_rcv(hj_q, 100, 0, 0);                   /* room: c's message goes in */
 	dt_wakes(1);

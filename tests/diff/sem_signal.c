@@ -606,17 +606,24 @@ static void hp_leaver(void *p)
 	semop(hp_id, &hold, 1);           /* alive until the parent is done */
 }
 
-static void handler_posts_one(int nops)
+/* a new array, and CHILD asleep in semop with the first NOPS of hp_ops,
+ * interrupted by SIGUSR1 (whose handler does WHAT); its report printed */
+static pid_t hp_interrupt(int nops, void (*child)(void *), const char *what)
 {
 	hp_id = dt_semget(IPC_PRIVATE, 3, 0600);
 	hp_nops = nops;
-	pid_t p = dt_fork(hp_poster, NULL);
-	dt_out("%s: semop(%d,%s) blocks, its SIGUSR1 handler posts +1", dt_pid(p), hp_id,
-	       dt_ops(hp_ops, (size_t)nops));
+	pid_t p = dt_fork(child, NULL);
+	dt_out("%s: semop(%d,%s) blocks, its SIGUSR1 handler %s", dt_pid(p), hp_id,
+	       dt_ops(hp_ops, (size_t)nops), what);
 	dt_wait_cnt(hp_id, 0, GETNCNT, 1);
 	kill(p, SIGUSR1);
 	dt_wakes(1);
-	dt_wait(p);
+	return p;
+}
+
+static void handler_posts_one(int nops)
+{
+	dt_wait(hp_interrupt(nops, hp_poster, "posts +1"));
 	dt_get(hp_id, 0, GETVAL);
 	dt_get(hp_id, 0, GETNCNT);
 	dt_get(hp_id, 1, GETVAL);
@@ -633,15 +640,8 @@ static void handler_posts(int argc, char **argv)
 static void handler_longjmp_one(int nops)
 {
 	struct sembuf up = { 0, 1, 0 }, release = { 2, 1, 0 };
+	pid_t p = hp_interrupt(nops, hp_leaver, "longjmps out");
 
-	hp_id = dt_semget(IPC_PRIVATE, 3, 0600);
-	hp_nops = nops;
-	pid_t p = dt_fork(hp_leaver, NULL);
-	dt_out("%s: semop(%d,%s) blocks, its SIGUSR1 handler longjmps out", dt_pid(p), hp_id,
-	       dt_ops(hp_ops, (size_t)nops));
-	dt_wait_cnt(hp_id, 0, GETNCNT, 1);
-	kill(p, SIGUSR1);
-	dt_wakes(1);
 	dt_get(hp_id, 0, GETNCNT);
 	dt_semop(hp_id, &up, 1);
 	dt_msleep(20);

@@ -506,7 +506,14 @@ static void fault_handler(int sig, siginfo_t *si, void *ctx)
 	if (fixup_copy_fault(ctx))
 		return;
 	if (installed_function(&prog_act[sig])) {
+		/* a fault is not held: the program's handler runs now, outside
+		 * any call as far as other signals are concerned, and if it
+		 * leaves by longjmp the calls it leaves are over */
+		int depth = call_depth;
+
+		call_depth = 0;
 		call_program(sig, si, ctx);
+		call_depth = depth;
 		return;
 	}
 	/* the default action: let the fault happen again without us */

@@ -507,8 +507,8 @@ static void sleeper_go(int slot)
  * Whether a sleeper other than this thread came before nudge number N, in
  * the last second.  One that came longer ago is inside the kernel's wait,
  * where any completion wakes it: nudges given for it would go round for
- * ever.  (A handler that jumps out of a sleep gives its slot back first:
- * struct ring_wait.)
+ * ever.  (No handler runs inside the sleep, so none leaves it by a jump
+ * with its slot held: uipc_call_begin.)
  */
 static bool nudge_owed(uint32_t n)
 {
@@ -906,23 +906,6 @@ bool aio_uring_waited(struct kioctx *ctx)
 	return atomic_load(&ctx->ring_waiters) > (waiting_for == ctx ? 1u : 0u);
 }
 
-/* what a ring wait holds while it sleeps, given back by its exit */
-struct ring_wait {
-	struct kioctx *ctx;
-	int slot, outer_slot;
-};
-
-static void ring_wait_give_back(struct ring_wait *w)
-{
-	if (w->slot >= 0)
-		sleeper_go(w->slot);
-	w->slot = -1;
-	t_slot = w->outer_slot;
-	waiting_for = NULL;
-	atomic_fetch_sub(&w->ctx->ring_waiters, 1);
-	reaper_leave();
-}
-
 /*
  * io_getevents's sleep for CTX in the ring, SEQ being CTX's completion
  * count when it last read the context's ring: reap, and sleep until a
@@ -938,22 +921,19 @@ int aio_uring_wait(struct kioctx *ctx, uint32_t seq, int64_t deadline, unsigned 
 	struct io_uring_getevents_arg arg;
 	struct __kernel_timespec ts;
 	struct timespec rel;
-	struct ring_wait w = { .ctx = ctx, .outer_slot = t_slot };
-	int ret = 0;
+	int ret = 0, outer_slot = t_slot, slot;
 	sigset_t old;
 	long r;
 
 	uipc_crit_enter();               /* a handler's wait takes a slot of its own */
-	w.slot = sleeper_come();
-	t_slot = w.slot;
-	if (w.slot >= 0) {
-		reaper_enter();
-		atomic_fetch_add(&ctx->ring_waiters, 1);
-		waiting_for = ctx;
-	}
+	slot = sleeper_come();
+	t_slot = slot;
 	uipc_crit_exit();
-	if (w.slot < 0)
+	if (slot < 0)
 		return aio_wait_seq(ctx, seq, NULL, 0, deadline, hand0, cont0);
+	reaper_enter();
+	atomic_fetch_add(&ctx->ring_waiters, 1);
+	waiting_for = ctx;
 	if (cq_nonempty())
 		reap();
 	if (atomic_load(&ctx->seq) != seq)
@@ -979,16 +959,19 @@ int aio_uring_wait(struct kioctx *ctx, uint32_t seq, int64_t deadline, unsigned 
 		waitable = false;        /* the ring refuses to be waited on: the futex from now on */
 	/* awake: the nudges it reaps now may be owed to the others */
 	uipc_crit_enter();
-	sleeper_go(w.slot);
-	w.slot = -1;
-	t_slot = -1;
+	sleeper_go(slot);
+	slot = t_slot = -1;
 	uipc_crit_exit();
 	if (cq_nonempty())
 		reap();
 out:
 	uipc_crit_enter();
-	ring_wait_give_back(&w);
+	sleeper_go(slot);
+	t_slot = outer_slot;
 	uipc_crit_exit();
+	waiting_for = NULL;
+	atomic_fetch_sub(&ctx->ring_waiters, 1);
+	reaper_leave();
 	return ret;
 }
 

@@ -437,25 +437,32 @@ static int complexmode_enter(struct ns *ns, struct sem_array *sma)
 	return 0;
 }
 
-static void complexmode_tryleave(struct ns *ns, struct sem_array *sma)
+/*
+ * (array lock held) Count the array lock's mode down; true: this section
+ * ends it, and its caller gives the semaphores back to their own locks
+ * once the section has committed (sem_unlock).
+ */
+static bool complexmode_tryleave(struct ns *ns, struct sem_array *sma)
 {
 	int g = atomic_load(&sma->use_global_lock);
 
 	if (sma->complex_count)
-		return;
-	if (g == 1) {
-		int n = sem_count(ns, sma);
-
-		for (int i = 0; i < n; i++) {
-			struct sem *s = &sma->sems[i];
-
-			if (!sem_has_waiters(s))
-				set_word(ns, s, atomic_load(&s->word) & ~W_SLOW);
-		}
-		J_SET(ns, *(int32_t *)&sma->use_global_lock, 0);
-	} else if (g > 1) {
+		return false;
+	if (g == 1)
+		return true;
+	if (g > 1)
 		J_SET(ns, *(int32_t *)&sma->use_global_lock, g - 1);
-	}
+	return false;
+}
+
+/* (S's lock held, its section committed) let lock-free operations at S's
+ * word again: nobody else changes a word whose SLOW bit is set */
+static void word_clear_slow(struct sem *s)
+{
+	uint64_t w = atomic_load(&s->word);
+
+	while ((w & W_SLOW) && !atomic_compare_exchange_weak(&s->word, &w, w & ~W_SLOW))
+		;
 }
 
 /* Move sleeping single alter ops back to their semaphores (kernel order). */
@@ -561,17 +568,37 @@ static int sem_lock(struct ns *ns, struct sem_array *sma, struct sembuf *sops, i
 	return lock_one_sem(ns, sma, sops->sem_num, true);
 }
 
+/*
+ * What lets others in without our lock (use_global_lock 0: the semaphores'
+ * own locks; a clear SLOW bit: lock-free operations) is stored only after
+ * the section has committed.  Stored before, it let them commit changes to
+ * words that the section's rollback then overwrote with the words it had
+ * journaled, if we were killed before our commit: a semop taken under a
+ * semaphore's lock, or made lock-free, was lost while its SEM_UNDO
+ * adjustment stayed (the chaos tests' extra token).  Killed between the
+ * commit and these stores, we leave the array lock's mode or a SLOW bit
+ * on, which is safe: the next section on the array lock ends the mode, the
+ * semaphore's next locked operation clears its bit.  The mode's end leaves
+ * every SLOW bit set for the same reason (clearing one while a semaphore's
+ * own locker may already be in would let lock-free operations race it):
+ * each semaphore's next operation clears its own, under its lock.
+ */
 static void sem_unlock(struct ns *ns, struct sem_array *sma, int locknum)
 {
 	if (locknum == SEM_GLOBAL_LOCK) {
 		unmerge_queues(ns, sma);
-		complexmode_tryleave(ns, sma);
+		if (complexmode_tryleave(ns, sma)) {
+			ulock_commit(ns, &sma->glock);
+			atomic_store_explicit(&sma->use_global_lock, 0, memory_order_release);
+		}
 		ulock_release(ns, &sma->glock);
 	} else {
 		struct sem *s = &sma->sems[locknum];
 
-		if (!sem_has_waiters(s) && !atomic_load(&sma->use_global_lock))
-			set_word(ns, s, atomic_load(&s->word) & ~W_SLOW);
+		if (!sem_has_waiters(s) && !atomic_load(&sma->use_global_lock)) {
+			ulock_commit(ns, &s->lock);
+			word_clear_slow(s);
+		}
 		ulock_release(ns, &s->lock);
 	}
 }

@@ -258,6 +258,27 @@ static inline struct sem_undo *un_at(struct ns *ns, uoff_t off)
 	return un_at_n(ns, off, &n);
 }
 
+/*
+ * Mark undo entry U spent (semid -1) when the array lock's current section
+ * commits, not before: the mark is read under the entry's process lock
+ * (prune_undo frees spent entries), which does not wait for the array
+ * lock's recovery.  Seen before the commit of a section whose holder was
+ * then killed, it let a reaper free an entry that the rollback put back
+ * on the array's list, its adjustment never applied.  (semid shares an
+ * aligned 8-byte word with proc, which does not change.)
+ */
+_Static_assert(offsetof(struct sem_undo, proc) % 8 == 0 &&
+	       offsetof(struct sem_undo, semid) == offsetof(struct sem_undo, proc) + 4,
+	       "sem_undo: proc and semid must share an 8-byte word");
+
+static void un_mark_spent_at_commit(struct ns *ns, struct sem_undo *u)
+{
+	uint64_t w = (uint64_t)__atomic_load_n(&u->proc, __ATOMIC_RELAXED) |
+		     ((uint64_t)(uint32_t)-1 << 32);
+
+	j_store_at_commit(ns, (uint64_t *)(void *)&u->proc, w);
+}
+
 /* an undo entry's adjustment count, read once and checked against the
  * arena (0 if it does not fit) */
 static int un_count(struct ns *ns, struct sem_undo *u)
@@ -2913,7 +2934,7 @@ static void freeary(struct ns *ns, struct sem_array *sma, struct wake_q *wq)
 		if (!u)
 			break;
 		o = u->id_next;
-		J_SET(ns, u->semid, -1);
+		un_mark_spent_at_commit(ns, u);
 		J_SET(ns, u->in_array, 0u);
 	}
 	J_SET(ns, sma->undo_list, (uoff_t)0);
@@ -3117,7 +3138,7 @@ void sem_exit_proc(struct ns *ns, struct uproc *p)
 				}
 				do_smart_update(ns, sma, NULL, 0, 1, &wq);
 			}
-			J_SET(ns, un->semid, -1);
+			un_mark_spent_at_commit(ns, un);
 			sem_unlock(ns, sma, locknum);
 			wake_up_q(ns, &wq, sma);
 		} else {

@@ -1161,7 +1161,14 @@ static struct uthread *register_thread(struct ns *ns)
 	t->pid = cur_pid();
 	t->proc = pidx;
 	t->depth = 0;
-	memset(t->frames, 0, sizeof(t->frames));
+	/* idle frames (claim_slot takes no slot whose frames are busy); each
+	 * keeps its overflow chunks, which are never freed: zeroed, they were
+	 * lost to the arena at every new thread in the slot */
+	for (int i = 0; i < JDEPTH; i++) {
+		atomic_store(&t->frames[i].lock, 0);
+		atomic_store(&t->frames[i].n, 0);
+		atomic_store(&t->frames[i].committed, 0);
+	}
 	a = alias_attach(ns, t, (uint32_t)idx, tid);
 	if (!a) {
 		atomic_store(&t->state, SLOT_WORD_GEN(SLOT_GEN(claimed), 0, SLOT_FREE));

@@ -22,11 +22,11 @@ UNIT_PROGS := \
 	$(UNIT_DIR)/ns_fault \
 	$(UNIT_DIR)/lock_hostile $(UNIT_DIR)/hostile \
 	$(UNIT_DIR)/proc_reclaim $(UNIT_DIR)/crash_fork \
-	$(UNIT_DIR)/key_table
+	$(UNIT_DIR)/key_table $(UNIT_DIR)/thread_slot_reuse
 TEST_PROGS += $(UNIT_PROGS)
 
 $(UNIT_DIR)/%: tests/unit/%.c | $(UNIT_DIR)
-	$(CC) $(TESTCFLAGS) $< -o $@ -ldl
+	$(CC) $(TESTCFLAGS) $< -o $@ -ldl -lpthread
 
 $(UNIT_DIR):
 	mkdir -p $@
@@ -48,4 +48,4 @@ $(UNIT_DIR)/hostile: tests/unit/hostile.c tests/unit/hostile_mirror.h core/layou
 	$(CC) $(TESTCFLAGS) -I. $< -o $@ -ldl
 
 # ok() from tap.h
-$(UNIT_DIR)/ns_free $(UNIT_DIR)/ns_many: tests/unit/tap.h
+$(UNIT_DIR)/ns_free $(UNIT_DIR)/ns_many $(UNIT_DIR)/thread_slot_reuse: tests/unit/tap.h

@@ -1317,6 +1317,32 @@ bool proc_is_dead(struct ns *ns, struct uproc *p)
 	}
 }
 
+/*
+ * Is the reaper a dead process's slot names (thread id R) still at work?
+ * A reaper is a thread registered here, so a live one has a live thread
+ * slot with its id.  kill() alone is not enough: once the pids have gone
+ * round, a killed reaper's id may belong to a thread of any other
+ * process, and the dead process would then never be reaped.  (A rare
+ * look, at a slot another reaper holds: a walk of the thread slots.)
+ */
+static bool reaper_alive(struct ns *ns, int32_t r)
+{
+	uint32_t top = atomic_load(&ns->hdr->threads_hwm);
+
+	if (kill(r, 0) < 0 && errno == ESRCH)
+		return false;
+	if (top > MAX_THREADS)
+		top = MAX_THREADS;
+	for (uint32_t i = 0; i < top; i++) {
+		struct uthread *t = thread_at(ns, i);
+		uint64_t w = t ? atomic_load(&t->state) : 0;
+
+		if (SLOT_STATE(w) == SLOT_LIVE && SLOT_ID(w) == r && alive_word_says_alive(t, w))
+			return true;
+	}
+	return false;
+}
+
 /* The exit work of a process that died without doing it (SIGKILL): true
  * if this call did it (false: not dead, or another reaper is at it). */
 bool proc_reap(struct ns *ns, struct uproc *p)
@@ -1324,7 +1350,8 @@ bool proc_reap(struct ns *ns, struct uproc *p)
 	uint64_t w = atomic_load(&p->state);
 	int32_t me = (int32_t)cur_tid(), r;
 
-	if (p == cur_proc(ns))
+	/* a reaper has a live thread slot here all along (reaper_alive) */
+	if (p == cur_proc(ns) || !cur_thread(ns))
 		return false;
 	/*
 	 * One reaper per dead process: the state word becomes (reaper tid,
@@ -1339,7 +1366,7 @@ bool proc_reap(struct ns *ns, struct uproc *p)
 			return false;
 	} else if (SLOT_STATE(w) == SLOT_DEAD) {
 		r = SLOT_ID(w);
-		if (r == me || (r != 0 && !(kill(r, 0) < 0 && errno == ESRCH)))
+		if (r == me || (r != 0 && reaper_alive(ns, r)))
 			return false;
 	} else {
 		return false;

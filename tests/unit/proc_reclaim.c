@@ -10,6 +10,11 @@
  * register and exit normally.  Afterwards no process slot is still taken
  * by a process that no longer exists, and the killed children's SEM_UNDO
  * adjustments were applied (the semaphore is back at its value).
+ *
+ * Then one more killed child's slot is made to name, as its reaper, a
+ * thread id that a live process outside the namespace has (pid 1): what a
+ * reaper killed in its work leaves once the pids have gone round.  Its
+ * SEM_UNDO must still be applied: the slot is taken over.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -85,6 +90,32 @@ static int leaked_slots(const char *path, int *hwm)
 	return n;
 }
 
+/* the LIVE slot of process PID set to DEAD with reaper thread id REAPER
+ * (through our own mapping of the file: no IPC call, which could reap it
+ * first); 0, or -1 if no such slot */
+static int name_reaper(const char *path, pid_t pid, int32_t reaper)
+{
+	struct stat st;
+	struct uipc_hdr *h;
+	int fd = open(path, O_RDWR), r = -1;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return -1;
+	h = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (h == MAP_FAILED)
+		return -1;
+	for (uint32_t i = 0; i < atomic_load(&h->procs_hwm) && i < MAX_PROCS && r; i++) {
+		struct uproc *p = (struct uproc *)((char *)h + h->procs + (uint64_t)i * sizeof(*p));
+		uint64_t w = SLOT_WORD(pid, SLOT_LIVE);
+
+		if (atomic_compare_exchange_strong(&p->state, &w, SLOT_WORD(reaper, SLOT_DEAD)))
+			r = 0;
+	}
+	munmap(h, (size_t)st.st_size);
+	return r;
+}
+
 int main(void)
 {
 	const char *d = getenv("UIPC_DIR"), *name = getenv("UIPC_NS");
@@ -98,7 +129,7 @@ int main(void)
 		return 1;
 	}
 	snprintf(path, sizeof path, "%s/uipc-%u-%s", d, (unsigned)getuid(), name);
-	printf("1..3\n");
+	printf("1..5\n");
 	for (int i = 0; i < KILLED; i++) {
 		int st;
 		pid_t p = child(true, i % 2);
@@ -119,6 +150,19 @@ int main(void)
 	val = semctl(semid, 0, GETVAL);
 	printf("%s 3 - the killed children's SEM_UNDO adjustments were applied (value %d)\n",
 	       val == 0 ? "ok" : "not ok", val);
+	{
+		int st, named;
+		pid_t p = child(true, true);
+
+		bad += p < 0 || waitpid(p, &st, 0) != p || !WIFSIGNALED(st);
+		named = name_reaper(path, p, 1);
+		printf("%s 4 - a killed child's slot names a reaper whose thread id a live process outside has\n",
+		       named == 0 ? "ok" : "not ok");
+		val = semctl(semid, 0, GETVAL);
+		printf("%s 5 - its SEM_UNDO adjustment was applied all the same (value %d)\n",
+		       val == 0 ? "ok" : "not ok", val);
+		bad += named != 0;
+	}
 	semctl(semid, 0, IPC_RMID);
 	return bad || leaked || val ? 1 : 0;
 }

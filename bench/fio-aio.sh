@@ -26,11 +26,14 @@ dir=$(mktemp -d /dev/shm/uipc-fiobench.XXXXXX)
 ns=$(mktemp -d /dev/shm/uipc-fiobench-ns.XXXXXX)
 trap 'rm -rf "$dir" "$ns"' EXIT
 
-# iops SIDE NUMJOBS: total IOPS of one run
+# iops SIDE NUMJOBS: total IOPS of one run.  Every run makes the same
+# number of I/Os (LOOPS x 8 jobs' worth): fio counts the runtime in whole
+# milliseconds, and one job's LOOPS alone took 17 ms here, which gave both
+# sides the same quantized figure.
 iops() {
 	local cmd=(fio --output-format=json --name=seed001 --ioengine=libaio --directory="$dir"
 		   --rw=randrw --size=256k --bs=1k --iodepth=1 --thread --numjobs="$2"
-		   --loops="$loops" --group_reporting)
+		   --loops=$((loops * 8 / $2)) --group_reporting)
 	if [ "$1" = uipc ]; then cmd=(env UIPC_DIR="$ns" "$uipc" run -- "${cmd[@]}"); fi
 	"${cmd[@]}" 2>/dev/null | python3 -c '
 import json, sys

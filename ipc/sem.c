@@ -957,7 +957,9 @@ static bool q_undo_spent(struct ns *ns, struct sem_array *sma, struct semq *q)
 	if (!q->undo)
 		return false;
 	u = un_at(ns, q->undo);
-	return !u || u->semid != sma->perm.id || !u->in_array;
+	/* (an entry freed since may be another process's now, even for the
+	 * same array: it must still be the sleeper's process's) */
+	return !u || u->semid != sma->perm.id || !u->in_array || u->proc != q->proc;
 }
 
 static bool q_sleeper_gone(struct ns *ns, struct sem_array *sma, struct semq *q,

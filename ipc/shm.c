@@ -1284,26 +1284,42 @@ static int shm_account(struct ns *ns, int id, uint64_t gen, uint32_t proc, int p
 	 * with the detach in the segment's frame, a death between the two
 	 * releases left a segment marked for removal, unattached, in the table
 	 * for ever.  Until the ids section is recovered, callers that take the
-	 * segment lock alone see it removed and store nothing into it.
+	 * segment lock alone must see it removed and store nothing into it:
+	 * so it is marked removed before anything else is stored.  (Marked
+	 * last, as ipc_rmid does, a death after the attachment record's
+	 * removal let a shmat take the segment lock over, count itself into
+	 * the record's place and commit; the ids rollback then brought the
+	 * record count back: nattch one more than the records, and a segment
+	 * marked for removal never destroyed.)
 	 */
 	{
 		struct jframe *prev = NULL;
 		bool redirect = !opens && closes &&
 				detach_destroys(ns, shp, proc, closes == UINT32_MAX ? 0 : closes);
+		bool destroyed = false;
 
-		if (redirect)
+		if (redirect) {
 			prev = j_target(ns, &ns->hdr->ids[IPC_SHM_IDS].lock);
+			J_SET(ns, shp->perm.deleted, 1u);
+		}
 		if (closes)
 			got = att_del(ns, shp, proc, closes == UINT32_MAX ? 0 : closes);
-		if (!opens && !closes && shm_may_destroy(ns, shp))
+		if (!opens && !closes && shm_may_destroy(ns, shp)) {
 			shm_destroy(ns, shp, &rf);
+			destroyed = true;
+		}
 		if (got) {
 			J_SET(ns, shp->lpid, (int32_t)pid);
 			J_SET(ns, shp->dtime, ipc_now());
 			J_SET(ns, shp->nattch, shp->nattch >= got ? shp->nattch - got : 0);
-			if (shm_may_destroy(ns, shp))
+			if (shm_may_destroy(ns, shp)) {
 				shm_destroy(ns, shp, &rf);
+				destroyed = true;
+			}
 		}
+		/* (not destroyed after all: a count the arena's writers changed) */
+		if (redirect && !destroyed)
+			J_SET(ns, shp->perm.deleted, 0u);
 		if (redirect)
 			j_target_restore(prev);
 	}

@@ -1,0 +1,8 @@
+#!/bin/bash
+# tests/unit-crash-shm-cross.t - SIGKILL at every failpoint of a segment's
+# last detach, with another process attaching before the ids lock is
+# recovered (tests/unit/crash_shm_cross.c), in a fresh namespace removed
+# afterwards.
+. "$(dirname "$0")/unit/unit.sh"
+unit_setup crash_shm_cross
+UIPC_DIR=$dir UIPC_NS=shmcross LD_PRELOAD=$lib timeout 300 "$prog"

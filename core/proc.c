@@ -1388,7 +1388,14 @@ bool proc_reap(struct ns *ns, struct uproc *p)
 			alive_word_wake_all(aw, __atomic_load_n(aw, __ATOMIC_ACQUIRE));
 	}
 	run_exit_hooks(ns, p);
-	atomic_store(&p->state, SLOT_WORD(0, SLOT_FREE));
+	{
+		/* free only if the slot is still ours: a reaper that took our
+		 * place (it judged us gone) may hold it, or have freed it for
+		 * a new process already */
+		uint64_t ours = SLOT_WORD(me, SLOT_DEAD);
+
+		atomic_compare_exchange_strong(&p->state, &ours, SLOT_WORD(0, SLOT_FREE));
+	}
 	return true;
 }
 

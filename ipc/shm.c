@@ -1317,11 +1317,12 @@ static int shm_account(struct ns *ns, int id, uint64_t gen, uint32_t proc, int p
 				destroyed = true;
 			}
 		}
-		/* (not destroyed after all: a count the arena's writers changed) */
-		if (redirect && !destroyed)
-			J_SET(ns, shp->perm.deleted, 0u);
-		if (redirect)
+		if (redirect) {
+			/* (not destroyed after all: a count the arena's writers changed) */
+			if (!destroyed)
+				J_SET(ns, shp->perm.deleted, 0u);
 			j_target_restore(prev);
+		}
 	}
 	unlock_both(ns, shp);
 	release_file(ns, &rf);

@@ -167,13 +167,12 @@ static int trial(const char *self, int w, int n)
 	struct sembuf both[2] = { { 1, 1, 0 }, { 1, -1, 0 } };
 	int id = semget(IPC_PRIVATE, 2, 0600), shmid = -1, st;
 	struct helper h;
-	char what[64];
+	const char *what = wname[w];
 
 	if (id < 0 || semctl(id, 0, SETVAL, TOKENS) < 0) {
 		check(0, "set-up: semget/SETVAL failed", n);
 		return 0;
 	}
-	snprintf(what, sizeof what, "%s", wname[w]);
 	if (w == W_REAP) {
 		struct shmid_ds ds;
 		struct shm_info si;

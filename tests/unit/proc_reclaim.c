@@ -65,18 +65,33 @@ static pid_t child(bool killed, bool undo)
 	return p;
 }
 
+/* the namespace file at PATH mapped (writable if WRITE), its size in
+ * *LEN; NULL if it cannot be */
+static struct uipc_hdr *map_ns(const char *path, bool write, size_t *len)
+{
+	struct stat st;
+	void *h;
+	int fd = open(path, write ? O_RDWR : O_RDONLY);
+
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	*len = (size_t)st.st_size;
+	h = mmap(NULL, *len, PROT_READ | (write ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
+	close(fd);
+	return h == MAP_FAILED ? NULL : h;
+}
+
 /* slots still LIVE whose process no longer exists */
 static int leaked_slots(const char *path, int *hwm)
 {
-	struct stat st;
-	struct uipc_hdr *h;
-	int fd = open(path, O_RDONLY), n = 0;
+	size_t len;
+	struct uipc_hdr *h = map_ns(path, false, &len);
+	int n = 0;
 
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return -1;
-	h = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (h == MAP_FAILED)
+	if (!h)
 		return -1;
 	*hwm = (int)atomic_load(&h->procs_hwm);
 	for (uint32_t i = 0; i < atomic_load(&h->procs_hwm) && i < MAX_PROCS; i++) {
@@ -86,7 +101,7 @@ static int leaked_slots(const char *path, int *hwm)
 		if (SLOT_STATE(w) == SLOT_LIVE && kill(SLOT_ID(w), 0) < 0 && errno == ESRCH)
 			n++;
 	}
-	munmap(h, (size_t)st.st_size);
+	munmap(h, len);
 	return n;
 }
 
@@ -95,15 +110,11 @@ static int leaked_slots(const char *path, int *hwm)
  * first); 0, or -1 if no such slot */
 static int name_reaper(const char *path, pid_t pid, int32_t reaper)
 {
-	struct stat st;
-	struct uipc_hdr *h;
-	int fd = open(path, O_RDWR), r = -1;
+	size_t len;
+	struct uipc_hdr *h = map_ns(path, true, &len);
+	int r = -1;
 
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return -1;
-	h = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (h == MAP_FAILED)
+	if (!h)
 		return -1;
 	for (uint32_t i = 0; i < atomic_load(&h->procs_hwm) && i < MAX_PROCS && r; i++) {
 		struct uproc *p = (struct uproc *)((char *)h + h->procs + (uint64_t)i * sizeof(*p));
@@ -112,7 +123,7 @@ static int name_reaper(const char *path, pid_t pid, int32_t reaper)
 		if (atomic_compare_exchange_strong(&p->state, &w, SLOT_WORD(reaper, SLOT_DEAD)))
 			r = 0;
 	}
-	munmap(h, (size_t)st.st_size);
+	munmap(h, len);
 	return r;
 }
 

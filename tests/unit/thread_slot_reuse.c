@@ -12,14 +12,10 @@
 #include <sys/sem.h>
 
 #include "tap.h"
+#include "uipc.h"
 
 #define NSEMS   600
 #define ROUNDS  40
-
-struct uipc_ns_stats {
-	unsigned long long arena_size, arena_used, sem_array_bytes, sem_bytes;
-	int extended;
-};
 
 static int semid;
 static unsigned short vals[NSEMS];

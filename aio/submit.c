@@ -62,6 +62,13 @@ static bool get_reqs_available(struct kioctx *ctx)
  * left out: refused without O_DIRECT) */
 #define RWF_KNOWN 0x1b7
 
+static bool is_dir(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 /* tmpfs and ramfs: RWF_NOWAIT is refused there but nothing waits */
 static bool on_memfs(int fd)
 {
@@ -263,6 +270,10 @@ static int issue_rw(struct aio_kiocb *req, int fd, int fl, int64_t total)
 	req->fd = -1;
 	if (n == -ESPIPE && !req->done)
 		return issue_stream(req, fd, fl, total);
+	/* a directory's read (generic_read_dir): the file has no read_iter,
+	 * which the kernel's aio_read refuses at submission */
+	if (n == -EISDIR && !req->done)
+		return -EINVAL;
 	if (refuse || (blocking && n == -EOPNOTSUPP))
 		return -EOPNOTSUPP;
 	/* final: the whole count, a blocking call's short count (end of
@@ -273,6 +284,8 @@ static int issue_rw(struct aio_kiocb *req, int fd, int fl, int64_t total)
 		aio_complete(req, n, 0);
 		return 0;
 	}
+	if (n == -EOPNOTSUPP && !req->done && is_dir(fd))
+		return -EINVAL;         /* a directory on a disk: as above */
 	req->done = n > 0 ? n : 0;       /* the rest, blocking, in a worker */
 	return queue_req(req, fd, fl);
 }
@@ -356,6 +369,8 @@ static int aio_rw(struct aio_kiocb *req, const struct iocb *cb, int fd, int fl, 
 	if (write ? acc == O_RDONLY : acc == O_WRONLY)
 		return -EBADF;
 	err = import_iov(req, cb, vectored, &total);
+	if (err == -EFAULT && !write && is_dir(fd))
+		return -EINVAL;         /* no read_iter: refused before the iovecs */
 	if (err)
 		return err;
 	if (req->pos < 0 || req->pos + total < req->pos)     /* rw_verify_area */

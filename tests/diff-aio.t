@@ -31,4 +31,4 @@ dt_run_kernel() {
 	echo "the machine's fs.aio-nr never read 0 around the run: other programs hold AIO contexts" >>"$out"
 }
 
-dt_run_programs "aio_setup aio_submit aio_events aio_sys aio_sysctl aio_stream aio_depth aio_poll"
+dt_run_programs "aio_setup aio_submit aio_events aio_sys aio_sysctl aio_stream aio_depth aio_poll aio_fdcache"

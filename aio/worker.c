@@ -81,13 +81,13 @@ int64_t aio_do_io_once(struct aio_kiocb *req, int extra_flags)
 	}
 	/* -1: the file's own position, all a pipe or socket has */
 	pos = req->stream ? -1 : req->pos + req->done;
-	if (req->opcode == IOCB_CMD_PREAD || req->opcode == IOCB_CMD_PREADV)
-		n = preadv2(req->fd, iov, cnt, pos, flags);
-	else
-		n = pwritev2(req->fd, iov, cnt, pos, flags);
-	if (n < 0)
-		n = -errno;
-	free(heap);
+	/* straight to the kernel: libc's wrappers are cancellation points,
+	 * and io_submit is not one (the position's high half is 0 on a
+	 * 64-bit system, -1 included) */
+	n = sys_raw6(req->opcode == IOCB_CMD_PREAD || req->opcode == IOCB_CMD_PREADV ?
+		     SYS_preadv2 : SYS_pwritev2, req->fd, (long)iov, cnt, (long)pos, 0, flags);
+	if (heap)
+		free(heap);
 	return n;
 }
 

@@ -202,6 +202,10 @@ UIPC_HIDDEN void aio_uring_fork_child(void);
  * the lowest of them >= LO, or INT_MAX */
 UIPC_HIDDEN bool aio_fd_guarded(int fd);
 UIPC_HIDDEN int aio_fd_next_guarded(unsigned lo);
+/* FD (or FIRST..LAST) is being closed or replaced: what submit.c knows of
+ * the file it named is forgotten (entry/'s close, dup2, dup3, close_range) */
+UIPC_HIDDEN void aio_fd_forget(int fd);
+UIPC_HIDDEN void aio_fd_forget_range(unsigned first, unsigned last);
 /* a detached thread running FN(ARG), every signal blocked.  0 or -errno. */
 UIPC_HIDDEN int aio_start_thread(void *(*fn)(void *), void *arg);
 UIPC_HIDDEN void aio_req_free(struct aio_kiocb *req);

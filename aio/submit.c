@@ -80,26 +80,58 @@ static bool on_memfs(int fd)
 
 /*
  * Descriptors found on tmpfs, so that their requests skip the RWF_NOWAIT
- * try and the fstatfs.  The number may name another file later: then a
- * buffered request runs inline, blocking, which is what the kernel itself
- * does with buffered I/O (O_DIRECT is told by the flags, not this cache,
- * and RWF_NOWAIT requests do not use it); a check every 256 uses brings
- * such a descriptor back to the workers.
+ * try and the fstatfs, and the flags F_GETFL last gave for each, so that
+ * a plain read or write on one skips that call too (submit_memfs_fast).
+ * The number may name another file later: then a buffered request runs
+ * inline, blocking, which is what the kernel itself does with buffered
+ * I/O (O_DIRECT is told by the flags, read again by every request that
+ * does not run on the cache, and RWF_NOWAIT requests do not use it); a
+ * check every 256 uses brings such a descriptor back to the workers.
+ * entry/'s close, dup2, dup3 and close_range forget a number at once
+ * (aio_fd_forget).
  */
 #define FD_CACHE 4096
 static uint8_t fd_memfs[FD_CACHE];
+static uint8_t fd_uses[FD_CACHE];
+static int fd_flags[FD_CACHE];
 
+/* the check is due at one use in 256 (fd_uses wraps to 0) */
 static bool known_memfs(int fd)
 {
-	static uint8_t uses[FD_CACHE];
-
-	return fd < FD_CACHE && fd_memfs[fd] && uses[fd]++ != 0;
+	return fd < FD_CACHE && fd_memfs[fd] && fd_uses[fd]++ != 0;
 }
 
 static void note_memfs(int fd, bool memfs)
 {
 	if (fd < FD_CACHE)
 		fd_memfs[fd] = memfs;
+}
+
+static void note_flags(int fd, int fl)
+{
+	if (fd >= 0 && fd < FD_CACHE)
+		__atomic_store_n(&fd_flags[fd], fl, __ATOMIC_RELAXED);
+}
+
+/* FD's flags when it is known to be on tmpfs and no check is due (the
+ * use is counted by the caller, once the request ran), else -1 */
+static int memfs_flags(int fd)
+{
+	if (fd < 0 || fd >= FD_CACHE || !fd_memfs[fd] || !fd_uses[fd])
+		return -1;
+	return __atomic_load_n(&fd_flags[fd], __ATOMIC_RELAXED);
+}
+
+void aio_fd_forget(int fd)
+{
+	if (fd >= 0 && fd < FD_CACHE && fd_memfs[fd])
+		fd_memfs[fd] = 0;
+}
+
+void aio_fd_forget_range(unsigned first, unsigned last)
+{
+	for (unsigned fd = first; fd <= last && fd < FD_CACHE; fd++)
+		aio_fd_forget((int)fd);
 }
 
 /* ---- issue ---- */
@@ -414,6 +446,7 @@ static int submit_req(struct kioctx *ctx, struct aio_kiocb *req, const struct io
 	int fd = (int)cb->aio_fildes, fl, err;
 
 	fl = fd < 0 ? -1 : fcntl(fd, F_GETFL);
+	note_flags(fd, fl);
 	if (fl < 0 || (fl & O_PATH))
 		return -EBADF;
 	if (cb->aio_flags & IOCB_FLAG_RESFD) {
@@ -440,6 +473,73 @@ static int submit_req(struct kioctx *ctx, struct aio_kiocb *req, const struct io
 	}
 }
 
+/* an error of submit_memfs_fast's call that the general path must decide:
+ * a descriptor not open for the operation, a file without the operation
+ * or without a position, and the errors issue_rw treats apart.  Others
+ * (ENOSPC, EFBIG, EFAULT, EIO, ...) came from the file: the event's, as
+ * the general path would post them, and not met twice (EFBIG's SIGXFSZ). */
+static bool fast_error_undecided(int64_t n)
+{
+	return n == -EBADF || n == -EINVAL || n == -ESPIPE || n == -EOPNOTSUPP ||
+	       n == -EISDIR || n == -EAGAIN || n == -ENXIO;
+}
+
+/*
+ * The common request, a plain pread or pwrite (no flags, no eventfd, no
+ * priority) on a descriptor known to be on tmpfs, whose cached flags let
+ * the operation through: run inline as issue_rw would, but without the
+ * F_GETFL, since the read or write itself tells what the kernel's io_submit
+ * would: a descriptor that is not open, or not for this operation, says
+ * EBADF there.  Anything else, and an error of the call that may say the
+ * file was not reached (fast_error_undecided; such a call moved no byte),
+ * goes back to the general path, which decides everything again in the
+ * kernel's order, the iocb's key as it was.  0 (completed) or 1.
+ */
+static int submit_memfs_fast(struct kioctx *ctx, const struct iocb *cb, struct iocb *user_iocb)
+{
+	/* on the stack: the request ends here, before the call returns */
+	struct aio_kiocb r = { .fd = -1, .borrowed_fd = -1, .resfd = -1, .cancel_fd = -1 };
+	struct aio_kiocb *req = &r;
+	bool wr = cb->aio_lio_opcode == IOCB_CMD_PWRITE;
+	uint64_t len = cb->aio_nbytes < MAX_RW_COUNT ? cb->aio_nbytes : MAX_RW_COUNT;
+	int fd = (int)cb->aio_fildes, fl, acc;
+	uint32_t key = 0, old_key;
+	int64_t n;
+
+	if ((!wr && cb->aio_lio_opcode != IOCB_CMD_PREAD) || cb->aio_flags || cb->aio_rw_flags)
+		return 1;
+	fl = memfs_flags(fd);
+	acc = fl & O_ACCMODE;
+	if (fl < 0 || (fl & (O_PATH | O_DIRECT)) || (wr ? acc == O_RDONLY : acc == O_WRONLY))
+		return 1;
+	if (!user_range_ok(cb->aio_buf, len) || cb->aio_offset < 0 ||
+	    cb->aio_offset + (int64_t)len < cb->aio_offset)
+		return 1;
+	if (uipc_copy_from_user(&old_key, &user_iocb->aio_key, sizeof(key)) ||
+	    uipc_copy_to_user(&user_iocb->aio_key, &key, sizeof(key)))
+		return 1;
+	req->ctx = ctx;
+	req->obj = (uint64_t)(uintptr_t)user_iocb;
+	req->data = cb->aio_data;
+	req->opcode = cb->aio_lio_opcode;
+	req->pos = cb->aio_offset;
+	req->iov = req->iov_inline;
+	req->iov[0].iov_base = (void *)(uintptr_t)cb->aio_buf;
+	req->iov[0].iov_len = len;
+	req->nr_iov = 1;
+	req->fd = fd;
+	n = aio_do_io(req, 0);
+	req->fd = -1;
+	if (n < 0 && fast_error_undecided(n)) {
+		(void)uipc_copy_to_user(&user_iocb->aio_key, &old_key, sizeof(key));
+		return 1;
+	}
+	fd_uses[fd]++;
+	aio_post(req, n, 0);
+	aio_wake(ctx);
+	return 0;
+}
+
 /* io_submit_one: copy the iocb, the checks before a request exists */
 static int io_submit_one(struct kioctx *ctx, struct iocb *user_iocb)
 {
@@ -455,6 +555,8 @@ static int io_submit_one(struct kioctx *ctx, struct iocb *user_iocb)
 		return -EINVAL;
 	if (!get_reqs_available(ctx))
 		return -EAGAIN;
+	if (!submit_memfs_fast(ctx, &cb, user_iocb))
+		return 0;
 	req = aio_pool_alloc(sizeof(*req));
 	if (!req) {
 		atomic_fetch_sub(&ctx->inflight, 1);

@@ -40,6 +40,7 @@ int close(int fd)
 		return -1;
 	}
 	procfs_forget(fd);
+	aio_fd_forget(fd);
 	return real_ ? real_(fd) : (int)sys_syscall(SYS_close, fd);
 }
 
@@ -54,6 +55,7 @@ static int dup_onto_prepare(int oldfd, int newfd)
 	if (unlikely(shm_fd_guarded(newfd)))
 		shm_fd_evict(newfd);
 	procfs_forget(newfd);
+	aio_fd_forget(newfd);
 	return 0;
 }
 
@@ -90,6 +92,8 @@ int dup(int oldfd)
 /* a range is closed around them */
 int close_range(unsigned first, unsigned last, int flags)
 {
+	if (!(flags & CLOSE_RANGE_CLOEXEC))
+		aio_fd_forget_range(first, last);
 	if (flags & CLOSE_RANGE_CLOEXEC)
 		return (int)sys_syscall(SYS_close_range, first, last, flags);
 	for (;;) {

@@ -86,38 +86,49 @@ static bool on_memfs(int fd)
  * inline, blocking, which is what the kernel itself does with buffered
  * I/O (O_DIRECT is told by the flags, read again by every request that
  * does not run on the cache, and RWF_NOWAIT requests do not use it); a
- * check every 256 uses brings such a descriptor back to the workers.
- * entry/'s close, dup2, dup3 and close_range forget a number at once
- * (aio_fd_forget).
+ * thread checks again at one request in MEMFS_CHECK_EVERY, which brings
+ * such a descriptor back to the workers.  entry/'s close, dup2, dup3 and
+ * close_range forget a number at once (aio_fd_forget).  The count is the
+ * thread's: one kept per descriptor, in bytes side by side, was written
+ * by every request of every thread, and the threads of fio's job with a
+ * descriptor each spent a third of uipc's time passing its line around.
  */
 #define FD_CACHE 4096
+#define MEMFS_CHECK_EVERY 251   /* prime: a round of descriptors skips none */
 static uint8_t fd_memfs[FD_CACHE];
-static uint8_t fd_uses[FD_CACHE];
 static int fd_flags[FD_CACHE];
+static __thread unsigned memfs_runs;    /* requests before the next check */
 
-/* the check is due at one use in 256 (fd_uses wraps to 0) */
+/* FD was on tmpfs at its last check, and this request is not a check */
 static bool known_memfs(int fd)
 {
-	return fd < FD_CACHE && fd_memfs[fd] && fd_uses[fd]++ != 0;
+	if (fd >= FD_CACHE || !fd_memfs[fd])
+		return false;
+	if (memfs_runs) {
+		memfs_runs--;
+		return true;
+	}
+	memfs_runs = MEMFS_CHECK_EVERY - 1;
+	return false;
 }
 
 static void note_memfs(int fd, bool memfs)
 {
-	if (fd < FD_CACHE)
+	if (fd < FD_CACHE && fd_memfs[fd] != memfs)
 		fd_memfs[fd] = memfs;
 }
 
 static void note_flags(int fd, int fl)
 {
-	if (fd >= 0 && fd < FD_CACHE)
+	if (fd >= 0 && fd < FD_CACHE && __atomic_load_n(&fd_flags[fd], __ATOMIC_RELAXED) != fl)
 		__atomic_store_n(&fd_flags[fd], fl, __ATOMIC_RELAXED);
 }
 
 /* FD's flags when it is known to be on tmpfs and no check is due (the
- * use is counted by the caller, once the request ran), else -1 */
+ * caller counts the request, memfs_runs, once it ran), else -1 */
 static int memfs_flags(int fd)
 {
-	if (fd < 0 || fd >= FD_CACHE || !fd_memfs[fd] || !fd_uses[fd])
+	if (fd < 0 || fd >= FD_CACHE || !fd_memfs[fd] || !memfs_runs)
 		return -1;
 	return __atomic_load_n(&fd_flags[fd], __ATOMIC_RELAXED);
 }
@@ -534,7 +545,7 @@ static int submit_memfs_fast(struct kioctx *ctx, const struct iocb *cb, struct i
 		(void)uipc_copy_to_user(&user_iocb->aio_key, &old_key, sizeof(key));
 		return 1;
 	}
-	fd_uses[fd]++;
+	memfs_runs--;
 	aio_post(req, n, 0);
 	aio_wake(ctx);
 	return 0;

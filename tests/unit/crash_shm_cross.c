@@ -1,19 +1,27 @@
 /*
  * crash_shm_cross.c - SIGKILL a process at every journaled store and commit
- * point of a segment's last detach (shmat, IPC_RMID, shmdt: the detach
- * destroys the segment), then let another process attach and detach the
- * segment before anyone takes the shm ids lock, whose section the
- * destroying detach journals into (see shm_account).  The other's shmat
- * takes the segment lock alone: it must find the segment removed, or
- * whole, never count itself into a half-made detach.  Afterwards the
- * segment is gone and the namespace checks clean (nattch equals the
- * attachment records).  crash_shm.c checks what the next locker finds;
- * this checks what a process that takes another lock of the same section
- * may do first (crash_sem_cross.c does the same for semaphores).
+ * point of a shared memory workload, then let another process act on the
+ * segment before anyone takes the shm ids lock, in whose frame the victim
+ * may have left a section half done: the other process takes the segment
+ * lock alone (shmat, SHM_LOCK, SHM_STAT_ANY), so the recovery of the ids
+ * section comes after what it did, and must neither undo it nor leave it
+ * counted in nothing.  crash_shm.c checks what the next locker finds; this
+ * checks what a process that takes another lock of the same section may do
+ * first (crash_sem_cross.c does the same for semaphores).  The workloads,
+ * each under every failpoint:
  *
- * Run under uipc (the .t sets LD_PRELOAD and a fresh UIPC_DIR).  Prints TAP.
+ *   detach: shmat, IPC_RMID, shmdt (the detach destroys the segment and
+ *           journals into the ids lock's frame: shm_account); then another
+ *           attaches and detaches.  It must find the segment removed, or
+ *           whole, never count itself into a half-made detach: afterwards
+ *           the segment is gone and nattch equals the attachment records.
+ *
+ * Usage: crash_shm_cross [WORKLOAD...] (all by default).  Run under uipc
+ * (the .t sets LD_PRELOAD and a fresh UIPC_DIR).  Prints TAP.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +31,86 @@
 
 #include "crashkit.h"
 
-static int workload(int s)
+#ifndef SHM_STAT_ANY
+#define SHM_STAT_ANY 15
+#endif
+/* SHM_STAT_ANY looks this far for segments (the ids of a namespace with
+ * one segment at a time cycle within 64, or 4096 in an extended one) */
+#define SCAN 4096
+
+struct workload {
+	const char *name;
+	/* the victim's calls (ARG: what its trial passed), its exit status */
+	int (*victim)(int arg);
+	/* one trial at failpoint N (ROUND: its number in the run): the
+	 * victim's wait status, -1 when the set-up failed */
+	int (*trial)(const struct workload *w, int n, int round);
+	/* a sysctl the workload runs under (NULL: none), and its default */
+	const char *sysctl, *on, *off;
+};
+
+/* the victim's run, re-executed with failpoint N armed: its wait status */
+static int run_victim(const struct workload *w, int arg, int n)
+{
+	char as[16];
+	pid_t v = fork();
+	int st = -1;
+
+	if (v == 0) {
+		ck_arm(n);
+		snprintf(as, sizeof as, "%d", arg);
+		execl("/proc/self/exe", "crash_shm_cross", "victim", w->name, as, (char *)NULL);
+		_exit(127);
+	}
+	waitpid(v, &st, 0);
+	return st;
+}
+
+/* record a check of workload W, named after it */
+static void wcheck(const struct workload *w, int cond, const char *what, int n)
+{
+	char why[256];
+
+	snprintf(why, sizeof why, "%s: %s", w->name, what);
+	check(cond, why, n);
+}
+
+/* the segment is gone (IPC_STAT fails with EINVAL or EIDRM) */
+static void check_gone(const struct workload *w, int s, int n)
+{
+	struct shmid_ds ds;
+	char why[200];
+
+	if (shmctl(s, IPC_STAT, &ds) == 0) {
+		snprintf(why, sizeof why, "segment %d still there: nattch %lu mode %#o", s,
+			 (unsigned long)ds.shm_nattch, (unsigned)ds.shm_perm.mode);
+		wcheck(w, 0, why, n);
+	} else {
+		wcheck(w, errno == EINVAL || errno == EIDRM, "IPC_STAT of a gone segment: not EINVAL",
+		       n);
+	}
+}
+
+/* every segment left in the namespace removed; how many there were */
+static int remove_all(void)
+{
+	struct shmid_ds ds;
+	int left = 0;
+
+	for (int i = 0; i < SCAN; i++) {
+		int id = shmctl(i, SHM_STAT_ANY, &ds);
+
+		if (id >= 0) {
+			shmctl(id, IPC_RMID, NULL);
+			left++;
+		}
+	}
+	return left;
+}
+
+/* ---- detach ---- */
+
+static int victim_detach(int s)
 {
 	char *p = shmat(s, NULL, 0);
 
@@ -35,54 +122,72 @@ static int workload(int s)
 	return shmdt(p) < 0 ? 3 : 0;
 }
 
-/* right after the death, and before any call that takes the ids lock: an
+/* right after the death, before any call that takes the ids lock: an
  * attach (the segment lock alone), then the detach that is the last */
-static void attach_after(int s)
+static int trial_detach(const struct workload *w, int n, int round)
 {
-	char *q = shmat(s, NULL, 0);
+	int s = shmget(IPC_PRIVATE, 4096, 0600), st;
+	char *q;
 
+	(void)round;
+	if (s < 0) {
+		wcheck(w, 0, "set-up: shmget failed", n);
+		return -1;
+	}
+	st = run_victim(w, s, n);
+	q = shmat(s, NULL, 0);
 	/* marked for removal already, or now (the victim died before its
 	 * IPC_RMID), so that our detach is the last either way */
 	shmctl(s, IPC_RMID, NULL);
 	if (q != (char *)-1)
 		shmdt(q);
+	check_gone(w, s, n);
+	return st;
 }
+
+static const struct workload workloads[] = {
+	{ "detach", victim_detach, trial_detach, NULL, NULL, NULL },
+};
+#define NW ((int)(sizeof(workloads) / sizeof(workloads[0])))
 
 int main(int argc, char **argv)
 {
-	int done = 0;
+	int (*sysctl_set)(const char *, const char *) =
+		(int (*)(const char *, const char *))dlsym(RTLD_DEFAULT, "uipc_sysctl_set");
+	int round = 0;
 
-	if (argc == 3 && !strcmp(argv[1], "victim"))
-		return workload(atoi(argv[2]));
-	for (int n = 2; n < 100000 && !done; n++) {
-		char sa[16], why[200];
-		struct shmid_ds ds;
-		int s = shmget(IPC_PRIVATE, 4096, 0600), st = -1;
-		pid_t c;
-
-		if (s < 0) {
-			check(0, "set-up: shmget failed", n);
-			break;
-		}
-		snprintf(sa, sizeof sa, "%d", s);
-		c = fork();
-		if (c == 0) {
-			ck_arm(n);
-			execl("/proc/self/exe", "crash_shm_cross", "victim", sa, (char *)NULL);
-			_exit(127);
-		}
-		waitpid(c, &st, 0);
-		done = ck_outcome(st, &n);
-		attach_after(s);
-		if (shmctl(s, IPC_STAT, &ds) == 0) {
-			snprintf(why, sizeof why, "segment %d still there after its last detach: nattch %lu mode %#o",
-				 s, (unsigned long)ds.shm_nattch, (unsigned)ds.shm_perm.mode);
-			check(0, why, n);
-		} else {
-			check(errno == EINVAL || errno == EIDRM, "IPC_STAT of the gone segment: not EINVAL", n);
-		}
-		check_namespace(n);
+	if (argc == 4 && !strcmp(argv[1], "victim")) {
+		for (int i = 0; i < NW; i++)
+			if (!strcmp(argv[2], workloads[i].name))
+				return workloads[i].victim(atoi(argv[3]));
+		return 127;
 	}
-	check(done, "the victim's workload never ran to its end", 0);
+	for (int i = 0; i < NW; i++) {
+		const struct workload *w = &workloads[i];
+		bool want = argc == 1;
+		int done = 0;
+
+		for (int a = 1; a < argc; a++)
+			want |= !strcmp(argv[a], w->name);
+		if (!want)
+			continue;
+		if (w->sysctl && (!sysctl_set || sysctl_set(w->sysctl, w->on))) {
+			wcheck(w, 0, "set-up: its sysctl could not be set", 0);
+			continue;
+		}
+		ck_phase = 0;
+		for (int n = 2; n < 100000 && !done; n++) {
+			int st = w->trial(w, n, ++round);
+
+			if (st == -1)
+				break;
+			wcheck(w, remove_all() == 0, "a segment was left behind", n);
+			check_namespace(n);
+			done = ck_outcome(st, &n);
+		}
+		wcheck(w, done, "the victim's workload never ran to its end", 0);
+		if (w->sysctl)
+			sysctl_set(w->sysctl, w->off);
+	}
 	return report();
 }

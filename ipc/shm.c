@@ -3289,7 +3289,9 @@ static int shmctl_down(struct ns *ns, int shmid, int cmd, struct shmid_ds *in)
 			struct jframe *prev;
 
 			/* the key goes (table change: the ids frame), and the
-			 * mark with it: both commit together, or neither */
+			 * mark with it: both commit together, or neither.  The
+			 * mode is stored in the ids frame, so its other writer
+			 * waits for that frame's commit (shmctl_do_lock) */
 			prev = j_target(ns, &ns->hdr->ids[IPC_SHM_IDS].lock);
 			J_SET(ns, shp->perm.mode, shp->perm.mode | SHM_MODE_DEST);
 			if (shp->perm.key != IPC_PRIVATE)
@@ -3314,8 +3316,24 @@ out:
 	return err;
 }
 
+/*
+ * SHM_LOCK and SHM_UNLOCK store perm.mode, which IPC_RMID of an attached
+ * segment changes (SHM_DEST) in the ids lock's frame (shmctl_down): the
+ * segment lock alone is not enough.  A remover killed before its ids
+ * section commits leaves that frame to the ids lock's next holder, who
+ * writes the old mode back; a SHM_LOCKED stored meanwhile under the
+ * segment lock alone (which the remover may have released, or held and
+ * been taken over from) was undone with it.  Such a frame exists only
+ * while the ids lock is held (by its live or dead holder), and no new one
+ * can touch the mode while we hold the segment lock: so with the segment
+ * lock held, a free ids lock is enough; a held one is taken first (which
+ * recovers a dead holder's frame, or waits for a live one's commit), then
+ * the segment lock again, and let go.  Every store of perm.mode is thus
+ * made with no uncommitted one in the ids lock's frame.
+ */
 static int shmctl_do_lock(struct ns *ns, int shmid, int cmd)
 {
+	struct ulock *ids = &ns->hdr->ids[IPC_SHM_IDS].lock;
 	struct shmid_kernel *shp;
 	int err = 0, r;
 	uint64_t gen;
@@ -3326,7 +3344,18 @@ static int shmctl_do_lock(struct ns *ns, int shmid, int cmd)
 	r = ulock_acquire(ns, &shp->lock);
 	if (r)
 		return lock_err(r);
-	if (atomic_load(&shp->perm.deleted)) {
+	if (unlikely(!ulock_is_free(ids))) {
+		ulock_release(ns, &shp->lock);
+		r = ids_lock(ns, IPC_SHM_IDS);
+		if (r)
+			return lock_err(r);
+		r = ulock_acquire(ns, &shp->lock);
+		ids_unlock(ns, IPC_SHM_IDS);
+		if (r)
+			return lock_err(r);
+	}
+	/* (a removal meanwhile: the block may be another segment's now) */
+	if (atomic_load(&shp->perm.deleted) || shp->perm.id != shmid) {
 		err = -EIDRM;
 		goto out;
 	}

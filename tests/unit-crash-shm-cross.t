@@ -1,6 +1,7 @@
 #!/bin/bash
-# tests/unit-crash-shm-cross.t - SIGKILL at every failpoint of a segment's
-# last detach, with another process attaching before the ids lock is
+# tests/unit-crash-shm-cross.t - SIGKILL at every failpoint of shared memory
+# workloads (a segment's last detach, IPC_RMID of an attached segment, ...),
+# with another process acting on the segment before the shm ids lock is
 # recovered (tests/unit/crash_shm_cross.c), in a fresh namespace removed
 # afterwards.
 . "$(dirname "$0")/unit/unit.sh"

@@ -15,6 +15,10 @@
  *           attaches and detaches.  It must find the segment removed, or
  *           whole, never count itself into a half-made detach: afterwards
  *           the segment is gone and nattch equals the attachment records.
+ *   rmid:   IPC_RMID of a keyed segment we keep attached (SHM_DEST and the
+ *           key's removal, journaled in the ids lock's frame); then we
+ *           SHM_LOCK it.  Once the ids lock is recovered, SHM_LOCKED must
+ *           still be set, and SHM_DEST must agree with the key.
  *
  * Usage: crash_shm_cross [WORKLOAD...] (all by default).  Run under uipc
  * (the .t sets LD_PRELOAD and a fresh UIPC_DIR).  Prints TAP.
@@ -34,6 +38,9 @@
 #ifndef SHM_STAT_ANY
 #define SHM_STAT_ANY 15
 #endif
+#define MODE_DEST   01000
+#define MODE_LOCKED 02000
+#define KEY_BASE    0x75430000     /* + the trial's round */
 /* SHM_STAT_ANY looks this far for segments (the ids of a namespace with
  * one segment at a time cycle within 64, or 4096 in an extended one) */
 #define SCAN 4096
@@ -91,6 +98,15 @@ static void check_gone(const struct workload *w, int s, int n)
 	}
 }
 
+/* anyone who takes the shm ids lock (SHM_INFO's reaping and sweep do),
+ * which recovers a section a dead holder left there */
+static void take_ids_lock(void)
+{
+	struct shm_info si;
+
+	shmctl(0, SHM_INFO, (struct shmid_ds *)(void *)&si);
+}
+
 /* every segment left in the namespace removed; how many there were */
 static int remove_all(void)
 {
@@ -145,8 +161,51 @@ static int trial_detach(const struct workload *w, int n, int round)
 	return st;
 }
 
+/* ---- rmid ---- */
+
+static int victim_rmid(int s)
+{
+	return shmctl(s, IPC_RMID, NULL) < 0 ? 1 : 0;
+}
+
+static int trial_rmid(const struct workload *w, int n, int round)
+{
+	key_t key = KEY_BASE + round;
+	int s = shmget(key, 4096, IPC_CREAT | IPC_EXCL | 0600), st, k;
+	char *p = s < 0 ? (char *)-1 : shmat(s, NULL, 0);
+	struct shmid_ds ds;
+	char why[200];
+
+	/* our attachment keeps it alive through the victim's IPC_RMID */
+	if (p == (char *)-1) {
+		wcheck(w, 0, "set-up: shmget or shmat failed", n);
+		return -1;
+	}
+	st = run_victim(w, s, n);
+	/* before anyone has taken the ids lock */
+	wcheck(w, shmctl(s, SHM_LOCK, NULL) == 0, "SHM_LOCK of the attached segment failed", n);
+	take_ids_lock();
+	if (shmctl(s, IPC_STAT, &ds) < 0) {
+		wcheck(w, 0, "IPC_STAT of the attached segment failed", n);
+	} else {
+		snprintf(why, sizeof why, "the SHM_LOCK made after the kill is undone: mode %#o",
+			 (unsigned)ds.shm_perm.mode);
+		wcheck(w, (ds.shm_perm.mode & MODE_LOCKED) != 0, why, n);
+		k = shmget(key, 0, 0);
+		snprintf(why, sizeof why, "SHM_DEST (mode %#o) and the key (shmget: %d) disagree",
+			 (unsigned)ds.shm_perm.mode, k);
+		wcheck(w, ds.shm_perm.mode & MODE_DEST ? k < 0 && errno == ENOENT : k == s, why, n);
+	}
+	shmctl(s, SHM_UNLOCK, NULL);
+	shmctl(s, IPC_RMID, NULL);
+	wcheck(w, shmdt(p) == 0, "shmdt of our attachment failed", n);
+	check_gone(w, s, n);
+	return st;
+}
+
 static const struct workload workloads[] = {
 	{ "detach", victim_detach, trial_detach, NULL, NULL, NULL },
+	{ "rmid", victim_rmid, trial_rmid, NULL, NULL, NULL },
 };
 #define NW ((int)(sizeof(workloads) / sizeof(workloads[0])))
 

@@ -1775,7 +1775,18 @@ static int newseg(struct ns *ns, key_t key, int shmflg, long arg)
 	shp->fd_shared = 0;
 	shp->file = file;
 	ulock_release(ns, &shp->lock);
-	id = ipc_addid(ns, IPC_SHM_IDS, &shp->perm, (int)(h->lim.shmmni > INT_MAX ? INT_MAX : h->lim.shmmni));
+	/*
+	 * Its id is stored when the ids section commits, not before: lookups
+	 * by id take no ids lock, and shmat then takes the segment lock alone.
+	 * Found with its id before the commit, an attach counted itself into
+	 * a segment (an attachment record, its block) that the rollback of a
+	 * creator killed before the commit took away: the attacher's shmat
+	 * had succeeded on a segment gone without a removal, and the record's
+	 * block was lost.  Until the commit, lookups by id fail (EINVAL), as
+	 * before the kernel's ipc_addid.
+	 */
+	id = ipc_addid_at_commit(ns, IPC_SHM_IDS, &shp->perm,
+				 (int)(h->lim.shmmni > INT_MAX ? INT_MAX : h->lim.shmmni));
 	if (id < 0) {
 		close_guarded(fd);
 		return id;
@@ -3238,6 +3249,12 @@ retry:
 		return lock_err(r);
 	segsz = shp->segsz;
 	id = shp->perm.id;
+	/* (by index: a segment whose creation has not committed has no id yet,
+	 * newseg; nothing lives at that index so far) */
+	if (id < 0) {
+		ulock_release(ns, &shp->lock);
+		return cmd == IPC_STAT ? -EIDRM : -EINVAL;
+	}
 	/* the caller may map it by this size: remembered (validate.c) */
 	if (atomic_load(&shp->perm.deleted) || ipc_seen_size(ns, IPC_SHM_IDS, id, segsz)) {
 		ulock_release(ns, &shp->lock);

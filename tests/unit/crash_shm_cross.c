@@ -19,6 +19,11 @@
  *           key's removal, journaled in the ids lock's frame); then we
  *           SHM_LOCK it.  Once the ids lock is recovered, SHM_LOCKED must
  *           still be set, and SHM_DEST must agree with the key.
+ *   create: shmget(IPC_PRIVATE), whose segment we find by index
+ *           (SHM_STAT_ANY) and attach before the ids section that
+ *           publishes it is recovered.  A segment we attached must still
+ *           be there once it is, counting us (never taken away with our
+ *           attachment record).
  *
  * Usage: crash_shm_cross [WORKLOAD...] (all by default).  Run under uipc
  * (the .t sets LD_PRELOAD and a fresh UIPC_DIR).  Prints TAP.
@@ -203,9 +208,50 @@ static int trial_rmid(const struct workload *w, int n, int round)
 	return st;
 }
 
+/* ---- create ---- */
+
+static int victim_create(int unused)
+{
+	(void)unused;
+	return shmget(IPC_PRIVATE, 4096, 0600) < 0 ? 1 : 0;
+}
+
+static int trial_create(const struct workload *w, int n, int round)
+{
+	int st = run_victim(w, 0, n), id = -1;
+	char *q = (char *)-1;
+	struct shmid_ds ds;
+	char why[200];
+
+	(void)round;
+	/* before anyone has taken the ids lock: the victim's segment, if the
+	 * table shows it, is attached (the segment lock alone) */
+	for (int i = 0; i < SCAN && id < 0; i++)
+		id = shmctl(i, SHM_STAT_ANY, &ds);
+	if (id >= 0)
+		q = shmat(id, NULL, 0);
+	take_ids_lock();
+	if (q != (char *)-1) {
+		/* attached: it lives while we do, counting us */
+		if (shmctl(id, IPC_STAT, &ds) < 0) {
+			snprintf(why, sizeof why, "segment %d vanished under our attachment (%s)", id,
+				 strerror(errno));
+			wcheck(w, 0, why, n);
+		} else {
+			snprintf(why, sizeof why, "segment %d: nattch %lu with our attachment", id,
+				 (unsigned long)ds.shm_nattch);
+			wcheck(w, ds.shm_nattch == 1, why, n);
+		}
+		wcheck(w, shmdt(q) == 0, "shmdt of our attachment failed", n);
+	}
+	remove_all();   /* the segment of a victim that got that far */
+	return st;
+}
+
 static const struct workload workloads[] = {
 	{ "detach", victim_detach, trial_detach, NULL, NULL, NULL },
 	{ "rmid", victim_rmid, trial_rmid, NULL, NULL, NULL },
+	{ "create", victim_create, trial_create, NULL, NULL, NULL },
 };
 #define NW ((int)(sizeof(workloads) / sizeof(workloads[0])))
 

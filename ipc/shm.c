@@ -3514,10 +3514,22 @@ static void shm_detach_proc(struct ns *ns, struct uproc *p, int how)
 		shp = lock_both(ns, perm->id, shp->gen, &err);
 		if (!shp)
 			continue;
+		/*
+		 * Orphaned or destroyed, never both.  The destruction is
+		 * journaled in the ids lock's frame, which commits after the
+		 * segment's (unlock_both): with the creator's mark in the
+		 * segment's frame as well, a death between the two commits
+		 * left a segment without a creator, unattached, that the ids
+		 * rollback brought back and that no reaper looks at again
+		 * (with shm_rmid_forced: alive until shm_destroy_orphaned).
+		 * Unmarked, it still names its dead creator, whose reaper
+		 * destroys it.
+		 */
 		if (shp->creator == pidx) {
-			J_SET(ns, shp->creator, NO_PROC);
 			if (ns->hdr->lim.shm_rmid_forced && shm_may_destroy(ns, shp))
 				shm_destroy(ns, shp, &rf);
+			else
+				J_SET(ns, shp->creator, NO_PROC);
 		}
 		unlock_both(ns, shp);
 		release_file(ns, &rf);

@@ -24,6 +24,10 @@
  *           publishes it is recovered.  A segment we attached must still
  *           be there once it is, counting us (never taken away with our
  *           attachment record).
+ *   orphan: with kernel.shm_rmid_forced on, shmget of a keyed segment, then
+ *           exit: the exit work orphans the unattached segment, which
+ *           destroys it.  Once the death is seen (shmget under
+ *           shm_rmid_forced reaps the dead), the key finds nothing.
  *
  * Usage: crash_shm_cross [WORKLOAD...] (all by default).  Run under uipc
  * (the .t sets LD_PRELOAD and a fresh UIPC_DIR).  Prints TAP.
@@ -248,10 +252,35 @@ static int trial_create(const struct workload *w, int n, int round)
 	return st;
 }
 
+/* ---- orphan ---- */
+
+static int victim_orphan(int key)
+{
+	/* its exit work orphans it, and shm_rmid_forced destroys it */
+	return shmget(key, 4096, IPC_CREAT | IPC_EXCL | 0600) < 0 ? 1 : 0;
+}
+
+static int trial_orphan(const struct workload *w, int n, int round)
+{
+	key_t key = KEY_BASE + round;
+	int st = run_victim(w, key, n), k;
+	char why[200];
+
+	/* its creator is dead and nobody attached it: gone once the death is
+	 * seen (shmget under shm_rmid_forced reaps the dead) */
+	k = shmget(key, 0, 0);
+	snprintf(why, sizeof why, "its dead creator's unattached segment is still there (%d)", k);
+	wcheck(w, k < 0 && errno == ENOENT, why, n);
+	if (k >= 0)
+		shmctl(k, IPC_RMID, NULL);
+	return st;
+}
+
 static const struct workload workloads[] = {
 	{ "detach", victim_detach, trial_detach, NULL, NULL, NULL },
 	{ "rmid", victim_rmid, trial_rmid, NULL, NULL, NULL },
 	{ "create", victim_create, trial_create, NULL, NULL, NULL },
+	{ "orphan", victim_orphan, trial_orphan, "kernel.shm_rmid_forced", "1", "0" },
 };
 #define NW ((int)(sizeof(workloads) / sizeof(workloads[0])))
 

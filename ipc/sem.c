@@ -1321,8 +1321,16 @@ static int newary(struct ns *ns, key_t key, int semflg, long nsems)
 		s->pend_const = (struct qlist){ 0, 0 };
 	}
 	ulock_release(ns, &sma->glock);
-	/* back in the ids section: publish it */
-	id = ipc_addid(ns, IPC_SEM_IDS, &sma->perm, h->lim.semmni);
+	/*
+	 * Back in the ids section: publish it, its id stored when the section
+	 * commits.  Lookups by id take no ids lock, and a semop then takes the
+	 * array's lock (or a semaphore's) alone: found with its id before the
+	 * commit, a semop (its undo entry, linked into the array, in a block
+	 * of its own) was lost with the array when a creator killed before
+	 * the commit was rolled back.  Until then lookups by id and SEM_STAT
+	 * by index pass it by (EINVAL, as before the kernel's ipc_addid).
+	 */
+	id = ipc_addid_at_commit(ns, IPC_SEM_IDS, &sma->perm, h->lim.semmni);
 	if (id < 0)
 		return id;
 	J_SET(ns, h->used_sems, h->used_sems + nsems);
@@ -2717,12 +2725,23 @@ static int semctl_stat(struct ns *ns, int semid, int cmd, struct semid_ds *out)
 	sma = sma_of(p);
 	if (!sem_count(ns, sma))
 		return -EIDRM;
-	reap_dead_holders(ns, sma, sma->perm.id);
+	/* (its id as found: by index, one whose creation has committed;
+	 * -1 now: its block is being made into another array, newary) */
+	id = __atomic_load_n(&sma->perm.id, __ATOMIC_ACQUIRE);
+	if (id < 0)
+		return cmd == IPC_STAT ? -EIDRM : -EINVAL;
+	reap_dead_holders(ns, sma, id);
 	locknum = sem_lock_all(ns, sma);
 	if (locknum < SEM_GLOBAL_LOCK)
 		return locknum;
 	n = sem_count(ns, sma);
 	id = sma->perm.id;
+	/* removed and its block made into an array not yet committed since
+	 * we found it (newary: id -1), or into another array */
+	if (id < 0 || (cmd == IPC_STAT && id != semid)) {
+		sem_unlock(ns, sma, locknum);
+		return cmd == IPC_STAT ? -EIDRM : -EINVAL;
+	}
 	/* the caller sizes its GETALL buffer by this: remembered (validate.c) */
 	if (atomic_load(&sma->perm.deleted) || !n || ipc_seen_size(ns, IPC_SEM_IDS, id, (uint64_t)n)) {
 		sem_unlock(ns, sma, locknum);

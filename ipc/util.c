@@ -122,7 +122,9 @@ struct uperm *ipc_obtain_for_stat(struct ns *ns, int type, int id, bool by_index
 
 	if (by_index) {
 		p = ipc_obtain(ns, type, id);
-		if (!p) {
+		/* an object whose creation has not committed has no id yet
+		 * (ipc_addid_at_commit): nothing lives at that index so far */
+		if (!p || __atomic_load_n(&p->id, __ATOMIC_ACQUIRE) < 0) {
 			*err = -EINVAL;
 			return NULL;
 		}

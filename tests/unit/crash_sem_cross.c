@@ -6,7 +6,7 @@
  * checks that nothing others could do meanwhile is lost by that recovery:
  * a section must not let others in (the array lock's mode ending, a SLOW
  * bit cleared) or mark undo entries spent for other locks' holders before
- * it commits.  Three workloads, each under every failpoint:
+ * it commits.  Four workloads, each under every failpoint:
  *
  *   mode: the victim brings the array lock's mode to its end (a 2-op call,
  *         then single SEM_UNDO calls that count the hysteresis down); then a
@@ -21,6 +21,14 @@
  *         killed; the victim reaps it (GETVAL); then SHM_INFO reaps the
  *         attacher through the process lock only, before the array lock is
  *         taken.  Every token is back; the attachment is gone.
+ *   create: the victim makes an array (semget(IPC_PRIVATE)); before anyone
+ *         takes the sem ids lock, in whose frame the victim may have left
+ *         the creation half done, we find the array by index
+ *         (SEM_STAT_ANY) and make a 2-op semop with SEM_UNDO on it (the
+ *         array's lock, an undo entry of ours linked into it).  An array
+ *         our semop changed must still be there, with its values, once
+ *         SEM_INFO has taken the ids lock (never taken away with our
+ *         semop and undo entry); no array is left over.
  *
  * Run under uipc (the .t sets LD_PRELOAD and a fresh UIPC_DIR).  Prints TAP.
  */
@@ -36,10 +44,16 @@
 
 #include "crashkit.h"
 
+#ifndef SEM_STAT_ANY
+#define SEM_STAT_ANY 20
+#endif
 #define TOKENS 8
+/* SEM_STAT_ANY looks this far for arrays (the ids of a namespace with one
+ * array at a time cycle within 64, or 4096 in an extended one) */
+#define SCAN 4096
 
-enum { W_MODE, W_SLOW, W_REAP, W_N };
-static const char *const wname[W_N] = { "mode", "slow", "reap" };
+enum { W_MODE, W_SLOW, W_REAP, W_CREATE, W_N };
+static const char *const wname[W_N] = { "mode", "slow", "reap", "create" };
 
 /* ---- the victims (re-executed with a failpoint armed) ---- */
 
@@ -71,6 +85,12 @@ static int victim_slow(int id)
 static int victim_reap(int id)
 {
 	return semctl(id, 0, GETVAL) == TOKENS ? 0 : 1;
+}
+
+static int victim_create(int unused)
+{
+	(void)unused;
+	return semget(IPC_PRIVATE, 2, 0600) < 0 ? 1 : 0;
 }
 
 /* ---- the others ---- */
@@ -160,15 +180,69 @@ static void check_values(int id, int want0, const char *what, int n)
 	check(v0 == want0 && v1 == 0 && n0 == 0 && n1 == 0, msg, n);
 }
 
+/* every array left in the namespace removed; how many there were */
+static int remove_all(void)
+{
+	struct semid_ds ds;
+	int left = 0;
+
+	for (int i = 0; i < SCAN; i++) {
+		int id = semctl(i, 0, SEM_STAT_ANY, &ds);
+
+		if (id >= 0) {
+			semctl(id, 0, IPC_RMID);
+			left++;
+		}
+	}
+	return left;
+}
+
+/* the create workload at failpoint N: the victim's wait status */
+static int trial_create(const char *self, int n)
+{
+	struct sembuf ops[2] = { { 0, 1, SEM_UNDO }, { 1, 2, 0 } };
+	int st = run_victim(self, W_CREATE, 0, n), id = -1, done = 0;
+	struct semid_ds ds;
+	struct seminfo si;
+	char msg[200];
+
+	/* before anyone has taken the ids lock: the victim's array, if the
+	 * table shows it, is changed under its own lock */
+	for (int i = 0; i < SCAN && id < 0; i++)
+		id = semctl(i, 0, SEM_STAT_ANY, &ds);
+	if (id >= 0)
+		done = semop(id, ops, 2) == 0;
+	/* the ids lock, which recovers a section the victim left there */
+	semctl(0, 0, SEM_INFO, &si);
+	if (done) {
+		int v0 = semctl(id, 0, GETVAL), v1 = semctl(id, 1, GETVAL);
+
+		if (v0 < 0)
+			snprintf(msg, sizeof msg, "create: array %d vanished under our semop (%s)", id,
+				 strerror(errno));
+		else
+			snprintf(msg, sizeof msg, "create: array %d: sem0 %d sem1 %d after our semop",
+				 id, v0, v1);
+		check(v0 == 1 && v1 == 2, msg, n);
+	}
+	remove_all();   /* the array of a victim that got that far */
+	check(remove_all() == 0, "create: an array was left behind", n);
+	check_namespace(n);
+	return st;
+}
+
 /* one trial of workload W at failpoint N: the victim's wait status */
 static int trial(const char *self, int w, int n)
 {
 	struct sembuf take_undo = { 0, -1, SEM_UNDO }, take = { 0, -1, IPC_NOWAIT };
 	struct sembuf both[2] = { { 1, 1, 0 }, { 1, -1, 0 } };
-	int id = semget(IPC_PRIVATE, 2, 0600), shmid = -1, st;
+	int id, shmid = -1, st;
 	struct helper h;
 	const char *what = wname[w];
 
+	if (w == W_CREATE)
+		return trial_create(self, n);
+	id = semget(IPC_PRIVATE, 2, 0600);
 	if (id < 0 || semctl(id, 0, SETVAL, TOKENS) < 0) {
 		check(0, "set-up: semget/SETVAL failed", n);
 		return 0;
@@ -216,7 +290,8 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[1], "victim")) {
 		int w = atoi(argv[2]), id = atoi(argv[3]);
 
-		return w == W_MODE ? victim_mode(id) : w == W_SLOW ? victim_slow(id) : victim_reap(id);
+		return w == W_MODE ? victim_mode(id) : w == W_SLOW ? victim_slow(id) :
+		       w == W_REAP ? victim_reap(id) : victim_create(id);
 	}
 	for (int w = 0; w < W_N; w++) {
 		ck_phase = 0;

@@ -1244,7 +1244,16 @@ static int newque(struct ns *ns, key_t key, int msgflg, long arg)
 		ulock_init(&q->lock);
 		msq_init_fields(ns, q, key, msgflg, false);
 	}
-	id = ipc_addid(ns, IPC_MSG_IDS, &q->perm, limit);
+	/*
+	 * Its id is stored when the ids section commits (until then it keeps
+	 * the id -1 set above): lookups by id take no ids lock, and a msgsnd
+	 * then takes the queue's lock alone.  Found with its id before the
+	 * commit, a message sent (in a block of its own) was lost with the
+	 * queue when a creator killed before the commit was rolled back.
+	 * Until then lookups by id and MSG_STAT by index pass it by (EINVAL,
+	 * as before the kernel's ipc_addid).
+	 */
+	id = ipc_addid_at_commit(ns, IPC_MSG_IDS, &q->perm, limit);
 	return id;
 }
 
@@ -2096,7 +2105,7 @@ static int msgctl_stat(struct ns *ns, int msqid, int cmd, struct msqid_ds *out)
 {
 	struct msg_queue *q;
 	struct uperm *p;
-	int err = 0, r;
+	int err = 0, r, id;
 
 	memset(out, 0, sizeof(*out));
 	p = ipc_obtain_for_stat(ns, IPC_MSG_IDS, msqid, cmd != IPC_STAT, cmd == MSG_STAT_ANY, &err);
@@ -2109,6 +2118,14 @@ static int msgctl_stat(struct ns *ns, int msqid, int cmd, struct msqid_ds *out)
 	if (atomic_load(&q->perm.deleted)) {
 		msq_unlock(ns, q);
 		return -EIDRM;
+	}
+	/* removed and retired since we found it, then made into a queue not
+	 * yet committed (newque: id -1), or into another queue: left as it
+	 * is (not msq_unlock, which may start its ring) */
+	id = q->perm.id;
+	if (id < 0 || (cmd == IPC_STAT && id != msqid)) {
+		ulock_release(ns, &q->lock);
+		return cmd == IPC_STAT ? -EIDRM : -EINVAL;
 	}
 	ipc_fill_perm(ns, &q->perm, &out->msg_perm);
 	{
@@ -2128,7 +2145,7 @@ static int msgctl_stat(struct ns *ns, int msqid, int cmd, struct msqid_ds *out)
 	}
 	out->msg_ctime = q->ctime;
 	out->msg_qbytes = q->qbytes;
-	err = cmd == IPC_STAT ? 0 : q->perm.id;
+	err = cmd == IPC_STAT ? 0 : id;
 	msq_unlock(ns, q);
 	return err;
 }

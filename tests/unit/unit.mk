@@ -8,7 +8,7 @@ UNIT_PROGS := \
 	$(UNIT_DIR)/fuzz_ops \
 	$(UNIT_DIR)/chaos_sem \
 	$(UNIT_DIR)/ids_offset \
-	$(UNIT_DIR)/crash_msg \
+	$(UNIT_DIR)/crash_msg $(UNIT_DIR)/crash_msg_cross \
 	$(UNIT_DIR)/msg_full \
 	$(UNIT_DIR)/crash_shm \
 	$(UNIT_DIR)/msg_stress \
@@ -40,7 +40,7 @@ $(UNIT_DIR)/aio_kaio_lead: $(UNIT_DIR)/%: tests/unit/%.c | $(UNIT_DIR)
 $(UNIT_DIR)/ids_offset $(UNIT_DIR)/lock_hostile $(UNIT_DIR)/proc_reclaim: core/layout.h
 
 # the crash tests share crashkit.h
-$(UNIT_DIR)/crash_sem $(UNIT_DIR)/crash_sem_cross $(UNIT_DIR)/crash_shm_cross $(UNIT_DIR)/crash_msg $(UNIT_DIR)/crash_shm: tests/unit/crashkit.h
+$(UNIT_DIR)/crash_sem $(UNIT_DIR)/crash_sem_cross $(UNIT_DIR)/crash_shm_cross $(UNIT_DIR)/crash_msg $(UNIT_DIR)/crash_msg_cross $(UNIT_DIR)/crash_shm: tests/unit/crashkit.h
 
 # the hostile-member suite reads the namespace layout (core/layout.h,
 # ipc/msgring.h) and mirrors ipc/'s private structures

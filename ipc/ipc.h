@@ -118,9 +118,8 @@ UIPC_HIDDEN int ipcget(struct ns *ns, int type, key_t key, int flg, long arg,
 		       const struct ipc_ops *ops);
 UIPC_HIDDEN int ids_lock(struct ns *ns, int type);
 UIPC_HIDDEN void ids_unlock(struct ns *ns, int type);
-UIPC_HIDDEN int ipc_addid(struct ns *ns, int type, struct uperm *p, int limit);
-/* the same, P's id stored only at the commit of the caller's section (-1
- * until then: lookups by id pass it by), see util.c */
+/* P's id, stored only at the commit of the caller's section (-1 until
+ * then: lookups by id and *_STAT by index pass it by), see util.c */
 UIPC_HIDDEN int ipc_addid_at_commit(struct ns *ns, int type, struct uperm *p, int limit);
 UIPC_HIDDEN void ipc_rmid(struct ns *ns, int type, struct uperm *p);
 /* P, found in its table under the ids lock, removed?  (a dead holder of

@@ -549,16 +549,20 @@ static int alloc_idx(struct ns *ns, struct ipc_ids *ids, uint32_t *seq)
 }
 
 /*
- * ipc_addid: give P (fully built, not yet visible) an id and make it visible.
- * The caller holds the ids lock inside a journaled section.  AT_COMMIT: P's
- * id is stored (with its key, the same 8-byte word) only when that section
- * commits, and P keeps id -1 until then.  Lookups by id take no ids lock,
- * so they can find P in its table slot before the commit; with its id not
- * there yet they pass it by (EINVAL, as before the kernel's ipc_addid), and
- * nobody can act on an object whose creation a crash may still roll back
- * (shm.c's newseg: an attach takes the segment lock alone).
+ * ipc_addid_at_commit: give P (fully built, not yet visible, its id -1) an
+ * id and make it visible.  The caller holds the ids lock inside a journaled
+ * section.  P's id is stored (with its key, the same 8-byte word) only when
+ * that section commits, and P keeps id -1 until then; the caller uses the
+ * id returned.  Lookups by id take no ids lock, so they can find P in its
+ * table slot before the commit; with its id not there yet they pass it by
+ * (EINVAL, as before the kernel's ipc_addid), and so does a *_STAT by index
+ * (ipc_obtain_for_stat).  Nobody can then act on an object whose creation a
+ * crash may still roll back: an attach takes the segment lock alone, a
+ * semop the array's (or one semaphore's) lock, a msgsnd the queue's, and
+ * what they did there would be lost with the object (and the blocks they
+ * allocated with it).
  */
-static int addid(struct ns *ns, int type, struct uperm *p, int limit, bool at_commit)
+int ipc_addid_at_commit(struct ns *ns, int type, struct uperm *p, int limit)
 {
 	struct ipc_ids *ids = ids_of(ns, type);
 	const struct ucred_cache *c = cur_cred();
@@ -591,15 +595,13 @@ static int addid(struct ns *ns, int type, struct uperm *p, int limit, bool at_co
 	p->gid = p->cgid = (uint32_t)c->egid;
 	p->type = (uint32_t)type;
 	id = (int32_t)((seq << ns->shift) + (uint32_t)idx);
-	if (!at_commit)
-		__atomic_store_n(&p->id, id, __ATOMIC_RELEASE);
 	J_SET(ns, bm[idx / 64], bm[idx / 64] | (1ULL << (idx % 64)));
 	J_SET(ns, ids->in_use, ids->in_use + 1);
 	if (idx > ids->max_idx)
 		J_SET(ns, ids->max_idx, idx);
 	/* publish last: lock-free readers may find it from here on */
 	J_SET(ns, *(uoff_t *)slot, ns_off(ns, p));
-	if (at_commit) {
+	{
 		union {
 			struct { int32_t key, id; } f;
 			uint64_t w;
@@ -611,16 +613,6 @@ static int addid(struct ns *ns, int type, struct uperm *p, int limit, bool at_co
 		j_store_at_commit(ns, (uint64_t *)(void *)p, kid.w);
 	}
 	return id;
-}
-
-int ipc_addid(struct ns *ns, int type, struct uperm *p, int limit)
-{
-	return addid(ns, type, p, limit, false);
-}
-
-int ipc_addid_at_commit(struct ns *ns, int type, struct uperm *p, int limit)
-{
-	return addid(ns, type, p, limit, true);
 }
 
 /* ipc_rmid: make P invisible (ids lock held, inside a journaled section). */

@@ -21,7 +21,6 @@
  * (the .t sets LD_PRELOAD and a fresh UIPC_DIR).  Prints TAP.
  */
 #include <errno.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,30 +52,14 @@ struct workload {
 	int (*trial)(const struct workload *w, int n);
 };
 
-/* the victim's run, re-executed with failpoint N armed: its wait status */
 static int run_victim(const struct workload *w, int arg, int n)
 {
-	char as[16];
-	pid_t v = fork();
-	int st = -1;
-
-	if (v == 0) {
-		ck_arm(n);
-		snprintf(as, sizeof as, "%d", arg);
-		execl("/proc/self/exe", "crash_msg_cross", "victim", w->name, as, (char *)NULL);
-		_exit(127);
-	}
-	waitpid(v, &st, 0);
-	return st;
+	return ck_run_victim("crash_msg_cross", w->name, arg, n);
 }
 
-/* record a check of workload W, named after it */
 static void wcheck(const struct workload *w, int cond, const char *what, int n)
 {
-	char why[256];
-
-	snprintf(why, sizeof why, "%s: %s", w->name, what);
-	check(cond, why, n);
+	ck_wcheck(w->name, cond, what, n);
 }
 
 /* anyone who takes the msg ids lock (MSG_INFO adds the queues up under
@@ -154,6 +137,14 @@ static const struct workload workloads[] = {
 };
 #define NW ((int)(sizeof(workloads) / sizeof(workloads[0])))
 
+/* ck_each_failpoint's trial: CTX, the workload */
+static int trial_of(void *ctx, int n)
+{
+	const struct workload *w = ctx;
+
+	return w->trial(w, n);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "victim")) {
@@ -162,26 +153,9 @@ int main(int argc, char **argv)
 				return workloads[i].victim(atoi(argv[3]));
 		return 127;
 	}
-	for (int i = 0; i < NW; i++) {
-		const struct workload *w = &workloads[i];
-		bool want = argc == 1;
-		int done = 0;
-
-		for (int a = 1; a < argc; a++)
-			want |= !strcmp(argv[a], w->name);
-		if (!want)
-			continue;
-		ck_phase = 0;
-		for (int n = 2; n < 100000 && !done; n++) {
-			int st = w->trial(w, n);
-
-			if (st == -1)
-				break;
-			wcheck(w, remove_all() == 0, "a queue was left behind", n);
-			check_namespace(n);
-			done = ck_outcome(st, &n);
-		}
-		wcheck(w, done, "the victim's workload never ran to its end", 0);
-	}
+	for (int i = 0; i < NW; i++)
+		if (ck_wanted(argc, argv, workloads[i].name))
+			ck_each_failpoint(workloads[i].name, trial_of, (void *)&workloads[i], remove_all,
+					  "a queue was");
 	return report();
 }

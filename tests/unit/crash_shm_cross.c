@@ -34,7 +34,6 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,30 +64,14 @@ struct workload {
 	const char *sysctl, *on, *off;
 };
 
-/* the victim's run, re-executed with failpoint N armed: its wait status */
 static int run_victim(const struct workload *w, int arg, int n)
 {
-	char as[16];
-	pid_t v = fork();
-	int st = -1;
-
-	if (v == 0) {
-		ck_arm(n);
-		snprintf(as, sizeof as, "%d", arg);
-		execl("/proc/self/exe", "crash_shm_cross", "victim", w->name, as, (char *)NULL);
-		_exit(127);
-	}
-	waitpid(v, &st, 0);
-	return st;
+	return ck_run_victim("crash_shm_cross", w->name, arg, n);
 }
 
-/* record a check of workload W, named after it */
 static void wcheck(const struct workload *w, int cond, const char *what, int n)
 {
-	char why[256];
-
-	snprintf(why, sizeof why, "%s: %s", w->name, what);
-	check(cond, why, n);
+	ck_wcheck(w->name, cond, what, n);
 }
 
 /* the segment is gone (IPC_STAT fails with EINVAL or EIDRM) */
@@ -284,11 +267,24 @@ static const struct workload workloads[] = {
 };
 #define NW ((int)(sizeof(workloads) / sizeof(workloads[0])))
 
+/* ck_each_failpoint's trial: the workload, and the count of trials so far */
+struct trial_ctx {
+	const struct workload *w;
+	int round;
+};
+
+static int trial_of(void *ctx, int n)
+{
+	struct trial_ctx *t = ctx;
+
+	return t->w->trial(t->w, n, ++t->round);
+}
+
 int main(int argc, char **argv)
 {
 	int (*sysctl_set)(const char *, const char *) =
 		(int (*)(const char *, const char *))dlsym(RTLD_DEFAULT, "uipc_sysctl_set");
-	int round = 0;
+	struct trial_ctx t = { NULL, 0 };
 
 	if (argc == 4 && !strcmp(argv[1], "victim")) {
 		for (int i = 0; i < NW; i++)
@@ -298,28 +294,15 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < NW; i++) {
 		const struct workload *w = &workloads[i];
-		bool want = argc == 1;
-		int done = 0;
 
-		for (int a = 1; a < argc; a++)
-			want |= !strcmp(argv[a], w->name);
-		if (!want)
+		if (!ck_wanted(argc, argv, w->name))
 			continue;
 		if (w->sysctl && (!sysctl_set || sysctl_set(w->sysctl, w->on))) {
 			wcheck(w, 0, "set-up: its sysctl could not be set", 0);
 			continue;
 		}
-		ck_phase = 0;
-		for (int n = 2; n < 100000 && !done; n++) {
-			int st = w->trial(w, n, ++round);
-
-			if (st == -1)
-				break;
-			wcheck(w, remove_all() == 0, "a segment was left behind", n);
-			check_namespace(n);
-			done = ck_outcome(st, &n);
-		}
-		wcheck(w, done, "the victim's workload never ran to its end", 0);
+		t.w = w;
+		ck_each_failpoint(w->name, trial_of, &t, remove_all, "a segment was");
 		if (w->sysctl)
 			sysctl_set(w->sysctl, w->off);
 	}

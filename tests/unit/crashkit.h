@@ -1,8 +1,8 @@
 /*
- * crashkit.h - what the crash tests (crash_sem.c, crash_msg.c, crash_shm.c)
- * share: the two passes of failpoints, recording invariant checks, checking
- * the namespace with uipc_ns_check(), and printing the TAP report in order
- * at the end.
+ * crashkit.h - what the crash tests (crash_sem.c, crash_msg.c, crash_shm.c,
+ * the *_cross.c) share: the two passes of failpoints, recording invariant
+ * checks, checking the namespace with uipc_ns_check(), the cross tests'
+ * victims and workloads, and printing the TAP report in order at the end.
  */
 #ifndef UIPC_CRASHKIT_H
 #define UIPC_CRASHKIT_H
@@ -164,6 +164,71 @@ static void check_namespace(int n)
 	}
 	bad = check_ns(rep, sizeof(rep));
 	check(bad == 0, rep, n);
+}
+
+/* ---- the cross tests' workloads (crash_shm_cross.c, crash_msg_cross.c) ---- */
+
+/* The victim's run of workload NAME: PROG re-executed as "PROG victim NAME
+ * ARG" with failpoint N armed.  Its wait status. */
+static inline int ck_run_victim(const char *prog, const char *name, int arg, int n)
+{
+	char as[16];
+	pid_t v = fork();
+	int st = -1;
+
+	if (v == 0) {
+		ck_arm(n);
+		snprintf(as, sizeof as, "%d", arg);
+		execl("/proc/self/exe", prog, "victim", name, as, (char *)NULL);
+		_exit(127);
+	}
+	waitpid(v, &st, 0);
+	return st;
+}
+
+/* A check of workload NAME, named after it. */
+static inline void ck_wcheck(const char *name, int cond, const char *what, int n)
+{
+	char why[256];
+
+	snprintf(why, sizeof why, "%s: %s", name, what);
+	check(cond, why, n);
+}
+
+/* Is workload NAME asked for (all are, when the command line names none)? */
+static inline int ck_wanted(int argc, char **argv, const char *name)
+{
+	int want = argc == 1;
+
+	for (int a = 1; a < argc; a++)
+		want |= !strcmp(argv[a], name);
+	return want;
+}
+
+/*
+ * Workload NAME at every failpoint of both passes: TRIAL(CTX, N) runs one
+ * (the victim's wait status, -1 when its set-up failed); then REMOVE_ALL
+ * must find none of the objects (OBJS) left behind, and the namespace must
+ * check clean; until the victim runs to its end unkilled.
+ */
+static inline void ck_each_failpoint(const char *name, int (*trial)(void *ctx, int n), void *ctx,
+				     int (*remove_all)(void), const char *objs)
+{
+	char why[128];
+	int done = 0;
+
+	snprintf(why, sizeof why, "%s left behind", objs);
+	ck_phase = 0;
+	for (int n = 2; n < 100000 && !done; n++) {
+		int st = trial(ctx, n);
+
+		if (st == -1)
+			break;
+		ck_wcheck(name, remove_all() == 0, why, n);
+		check_namespace(n);
+		done = ck_outcome(st, &n);
+	}
+	ck_wcheck(name, done, "the victim's workload never ran to its end", 0);
 }
 
 /* Print the TAP report (plan, then every check in order); exit status. */

@@ -342,6 +342,12 @@ static int check_ioprio(const struct iocb *cb)
 	return ((uint16_t)cb->aio_reqprio >> 13) > IOPRIO_CLASS_MAX ? -EINVAL : 0;
 }
 
+/* rw_verify_area's check of the position and the byte count */
+static bool pos_ok(int64_t pos, int64_t total)
+{
+	return pos >= 0 && pos + total >= pos;
+}
+
 /* a range the kernel's access_ok accepts */
 static bool user_range_ok(uint64_t p, uint64_t len)
 {
@@ -416,7 +422,7 @@ static int aio_rw(struct aio_kiocb *req, const struct iocb *cb, int fd, int fl, 
 		return -EINVAL;         /* no read_iter: refused before the iovecs */
 	if (err)
 		return err;
-	if (req->pos < 0 || req->pos + total < req->pos)     /* rw_verify_area */
+	if (!pos_ok(req->pos, total))
 		return -EINVAL;
 	return issue_rw(req, fd, fl, total);
 }
@@ -449,6 +455,16 @@ static int check_eventfd(int fd)
 	return strcmp(link, "anon_inode:[eventfd]") ? -EINVAL : 0;
 }
 
+/* what REQ's event names: its context, the iocb (obj), aio_data, the opcode */
+static void req_fill(struct aio_kiocb *req, struct kioctx *ctx, const struct iocb *cb,
+		     struct iocb *user_iocb)
+{
+	req->ctx = ctx;
+	req->obj = (uint64_t)(uintptr_t)user_iocb;
+	req->data = cb->aio_data;
+	req->opcode = cb->aio_lio_opcode;
+}
+
 /* __io_submit_one: the file, the eventfd, the iocb's key, then the opcode */
 static int submit_req(struct kioctx *ctx, struct aio_kiocb *req, const struct iocb *cb,
 		      struct iocb *user_iocb)
@@ -468,10 +484,7 @@ static int submit_req(struct kioctx *ctx, struct aio_kiocb *req, const struct io
 	}
 	if (uipc_copy_to_user(&user_iocb->aio_key, &key, sizeof(key)))
 		return -EFAULT;
-	req->ctx = ctx;
-	req->obj = (uint64_t)(uintptr_t)user_iocb;
-	req->data = cb->aio_data;
-	req->opcode = cb->aio_lio_opcode;
+	req_fill(req, ctx, cb, user_iocb);
 	switch (cb->aio_lio_opcode) {
 	case IOCB_CMD_PREAD:   return aio_rw(req, cb, fd, fl, false, false);
 	case IOCB_CMD_PWRITE:  return aio_rw(req, cb, fd, fl, true, false);
@@ -512,10 +525,9 @@ static int submit_memfs_fast(struct kioctx *ctx, const struct iocb *cb, struct i
 	struct aio_kiocb r = { .fd = -1, .borrowed_fd = -1, .resfd = -1, .cancel_fd = -1 };
 	struct aio_kiocb *req = &r;
 	bool wr = cb->aio_lio_opcode == IOCB_CMD_PWRITE;
-	uint64_t len = cb->aio_nbytes < MAX_RW_COUNT ? cb->aio_nbytes : MAX_RW_COUNT;
 	int fd = (int)cb->aio_fildes, fl, acc;
 	uint32_t key = 0, old_key;
-	int64_t n;
+	int64_t n, total;
 
 	if ((!wr && cb->aio_lio_opcode != IOCB_CMD_PREAD) || cb->aio_flags || cb->aio_rw_flags)
 		return 1;
@@ -523,21 +535,13 @@ static int submit_memfs_fast(struct kioctx *ctx, const struct iocb *cb, struct i
 	acc = fl & O_ACCMODE;
 	if (fl < 0 || (fl & (O_PATH | O_DIRECT)) || (wr ? acc == O_RDONLY : acc == O_WRONLY))
 		return 1;
-	if (!user_range_ok(cb->aio_buf, len) || cb->aio_offset < 0 ||
-	    cb->aio_offset + (int64_t)len < cb->aio_offset)
+	req->pos = cb->aio_offset;
+	if (import_iov(req, cb, false, &total) || !pos_ok(req->pos, total))
 		return 1;
 	if (uipc_copy_from_user(&old_key, &user_iocb->aio_key, sizeof(key)) ||
 	    uipc_copy_to_user(&user_iocb->aio_key, &key, sizeof(key)))
 		return 1;
-	req->ctx = ctx;
-	req->obj = (uint64_t)(uintptr_t)user_iocb;
-	req->data = cb->aio_data;
-	req->opcode = cb->aio_lio_opcode;
-	req->pos = cb->aio_offset;
-	req->iov = req->iov_inline;
-	req->iov[0].iov_base = (void *)(uintptr_t)cb->aio_buf;
-	req->iov[0].iov_len = len;
-	req->nr_iov = 1;
+	req_fill(req, ctx, cb, user_iocb);
 	req->fd = fd;
 	n = aio_do_io(req, 0);
 	req->fd = -1;

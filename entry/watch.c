@@ -92,10 +92,9 @@ int dup(int oldfd)
 /* a range is closed around them */
 int close_range(unsigned first, unsigned last, int flags)
 {
-	if (!(flags & CLOSE_RANGE_CLOEXEC))
-		aio_fd_forget_range(first, last);
 	if (flags & CLOSE_RANGE_CLOEXEC)
 		return (int)sys_syscall(SYS_close_range, first, last, flags);
+	aio_fd_forget_range(first, last);
 	for (;;) {
 		int g = shm_fd_next_guarded(first), a = aio_fd_next_guarded(first), r;
 

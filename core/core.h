@@ -547,6 +547,14 @@ UIPC_HIDDEN uint32_t *proc_alive_word(struct ns *ns, struct uproc *p);
  * wake them all, once (the kernel woke one, which may be gone or busy
  * with something else) */
 UIPC_HIDDEN void alive_word_wake_all(uint32_t *w, uint32_t v);
+/*
+ * The kernel's robust-list pending entry aimed at W (proc.c): should this
+ * thread die before proc_pending_end, the kernel wakes one sleeper on W if
+ * W's low 30 bits are 0 then.  false: no robust list (nothing aimed).
+ * PREV: what the slot held, for proc_pending_end.
+ */
+UIPC_HIDDEN bool proc_pending_begin(_Atomic uint32_t *w, void **prev);
+UIPC_HIDDEN void proc_pending_end(void *prev);
 UIPC_HIDDEN void proc_note_continue(void);
 /* the exit work of the dead process P, unless someone else does it: true
  * if this call did it */

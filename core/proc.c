@@ -343,6 +343,60 @@ static struct rlist_head *robust_head(void)
 	return &own_head.h;
 }
 
+/*
+ * The pending entry (the head's third field, list_op_pending): the entry a
+ * thread is about to add or remove, which the kernel handles at its death
+ * like a listed one, and also when the futex word it names has no owner
+ * (its low 30 bits 0): then it wakes one sleeper there.  glibc's robust
+ * unlock relies on that (it frees the word, then wakes); uipc aims it at a
+ * word it has just set to 0 for a sleeper before a change that the
+ * sleeper waits for, until the wake that follows the change: a death in
+ * between wakes the sleeper all the same.  The kernel only reads the word
+ * at the entry plus the offset (never the entry's links), so the entry may
+ * point into the arena.  Only this thread uses the slot (glibc inside its
+ * robust mutex calls, which a uipc call from a handler may interrupt: the
+ * slot is given back as found); callers hold the program's handlers off
+ * meanwhile (uipc_crit_enter), so that none runs, or leaves by longjmp,
+ * between the change and the wake.
+ */
+static __thread struct rlist_head *pending_head;   /* robust_head(), cached */
+
+static struct rlist_head *pending_head_get(void)
+{
+	struct rlist_head *h = pending_head;
+
+	if (likely(h))
+		return h;
+	h = robust_head();
+	if (h && h->futex_offset >= OFFSET_MIN && h->futex_offset <= OFFSET_MAX)
+		pending_head = h;
+	else
+		h = NULL;
+	return h;
+}
+
+bool proc_pending_begin(_Atomic uint32_t *w, void **prev)
+{
+	struct rlist_head *h = pending_head_get();
+
+	if (!h)
+		return false;
+	*prev = h->pending;
+	h->pending = (char *)w - h->futex_offset;
+	/* the kernel reads it when this thread dies: program order is all */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return true;
+}
+
+void proc_pending_end(void *prev)
+{
+	struct rlist_head *h = pending_head;
+
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (h)
+		h->pending = prev;
+}
+
 /* Append entry E at the tail of the list at HEAD: E complete first, then
  * the last entry's link makes the kernel's walk reach it. */
 static bool robust_append(struct rlist_head *head, void *e)
@@ -1509,6 +1563,7 @@ static void forget_registration(void)
 	uipc_tls_thread = NULL;
 	uipc_tls_ns = NULL;
 	uipc_tls_lockval = 0;
+	pending_head = NULL;       /* a new task: the kernel knows no head yet */
 	j_forget_held();
 	drop_inherited_aliases();
 	pthread_mutex_init(&reg_mutex, NULL);

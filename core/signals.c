@@ -199,14 +199,16 @@ int uipc_wait_words(uint32_t *const *w, const uint32_t *val, int n, const struct
 		/* ours alone: private */
 		v[k++] = (struct waitv_word){ hand0, (uint64_t)(uintptr_t)&uipc_handler_count,
 					      FUTEX2_U32 | FUTEX2_PRIV, 0 };
-		clock_gettime(CLOCK_MONOTONIC, &abs);
-		abs.tv_sec += rel->tv_sec;
-		abs.tv_nsec += rel->tv_nsec;
-		if (abs.tv_nsec >= 1000000000L) {
-			abs.tv_sec++;
-			abs.tv_nsec -= 1000000000L;
+		if (rel) {
+			clock_gettime(CLOCK_MONOTONIC, &abs);
+			abs.tv_sec += rel->tv_sec;
+			abs.tv_nsec += rel->tv_nsec;
+			if (abs.tv_nsec >= 1000000000L) {
+				abs.tv_sec++;
+				abs.tv_nsec -= 1000000000L;
+			}
 		}
-		r = (int)sys_syscall(SYS_futex_waitv, v, k, 0, &abs, CLOCK_MONOTONIC);
+		r = (int)sys_syscall(SYS_futex_waitv, v, k, 0, rel ? &abs : NULL, CLOCK_MONOTONIC);
 		if (r >= 0 || errno != ENOSYS) {
 			waitv_state = 1;
 			if (r < 0 && errno == EAGAIN && uipc_handler_count != hand0)

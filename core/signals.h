@@ -127,8 +127,8 @@ static inline unsigned uipc_handler_gen(void)
 	return __atomic_load_n(&uipc_handler_count, __ATOMIC_RELAXED);
 }
 /*
- * Sleep on the shared futex words W[0..N) (while each == VAL[i]) for REL,
- * and on this thread's count of the program's handlers (while == HAND0):
+ * Sleep on the shared futex words W[0..N) (while each == VAL[i]) for REL
+ * (NULL: no timeout), and on this thread's count of the program's handlers (while == HAND0):
  * a handler that runs after the caller's last check but before the system
  * call still ends the wait (futex_waitv compares every word on entry).
  * Returns the index of the word that woke us, or -1 with errno: EINTR (a

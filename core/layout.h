@@ -35,7 +35,7 @@ typedef uint64_t uoff_t;
 
 /* ---- layout constants ---- */
 #define UIPC_MAGIC          0x31534e4350495555ULL /* "UUIPCNS1" */
-#define UIPC_LAYOUT_VERSION 14u
+#define UIPC_LAYOUT_VERSION 15u
 #define UIPC_PAGE           4096u
 
 #define IPC_SEM_IDS 0
@@ -200,8 +200,18 @@ struct uthread {
 	struct jframe frames[JDEPTH];
 	uoff_t waitq;              /* this thread's semaphore wait entries */
 	uint32_t waitq_seq;        /* waits so far: tells a late wakeup apart */
-	uint32_t pad_wq;
-	char pad[UTHREAD_SIZE - 24 - 24 - JDEPTH * sizeof(struct jframe) - 16];
+	/* a sleep on a semaphore without queueing (ipc/sem.c: semop_presleep):
+	 * the futex word it sleeps on, armed with a token of its own and set
+	 * to a value without owner bits by the one who wakes it; the
+	 * semaphore (arena offset) and this slot's state word then, which
+	 * tell a registration of a thread that has gone from a live one; the
+	 * operation's sem_op (GETNCNT counts it while the value forbids it) */
+	_Atomic uint32_t presleep;
+	uoff_t presleep_on;
+	uint64_t presleep_tword;
+	int32_t presleep_op;
+	uint32_t pad_ps;
+	char pad[UTHREAD_SIZE - 24 - 24 - JDEPTH * sizeof(struct jframe) - 40];
 	/* in the second slot of a page: the alive words of the first ([0],
 	 * page offset 4072) and of the second ([4], 4088); see uthread_alive */
 	_Atomic uint32_t page_alive[6];

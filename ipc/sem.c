@@ -32,10 +32,9 @@
 #define W_PID_MASK   ((1ULL << 22) - 1)
 #define W_TAG_SHIFT  38
 #define W_TAG_MASK   ((1ULL << 25) - 1)
-/* a waiter that has not queued sleeps on the word (semop_presleep): the
- * next lock-free operation that completes, or a locker setting SLOW,
- * clears the bit and wakes it.  A hint only: a stale bit costs one futex
- * wake, a lost one a sleep to its end (PRESLEEP_NS). */
+/* a pre-sleeper (semop_presleep) may sleep: whoever takes the bit off
+ * wakes it (presleep_wake_prepare).  A stale bit costs one look at the
+ * semaphore's registration. */
 #define W_SLEEPERS   (1ULL << 63)
 
 #define W_VAL(w)  ((int)((w) & W_VAL_MASK))
@@ -44,14 +43,6 @@
 
 _Static_assert(W_TAG_SHIFT + 25 == 63, "the tag ends below W_SLEEPERS");
 _Static_assert(W_SLEEPERS == 1ULL << 63, "W_SLEEPERS is the sign bit (sem_word_apply)");
-
-/* the semaphore word as a futex: its low half (value, SLOW, the pid's low
- * bits), which every operation that completes changes */
-static inline uint32_t *word_futex(_Atomic uint64_t *word)
-{
-	return (uint32_t *)word;
-}
-
 
 static inline uint64_t w_make(uint64_t old, int val, int pid)
 {
@@ -73,18 +64,126 @@ struct sem {
 	struct ulock lock;
 	struct qlist pend_alter;
 	struct qlist pend_const;
-	_Atomic int32_t poster_cpu;  /* hint: CPU of the last slow-path post */
-	_Atomic int32_t poster_tid;  /* hint: its thread (0 in files made before) */
+	_Atomic int16_t poster_cpu;  /* hint: CPU of the last slow-path post */
+	_Atomic uint16_t presleeper; /* thread slot + 1 of the one pre-sleeper
+					registered here (semop_presleep), 0 */
+	_Atomic int32_t poster_tid;  /* hint: its thread */
 };
 
-/* wake S's pre-sleepers (W_SLEEPERS was set), noting our CPU as the
- * poster's: a pre-sleeper decides by it (wait_how) whether its poster runs
- * on its CPU, and lock-free posts note it nowhere else, so that on two
- * CPUs a stale hint would keep the waiter sleeping where it should spin */
-static __attribute__((noinline, cold)) void wake_presleepers(struct sem *s)
+_Static_assert(sizeof(struct sem) == 64, "a semaphore is one cache line");
+_Static_assert(MAX_THREADS <= UINT16_MAX, "presleeper holds a thread slot + 1");
+
+/*
+ * The pre-sleeper (semop_presleep): one thread at a time sleeps on a
+ * semaphore without queueing.  It registers in the semaphore's presleeper,
+ * arms its own futex word (struct uthread's presleep) with a token of its
+ * own, sets W_SLEEPERS with a CAS that changes the word, and sleeps on its
+ * word with no timeout.  Whoever takes W_SLEEPERS off (an operation that
+ * completes, a locker setting SLOW) wakes it in three steps:
+ *   1. after the load its CAS is based on: its robust list's pending entry
+ *      aimed at that word (proc_pending_begin), and PS_WOKEN (no owner
+ *      bits) stored there;
+ *   2. the CAS;
+ *   3. FUTEX_WAKE, and the pending entry given back.
+ * No wakeup is lost: the sleeper compares its own token, which nobody
+ * else writes, so a store before its sleep makes the sleep return at once
+ * and one after it comes before the wake; a sleeper that armed again after
+ * the store also changed the word, so the CAS fails and the steps are
+ * redone.  A death anywhere between 1 and 3 is a death with the pending
+ * entry on a word without owner bits: the kernel wakes the sleeper.  So
+ * the sleep needs no timeout, which cost an hrtimer set and cancelled on
+ * every sleep (issue 18: 12% of a hand-off beside a busy process).
+ * The program's handlers are held off from 1 to 3 (uipc_crit_enter): a
+ * handler that leaves by longjmp would skip the wake.
+ */
+#define PS_WOKEN      0u           /* no owner bits: see above */
+#define PS_OWNER_BITS 0x3fffffffu  /* the kernel's FUTEX_TID_MASK */
+
+/* tests (tests/unit/presleep_crash.c): UIPC_TEST_KILL_IN_PRESLEEP_WAKE
+ * =before-cas kills the waker after step 1, =before-wake after step 2 */
+enum ps_kill { PS_KILL_NOWHERE, PS_KILL_BEFORE_CAS, PS_KILL_BEFORE_WAKE };
+static enum ps_kill ps_kill_at;
+
+__attribute__((constructor)) static void ps_kill_init(void)
 {
-	atomic_store_explicit(&s->poster_cpu, sched_getcpu(), memory_order_relaxed);
-	sys_futex_wake(word_futex(&s->word), INT_MAX);
+	const char *k = getenv("UIPC_TEST_KILL_IN_PRESLEEP_WAKE");
+
+	if (k)
+		ps_kill_at = !strcmp(k, "before-cas") ? PS_KILL_BEFORE_CAS : PS_KILL_BEFORE_WAKE;
+}
+
+static void ps_kill_if(enum ps_kill where)
+{
+	if (unlikely(ps_kill_at == where))
+		kill(getpid(), SIGKILL);
+}
+
+struct ps_wake {
+	_Atomic uint32_t *word;    /* the pre-sleeper's word, once stored to */
+	void *pending;             /* the pending entry as we found it */
+	bool held;                 /* handlers held, pending entry aimed */
+};
+
+/* step 1, before each CAS that takes W_SLEEPERS off S's word */
+static __attribute__((noinline, cold)) void
+presleep_wake_prepare(struct ns *ns, struct sem *s, struct ps_wake *pw)
+{
+	uint32_t idx = atomic_load_explicit(&s->presleeper, memory_order_acquire);
+	struct uthread *t = idx ? thread_at(ns, idx - 1) : NULL;
+	void *first;
+
+	/* (a registrant that left and pre-sleeps elsewhere is not woken) */
+	if (!t || __atomic_load_n(&t->presleep_on, __ATOMIC_ACQUIRE) != ns_off(ns, s))
+		return;
+	if (!pw->held) {
+		uipc_crit_enter();
+		pw->held = true;
+		if (!proc_pending_begin(&t->presleep, &pw->pending))
+			pw->pending = NULL;
+	} else if (pw->word != &t->presleep) {
+		(void)proc_pending_begin(&t->presleep, &first);   /* aimed again */
+	}
+	atomic_store_explicit(&t->presleep, PS_WOKEN, memory_order_release);
+	pw->word = &t->presleep;
+	ps_kill_if(PS_KILL_BEFORE_CAS);
+}
+
+/* step 3: the wake, noting our CPU as the poster's (a pre-sleeper decides
+ * by it, wait_how, whether its poster runs on its CPU; lock-free posts
+ * note it nowhere else, so that on two CPUs a stale hint would keep the
+ * waiter sleeping where it should spin) */
+static __attribute__((noinline, cold)) void presleep_wake_finish(struct sem *s, struct ps_wake *pw)
+{
+	if (pw->word) {
+		ps_kill_if(PS_KILL_BEFORE_WAKE);
+		atomic_store_explicit(&s->poster_cpu, (int16_t)sched_getcpu(), memory_order_relaxed);
+		sys_futex_wake((uint32_t *)pw->word, 1);
+	}
+	if (pw->held) {
+		proc_pending_end(pw->pending);
+		uipc_crit_exit();
+	}
+}
+
+/* Does thread slot T pre-sleep on S now (registered, and not since gone)? */
+static bool presleeper_current(struct ns *ns, struct sem *s, struct uthread *t)
+{
+	return __atomic_load_n(&t->presleep_on, __ATOMIC_ACQUIRE) == ns_off(ns, s) &&
+	       atomic_load(&t->state) == __atomic_load_n(&t->presleep_tword, __ATOMIC_RELAXED) &&
+	       thread_alive(ns, t);
+}
+
+/* T is nobody's pre-sleeper any more (see presleep_register) */
+static void presleep_leave_thread(struct uthread *t)
+{
+	if (t && __atomic_load_n(&t->presleep_on, __ATOMIC_RELAXED))
+		__atomic_store_n(&t->presleep_on, (uoff_t)0, __ATOMIC_RELEASE);
+}
+
+/* ... this thread */
+static void presleep_leave(struct ns *ns)
+{
+	presleep_leave_thread(cur_thread(ns));
 }
 
 /* An array's block starts 32 bytes before a cache line (ARENA_BLK_HDR):
@@ -398,27 +497,44 @@ static void set_word(struct ns *ns, struct sem *s, uint64_t w)
 	j_store_8(ns, (void *)&s->word, w);
 }
 
+/* (S's lock held) set S's SLOW bit, sending its pre-sleeper to queue
+ * behind us: false if it was set already, else *OLD is the word it
+ * replaced */
+static bool word_take_slow(struct ns *ns, struct sem *s, uint64_t *old)
+{
+	struct ps_wake pw = { 0 };
+	uint64_t w = atomic_load(&s->word);
+	bool took = false;
+
+	/* under the lock only lock-free CASes race with us: a CAS loop, so
+	 * that none of theirs is lost */
+	while (!(w & W_SLOW)) {
+		if (w & W_SLEEPERS)
+			presleep_wake_prepare(ns, s, &pw);
+		if (atomic_compare_exchange_weak(&s->word, &w, (w | W_SLOW) & ~W_SLEEPERS)) {
+			took = true;
+			break;
+		}
+	}
+	if (pw.held)
+		presleep_wake_finish(s, &pw);
+	*old = w;
+	return took;
+}
+
 static void word_or_slow(struct ns *ns, struct sem *s)
 {
-	uint64_t w = atomic_load(&s->word);
+	struct jframe *f;
+	struct jentry *e;
+	uint64_t w;
 
-	/* under the lock only lock-free CASes race with us; set SLOW with a
-	 * CAS loop so none of theirs is lost, journaling the word we saw */
-	for (;;) {
-		if (w & W_SLOW)
-			return;
-		if (atomic_compare_exchange_weak(&s->word, &w, (w | W_SLOW) & ~W_SLEEPERS))
-			break;
-	}
-	if (w & W_SLEEPERS)
-		wake_presleepers(s);     /* they queue behind us */
-	{
-		struct jframe *f = j_top(ns);
-		struct jentry *e = f ? j_slot(ns, f, atomic_load(&f->n), true) : NULL;
-
-		if (e)
-			j_push(f, e, ns_off(ns, (void *)&s->word) | (8ULL << 56), w);
-	}
+	if (!word_take_slow(ns, s, &w))
+		return;
+	/* journaling the word we saw */
+	f = j_top(ns);
+	e = f ? j_slot(ns, f, atomic_load(&f->n), true) : NULL;
+	if (e)
+		j_push(f, e, ns_off(ns, (void *)&s->word) | (8ULL << 56), w);
 }
 
 static bool sem_has_waiters(struct sem *s)
@@ -433,6 +549,7 @@ static bool sem_has_waiters(struct sem *s)
  * on it; the caller gives the array lock back (its section rolled back) */
 static int complexmode_enter(struct ns *ns, struct sem_array *sma)
 {
+	uint64_t w;
 	int i, n, r;
 
 	if (atomic_load(&sma->use_global_lock) > 0) {
@@ -451,8 +568,7 @@ static int complexmode_enter(struct ns *ns, struct sem_array *sma)
 		r = ulock_acquire(ns, &s->lock);
 		if (r)
 			return r == SEM_GLOBAL_LOCK ? -EIDRM : r;
-		if (atomic_fetch_or(&s->word, W_SLOW) & W_SLEEPERS)
-			wake_presleepers(s);
+		(void)word_take_slow(ns, s, &w);
 		ulock_release(ns, &s->lock);
 	}
 	return 0;
@@ -880,13 +996,13 @@ static bool q_sleeper_alive(struct ns *ns, struct semq *q)
 }
 
 /* Is the sleeper's thread stopped (SIGSTOP, SIGTSTP, ...)?  Reads /proc. */
-static bool q_sleeper_stopped(struct semq *q)
+static bool task_stopped(int pid, int tid)
 {
 	char path[64], buf[512], *p;
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", q->pid, SLOT_ID(q->tword));
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
 	fd = sys_open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
@@ -897,6 +1013,11 @@ static bool q_sleeper_stopped(struct semq *q)
 	buf[n] = 0;
 	p = strrchr(buf, ')');
 	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+}
+
+static bool q_sleeper_stopped(struct semq *q)
+{
+	return task_stopped(q->pid, SLOT_ID(q->tword));
 }
 
 /*
@@ -1186,6 +1307,20 @@ static int count_list(struct ns *ns, struct sem_array *sma, struct qlist *l, int
 	return n;
 }
 
+/* GETNCNT's count of S's pre-sleeper: one whose operation the value
+ * forbids, as the kernel counts its queued sleeper (an operation that
+ * completes and allows it took the kernel's off the queue), unless it is
+ * stopped (the kernel's is then off the queue too, see below) */
+static int presleeper_waits(struct ns *ns, struct sem *s)
+{
+	uint32_t idx = atomic_load_explicit(&s->presleeper, memory_order_acquire);
+	struct uthread *t = idx ? thread_at(ns, idx - 1) : NULL;
+
+	return t && presleeper_current(ns, s, t) &&
+	       W_VAL(atomic_load(&s->word)) + __atomic_load_n(&t->presleep_op, __ATOMIC_RELAXED) < 0 &&
+	       !task_stopped(t->pid, t->tid);
+}
+
 /* SEMNUM: checked against the array by the caller */
 static int count_semcnt(struct ns *ns, struct sem_array *sma, int semnum, bool count_zero)
 {
@@ -1196,6 +1331,8 @@ static int count_semcnt(struct ns *ns, struct sem_array *sma, int semnum, bool c
 		return -EIDRM;
 	n = count_list(ns, sma, l, semnum, count_zero, true);
 	n += count_list(ns, sma, &sma->pend_alter, semnum, count_zero, false);
+	if (!count_zero)
+		n += presleeper_waits(ns, &sma->sems[semnum]);
 	if (count_zero)
 		n += count_list(ns, sma, &sma->pend_const, semnum, count_zero, false);
 	return n;
@@ -1316,6 +1453,7 @@ static int newary(struct ns *ns, key_t key, int semflg, long nsems)
 
 		atomic_store(&s->word, W_SLOW | ((uint64_t)tag << W_TAG_SHIFT));
 		atomic_store(&s->poster_cpu, -1);       /* no poster seen yet */
+		atomic_store(&s->presleeper, 0);
 		atomic_store(&s->poster_tid, 0);
 		s->pend_alter = (struct qlist){ 0, 0 };
 		s->pend_const = (struct qlist){ 0, 0 };
@@ -1892,6 +2030,58 @@ static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *de
 
 #define LOCKFREE_WOULD_SLEEP 2
 
+#define WORD_SLEEPERS 3
+
+/*
+ * The word SOP makes of W (*NW, W_SLEEPERS off): 0, or what stops it: 1
+ * (a locker is in, or the array was replaced), -EAGAIN, -ERANGE,
+ * LOCKFREE_WOULD_SLEEP, or with SLEEPERS, WORD_SLEEPERS (a pre-sleeper to
+ * wake: sem_word_apply_waking; tested with SLOW, at no cost of its own).
+ */
+static __attribute__((always_inline)) inline int
+word_after(uint64_t w, const struct sembuf *sop, uint32_t tag, int pid, uint64_t *nw,
+	   bool sleepers)
+{
+	int val;
+
+	if ((w & (W_SLOW | (sleepers ? W_SLEEPERS : 0))) || W_TAG(w) != tag)
+		return (w & W_SLOW) || W_TAG(w) != tag ? 1 : WORD_SLEEPERS;
+	val = W_VAL(w) + sop->sem_op;
+	if ((!sop->sem_op && W_VAL(w)) || val < 0)
+		return (sop->sem_flg & IPC_NOWAIT) ? -EAGAIN : LOCKFREE_WOULD_SLEEP;
+	if (val > SEMVMX_MAX)
+		return -ERANGE;
+	/* every operation that completes wakes the pre-sleeper (a post is
+	 * what it waits for, anything else at worst sends it back to sleep) */
+	*nw = w_make(w, val, pid) & ~W_SLEEPERS;
+	return 0;
+}
+
+/* sem_word_apply on a word whose W_SLEEPERS is set: the CAS between the
+ * steps that wake the pre-sleeper (presleep_wake_prepare) */
+static __attribute__((noinline, cold)) int
+sem_word_apply_waking(struct ns *ns, struct sem *s, const struct sembuf *sop, uint32_t tag,
+		      uint64_t w)
+{
+	struct ps_wake pw = { 0 };
+	int pid = cur_pid(), r;
+	uint64_t nw;
+
+	for (;;) {
+		r = word_after(w, sop, tag, pid, &nw, false);
+		if (r || nw == w)
+			break;
+		if (w & W_SLEEPERS)
+			presleep_wake_prepare(ns, s, &pw);
+		if (atomic_compare_exchange_weak_explicit(&s->word, &w, nw, memory_order_acq_rel,
+							  memory_order_acquire))
+			break;
+	}
+	if (pw.held)
+		presleep_wake_finish(s, &pw);
+	return r;
+}
+
 /*
  * SOP applied to S, of the array whose tag is TAG, by one CAS of its word:
  * semop_lockfree's end, and semop_presleep's retry, which found S before
@@ -1900,35 +2090,21 @@ static int wait_for_wake(struct semq *q, uint32_t seq, const struct timespec *de
  * path: a locker is in, or the array was replaced).
  */
 static __attribute__((always_inline)) inline int
-sem_word_apply(struct sem *s, const struct sembuf *sop, uint32_t tag)
+sem_word_apply(struct ns *ns, struct sem *s, const struct sembuf *sop, uint32_t tag)
 {
-	int pid = cur_pid(), val;
+	int pid = cur_pid(), r;
 	uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire), nw;
 
 	for (;;) {
-		if ((w & W_SLOW) || W_TAG(w) != tag)
-			return 1;
-		val = W_VAL(w) + sop->sem_op;
-		if ((!sop->sem_op && W_VAL(w)) || val < 0)
-			return (sop->sem_flg & IPC_NOWAIT) ? -EAGAIN : LOCKFREE_WOULD_SLEEP;
-		if (val > SEMVMX_MAX)
-			return -ERANGE;
-		/* every operation that completes wakes the pre-sleepers (one
-		 * mask, no branch: a post is what they wait for, anything
-		 * else at worst sends them back to sleep) */
-		nw = w_make(w, val, pid) & ~W_SLEEPERS;
+		r = word_after(w, sop, tag, pid, &nw, true);
+		if (r)
+			return r == WORD_SLEEPERS ? sem_word_apply_waking(ns, s, sop, tag, w) : r;
 		if (nw == w)
 			return 0;
 		if (atomic_compare_exchange_weak_explicit(&s->word, &w, nw, memory_order_acq_rel,
 							  memory_order_acquire))
 			break;
 	}
-	/* (the word the CAS replaced; the sign bit, tested here and not in
-	 * a cold block: written as a do-while with the test after it, the
-	 * compiler sent every completed operation to the cold section and
-	 * back) */
-	if ((int64_t)w < 0)
-		wake_presleepers(s);
 	return 0;
 }
 
@@ -1974,7 +2150,7 @@ semop_lockfree(struct ns *ns, int semid, const struct sembuf *sop, const struct 
 	if (sop->sem_op ? ipcperms_as(c, &sma->perm, 0222) : ipcperms_as(c, &sma->perm, 0444))
 		return 1;
 	*smap = sma;    /* (for semop_presleep, when it would sleep) */
-	return sem_word_apply(s, sop, tag);
+	return sem_word_apply(ns, s, sop, tag);
 }
 
 /* semop_lockfree for the general path: otime set when it is done */
@@ -2241,6 +2417,9 @@ static int do_semtimedop(struct ns *ns, struct semop_args *a, const struct times
 	locknum = sem_lock(ns, sma, a->sops, a->nsops);
 	if (locknum < SEM_GLOBAL_LOCK)
 		return locknum;
+	/* a pre-sleeper that came to queue stops being one under the lock:
+	 * GETNCNT counts it as the one or the other */
+	presleep_leave(ns);
 	if (!sma_valid(sma, a->semid) || (undo && (!(un = un_at(ns, undo)) ||
 						     un->semid != a->semid))) {
 		sem_unlock(ns, sma, locknum);
@@ -2423,64 +2602,121 @@ static __thread struct wait_budget preyield;
 /*
  * The same wait when yields do not pay (a task beside us keeps the CPU
  * busy: sem_yield stopped them, or they keep failing) and the poster last
- * ran on our CPU: sleep on the semaphore's word itself (W_SLEEPERS),
- * without queueing, until the next lock-free post wakes us or PRESLEEP_NS
- * pass, then try again.  As during the yields the caller is not queued
- * (GETNCNT does not count it; a waiter that queues meanwhile comes first),
- * and a handler that runs, or a stop and continue, ends the call with
- * EINTR.  A hand-off then costs a FUTEX_WAKE and a FUTEX_WAIT with no lock,
- * queue entry or journal on either side, where the kernel's wakeup beside
- * a busy task was cheaper than uipc's queued sleep (issue 18).  A locker
- * that sets SLOW wakes the pre-sleepers too, so that they queue behind it
- * at once.  Two sleeps in a row that end without the value stop them for
- * the next PRESLEEP_SKIP calls.  PRESLEEP_NS is past the scheduler's tick
- * (4 ms at HZ 250): a futex timeout that comes before the tick reprograms
- * the CPU's timer when it is set and again when it is cancelled, which in
- * a VM costs two exits, about 10 us a sleep here (a bare futex ping-pong
- * with a 200 us timeout ran at 17% of one with 5 ms).
+ * ran on our CPU: sleep without queueing, registered as the semaphore's
+ * pre-sleeper (see presleep_wake_prepare), until an operation on it
+ * completes or a locker sets SLOW, then try again.  As during the yields
+ * the caller is not queued (a waiter that queues meanwhile comes first),
+ * but GETNCNT counts it, and a handler that runs, or a stop and continue,
+ * ends the call with EINTR.  A hand-off then costs a FUTEX_WAKE and a
+ * FUTEX_WAIT with no lock, queue entry or journal on either side, where
+ * the kernel's wakeup beside a busy task was cheaper than uipc's queued
+ * sleep (issue 18).  One pre-sleeper a semaphore: another waiter queues
+ * (the general path).  Two sleeps in a row that end without the value stop
+ * them for the next PRESLEEP_SKIP calls.
  */
-#define PRESLEEP_NS   10000000L
 #define PRESLEEP_SKIP 64
 
 static __thread struct wait_budget presleep;
+static __thread uint32_t presleep_tokens;
 
-static int semop_presleep(int semid, const struct sembuf *sop, struct sem_array **smap,
-			  unsigned hand0, int64_t t0)
+/* this thread's slot + 1, as S->presleeper holds it */
+static uint16_t thread_slot1(struct ns *ns, struct uthread *t)
+{
+	return (uint16_t)((ns_off(ns, t) - ns->lay.threads) / sizeof(*t) + 1);
+}
+
+/*
+ * T (slot + 1: ME) registered as S's pre-sleeper, for operation OP: false
+ * if another one that is still there is.  A registration holds while T's
+ * presleep_on names S (presleeper_current): T leaves by clearing it
+ * (presleep_leave), and the next one to register takes the slot over; the
+ * slot itself is written only here.  A pre-sleeper that goes on to queue
+ * leaves under the semaphore's lock (do_semtimedop), so that GETNCNT,
+ * which takes every lock, counts it all along, as the kernel counts its
+ * sleeper.
+ */
+static bool presleep_register(struct ns *ns, struct sem *s, struct uthread *t, uint16_t me,
+			      int op)
+{
+	uint16_t cur = atomic_load(&s->presleeper);
+	struct uthread *o = cur && cur != me ? thread_at(ns, cur - 1) : NULL;
+
+	if (o && presleeper_current(ns, s, o))
+		return false;
+	__atomic_store_n(&t->presleep_op, op, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->presleep_tword, atomic_load(&t->state), __ATOMIC_RELAXED);
+	__atomic_store_n(&t->presleep_on, ns_off(ns, s), __ATOMIC_RELEASE);
+	return cur == me || atomic_compare_exchange_strong(&s->presleeper, &cur, me);
+}
+
+/* a token for T's word: its own, with owner bits (never PS_WOKEN) */
+static uint32_t presleep_arm(struct uthread *t)
+{
+	uint32_t tok = ++presleep_tokens & PS_OWNER_BITS;
+
+	if (!tok)
+		tok = presleep_tokens = 1;
+	atomic_store_explicit(&t->presleep, tok, memory_order_relaxed);
+	return tok;
+}
+
+/*
+ * Set W_SLEEPERS on S's word with a CAS that changes it (a stale bit is
+ * taken off first), unless the value allows SOP now or a locker is in:
+ * 1 set, 0 the value allows it, -1 SLOW (queue).  The CAS is what makes a
+ * waker that stored to our word before we armed it try again.
+ */
+static int presleep_mark(struct sem *s, const struct sembuf *sop)
+{
+	uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
+
+	for (;;) {
+		if (w & W_SLOW)
+			return -1;
+		if (W_VAL(w) + sop->sem_op >= 0)
+			return 0;                       /* a post came meanwhile */
+		if (w & W_SLEEPERS)
+			(void)atomic_compare_exchange_weak(&s->word, &w, w & ~W_SLEEPERS);
+		else if (atomic_compare_exchange_weak(&s->word, &w, w | W_SLEEPERS))
+			return 1;
+	}
+}
+
+static int semop_presleep(struct ns *ns, int semid, const struct sembuf *sop,
+			  struct sem_array **smap, unsigned hand0, int64_t t0)
 {
 	struct sem_array *sma = *smap;
 	struct sem *s = &sma->sems[sop->sem_num];
-	struct timespec rel = { 0, PRESLEEP_NS };
-	uint32_t *fw = word_futex(&s->word), fv, tag = sma->tag;
+	struct uthread *t = cur_thread(ns);
+	uint32_t *fw, tok, tag = sma->tag;
 	bool sleep = false;
-	uint64_t w;
+	uint16_t me;
 	int r;
 
-	if (budget_skips(&presleep) || sop->sem_op >= 0 || poster_elsewhere(s))
+	if (budget_skips(&presleep) || sop->sem_op >= 0 || poster_elsewhere(s) || !t)
 		return LOCKFREE_WOULD_SLEEP;
 	/* the tag read before the id is checked again: the array's own */
 	if (atomic_load(&sma->perm.deleted) || sma->perm.id != semid)
 		return 1;
-	w = atomic_load_explicit(&s->word, memory_order_acquire);
-	for (;;) {
-		if (w & W_SLOW)
-			return LOCKFREE_WOULD_SLEEP;    /* queue: the general path */
-		if (W_VAL(w) + sop->sem_op >= 0)
-			break;                          /* a post came meanwhile */
-		if ((w & W_SLEEPERS) ||
-		    atomic_compare_exchange_weak(&s->word, &w, w | W_SLEEPERS)) {
-			w |= W_SLEEPERS;
-			sleep = true;
-			break;
-		}
-	}
-	if (sleep) {
+	me = thread_slot1(ns, t);
+	if (!presleep_register(ns, s, t, me, sop->sem_op))
+		return LOCKFREE_WOULD_SLEEP;    /* another pre-sleeps: queue */
+	tok = presleep_arm(t);
+	r = presleep_mark(s, sop);
+	if (r < 0)
+		return LOCKFREE_WOULD_SLEEP;    /* queue (registered till then) */
+	if (r > 0) {
 		int64_t t1;
 
+		sleep = true;
 		if (t0 < 0)
 			t0 = mono_ns();
-		fv = (uint32_t)w;
-		if (uipc_wait_words(&fw, &fv, 1, &rel, hand0) < 0 && errno == EINTR)
+		uipc_sleep_begin();     /* a stop and continue: EINTR */
+		fw = (uint32_t *)&t->presleep;
+		if (uipc_wait_words(&fw, &tok, 1, NULL, hand0) < 0 && errno == EINTR) {
+			presleep_leave_thread(t);
 			return -EINTR;
+		}
 		/* a sleep as late as a late yield: the busy task is still
 		 * there, and the yields stay stopped without giving it a
 		 * slice to find that out (yield_result) */
@@ -2490,10 +2726,14 @@ static int semop_presleep(int semid, const struct sembuf *sop, struct sem_array 
 	}
 	/* removed while we slept: what the kernel tells a sleeper (the id's
 	 * lookup in the general path says EINVAL to one that did not) */
-	if (atomic_load(&sma->perm.deleted) || sma->perm.id != semid)
+	if (atomic_load(&sma->perm.deleted) || sma->perm.id != semid) {
+		presleep_leave_thread(t);
 		return sleep ? -EIDRM : 1;
-	r = sem_word_apply(s, sop, tag);
+	}
+	r = sem_word_apply(ns, s, sop, tag);
 	budget_result(&presleep, r != LOCKFREE_WOULD_SLEEP, PRESLEEP_SKIP);
+	if (r != LOCKFREE_WOULD_SLEEP && r != 1)
+		presleep_leave_thread(t);       /* else: queue, registered till then */
 	return r;
 }
 
@@ -2505,10 +2745,10 @@ semop_after_yield(struct ns *ns, int semid, const struct sembuf *sop,
 	int64_t t;
 
 	if (budget_skips(&preyield))
-		return semop_presleep(semid, sop, smap, hand0, -1);
+		return semop_presleep(ns, semid, sop, smap, hand0, -1);
 	t = mono_ns();
 	if (!yield_allowed(&sem_yield, t))
-		return semop_presleep(semid, sop, smap, hand0, t);
+		return semop_presleep(ns, semid, sop, smap, hand0, t);
 	for (int i = 0; i < PREYIELDS && r == LOCKFREE_WOULD_SLEEP; i++) {
 		t = timed_yield(t);
 		if (uipc_handler_gen() != hand0)
@@ -2535,8 +2775,10 @@ semop_one_waits(struct ns *ns, int semid, const struct sembuf *sop, struct sembu
 	r = semop_after_yield(ns, semid, sop, c, &sma, hand0);
 	if (r == 0)
 		set_semotime(ns, sma);
-	if (r != 0 && r != -ERANGE && r != -EINTR && r != -EIDRM)
+	if (r != 0 && r != -ERANGE && r != -EINTR && r != -EIDRM) {
 		r = semtimedop_general(hand0, semid, usop, 1, NULL, how | SEMOP_FAST_TRIED);
+		presleep_leave(ns);     /* (if the general path did not lock) */
+	}
 	return (int)uipc_call_end(r);
 }
 

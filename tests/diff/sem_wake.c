@@ -704,6 +704,108 @@ static void rmid_presleep(int argc, char **argv)
 	dt_wait(c);
 }
 
+/* the child: RP_ROUNDS hand-offs, then one wait on s0 */
+static void nc_child(void *p)
+{
+	int id = *(int *)p, bad = 0, r;
+
+	for (int i = 0; i < RP_ROUNDS; i++)
+		bad += pp_op(id, 0, -1) < 0 || pp_op(id, 1, 1) < 0;
+	r = pp_op(id, 0, -1);
+	dt_chan_send(r, r < 0 ? errno : 0, bad);
+}
+
+/*
+ * GETNCNT of a waiter after hand-offs on one CPU beside a busy process:
+ * there uipc's waiter sleeps without queueing (ipc/sem.c: semop_presleep)
+ * for as long as nothing wakes it.  One GETNCNT, no polling, once the child
+ * sleeps, counts it as the kernel counts its queued sleeper; and right
+ * after the post that wakes it, before it has run, it is no longer
+ * counted, as the kernel's waker took it off the queue.  Several rounds:
+ * the waiter's first sleep is not always a pre-sleep.
+ */
+static void ncnt_presleep(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	cpu_set_t one;
+	pid_t burner, c;
+
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	sched_setaffinity(0, sizeof(one), &one);   /* the children inherit it */
+	burner = start_burner();
+	for (int k = 0; k < 4; k++) {
+		int id = dt_semget(IPC_PRIVATE, 2, 0600), bad = 0, before, after;
+
+		c = dt_fork(nc_child, &id);
+		for (int i = 0; i < RP_ROUNDS; i++)
+			bad += pp_op(id, 0, 1) < 0 || pp_op(id, 1, -1) < 0;
+		if (dt_wait_state(c, 'S', dt_deadline_ms(5000)))
+			dt_fail("round %d: the child did not go to sleep", k);
+		before = semctl(id, 0, GETNCNT);
+		bad += pp_op(id, 0, 1) < 0;
+		after = semctl(id, 0, GETNCNT);
+		dt_out("round %d: GETNCNT %d while it sleeps, %d after the post; %d failed hand-offs",
+		       k, before, after, bad);
+		dt_wakes(1);
+		dt_wait(c);
+		dt_rmid(id);
+	}
+	kill(burner, SIGKILL);
+	waitpid(burner, NULL, 0);
+}
+
+/* the child: RP_ROUNDS hand-offs, then one wait on s0 not called again
+ * after EINTR: its result to the parent */
+static void sp_child(void *p)
+{
+	int id = *(int *)p, bad = 0, r;
+	struct sembuf b = { 0, -1, 0 };
+
+	for (int i = 0; i < RP_ROUNDS; i++)
+		bad += pp_op(id, 0, -1) < 0 || pp_op(id, 1, 1) < 0;
+	r = semop(id, &b, 1);
+	dt_chan_send(r, r < 0 ? errno : 0, bad);
+}
+
+/*
+ * A waiter stopped and continued after hand-offs on one CPU beside a busy
+ * process, where uipc's waiter sleeps without queueing: while stopped it
+ * is not counted by GETNCNT (the kernel's left the queue when the stop
+ * interrupted its sleep), and once continued its semop fails with EINTR.
+ */
+static void stop_presleep(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	cpu_set_t one;
+	pid_t burner, c;
+
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	sched_setaffinity(0, sizeof(one), &one);   /* the children inherit it */
+	burner = start_burner();
+	for (int k = 0; k < 3; k++) {
+		int id = dt_semget(IPC_PRIVATE, 2, 0600), bad = 0, stopped;
+
+		c = dt_fork(sp_child, &id);
+		for (int i = 0; i < RP_ROUNDS; i++)
+			bad += pp_op(id, 0, 1) < 0 || pp_op(id, 1, -1) < 0;
+		if (dt_wait_state(c, 'S', dt_deadline_ms(5000)))
+			dt_fail("round %d: the child did not go to sleep", k);
+		kill(c, SIGSTOP);
+		if (dt_wait_state(c, 'T', dt_deadline_ms(5000)))
+			dt_fail("round %d: the child did not stop", k);
+		stopped = semctl(id, 0, GETNCNT);
+		kill(c, SIGCONT);
+		dt_out("round %d: GETNCNT %d while it is stopped; %d failed hand-offs", k, stopped, bad);
+		dt_wakes(1);
+		dt_wait(c);
+		dt_rmid(id);
+	}
+	kill(burner, SIGKILL);
+	waitpid(burner, NULL, 0);
+}
+
 const struct dt_case dt_cases[] = {
 	{ "fifo", fifo, 0 },
 	{ "fifo-sizes", fifo_sizes, 0 },
@@ -724,5 +826,7 @@ const struct dt_case dt_cases[] = {
 	{ "pingpong-one-cpu", pingpong_one_cpu, 0 },
 	{ "pingpong-one-cpu-busy", pingpong_one_cpu_busy, 0 },
 	{ "rmid-presleep", rmid_presleep, 0 },
+	{ "ncnt-presleep", ncnt_presleep, 0 },
+	{ "stop-presleep", stop_presleep, 0 },
 	{ NULL, NULL, 0 },
 };

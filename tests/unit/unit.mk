@@ -14,7 +14,7 @@ UNIT_PROGS := \
 	$(UNIT_DIR)/msg_stress \
 	$(UNIT_DIR)/shm_fds \
 	$(UNIT_DIR)/mlock_arena \
-	$(UNIT_DIR)/rmid_crash \
+	$(UNIT_DIR)/rmid_crash $(UNIT_DIR)/presleep_crash \
 	$(UNIT_DIR)/chaos_mixed \
 	$(UNIT_DIR)/trust_shm $(UNIT_DIR)/crash_aio $(UNIT_DIR)/aio_backend $(UNIT_DIR)/aio_many \
 	$(UNIT_DIR)/aio_unshare $(UNIT_DIR)/aio_kaio_lead $(UNIT_DIR)/aio_longjmp \

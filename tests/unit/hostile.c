@@ -1161,6 +1161,9 @@ static bool thread_field(uint64_t i, int which, struct field *f)
 	case 6: *f = FIELD(o, fr->chunks); break;
 	case 7: *f = FIELD(o, fr->e[(i / 3) % J_INLINE].where); break;
 	case 8: *f = FIELD(o, t->waitq); break;
+	case 10: *f = FIELD(o, t->presleep); break;
+	case 11: *f = FIELD(o, t->presleep_on); break;
+	case 12: *f = FIELD(o, t->presleep_op); break;
 	default: *f = (struct field){ off_of(uthread_alive(t)), o, 4 }; break;
 	}
 	return true;
@@ -1176,6 +1179,9 @@ static bool f_fr_chunks(uint64_t i, struct field *f) { return thread_field(i, 6,
 static bool f_fr_entry(uint64_t i, struct field *f) { return thread_field(i, 7, f); }
 static bool f_th_waitq(uint64_t i, struct field *f) { return thread_field(i, 8, f); }
 static bool f_th_alive(uint64_t i, struct field *f) { return thread_field(i, 9, f); }
+static bool f_th_presleep(uint64_t i, struct field *f) { return thread_field(i, 10, f); }
+static bool f_th_presleep_on(uint64_t i, struct field *f) { return thread_field(i, 11, f); }
+static bool f_th_presleep_op(uint64_t i, struct field *f) { return thread_field(i, 12, f); }
 
 SEM_FIELD(f_sem_type, perm.type)
 SEM_FIELD(f_sem_id, perm.id)
@@ -1204,6 +1210,7 @@ static bool one_sem_field(uint64_t i, int which, struct field *f)
 	case 0: *f = FIELD(o, x->word); break;
 	case 1: *f = FIELD(o, x->pend_alter.first); break;
 	case 2: *f = FIELD(o, x->pend_const.first); break;
+	case 4: *f = FIELD(o, x->presleeper); break;
 	default: *f = FIELD(o, x->lock.word); break;
 	}
 	return true;
@@ -1213,6 +1220,7 @@ static bool f_sem_word(uint64_t i, struct field *f) { return one_sem_field(i, 0,
 static bool f_sem_palter(uint64_t i, struct field *f) { return one_sem_field(i, 1, f); }
 static bool f_sem_pconst(uint64_t i, struct field *f) { return one_sem_field(i, 2, f); }
 static bool f_sem_lock(uint64_t i, struct field *f) { return one_sem_field(i, 3, f); }
+static bool f_sem_presleeper(uint64_t i, struct field *f) { return one_sem_field(i, 4, f); }
 
 MSG_FIELD(f_msg_qbytes, qbytes)
 MSG_FIELD(f_msg_cbytes, cbytes)
@@ -1338,6 +1346,8 @@ static const struct target {
 	{ "frame.lock", f_fr_lock }, { "frame.n", f_fr_n }, { "frame.committed", f_fr_committed },
 	{ "frame.chunks", f_fr_chunks }, { "frame entry", f_fr_entry },
 	{ "thread.waitq", f_th_waitq }, { "thread alive word", f_th_alive },
+	{ "thread.presleep", f_th_presleep }, { "thread.presleep_on", f_th_presleep_on },
+	{ "thread.presleep_op", f_th_presleep_op },
 	{ "sem perm.type", f_sem_type }, { "sem perm.id", f_sem_id }, { "sem perm.key", f_sem_key },
 	{ "sem perm.mode", f_sem_mode }, { "sem perm.deleted", f_sem_deleted },
 	{ "sem nsems", f_sem_nsems }, { "sem tag", f_sem_tag },
@@ -1347,7 +1357,7 @@ static const struct target {
 	{ "sem pend_const.first", f_sem_const_first }, { "sem undo_list", f_sem_undo_list },
 	{ "sem array lock word", f_sem_glock }, { "semaphore word", f_sem_word },
 	{ "semaphore pend_alter", f_sem_palter }, { "semaphore pend_const", f_sem_pconst },
-	{ "semaphore lock word", f_sem_lock },
+	{ "semaphore lock word", f_sem_lock }, { "semaphore presleeper", f_sem_presleeper },
 	{ "msg qbytes", f_msg_qbytes }, { "msg cbytes", f_msg_cbytes }, { "msg qnum", f_msg_qnum },
 	{ "msg messages.first", f_msg_first }, { "msg messages.last", f_msg_last },
 	{ "msg receivers", f_msg_receivers }, { "msg senders", f_msg_senders },

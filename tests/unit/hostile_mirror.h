@@ -23,7 +23,8 @@ struct m_sem {
 	struct ulock lock;
 	struct m_qlist pend_alter;
 	struct m_qlist pend_const;
-	int32_t poster_cpu;
+	int16_t poster_cpu;
+	uint16_t presleeper;
 	int32_t poster_tid;
 };
 

@@ -704,60 +704,9 @@ static void rmid_presleep(int argc, char **argv)
 	dt_wait(c);
 }
 
-/* the child: RP_ROUNDS hand-offs, then one wait on s0 */
-static void nc_child(void *p)
-{
-	int id = *(int *)p, bad = 0, r;
-
-	for (int i = 0; i < RP_ROUNDS; i++)
-		bad += pp_op(id, 0, -1) < 0 || pp_op(id, 1, 1) < 0;
-	r = pp_op(id, 0, -1);
-	dt_chan_send(r, r < 0 ? errno : 0, bad);
-}
-
-/*
- * GETNCNT of a waiter after hand-offs on one CPU beside a busy process:
- * there uipc's waiter sleeps without queueing (ipc/sem.c: semop_presleep)
- * for as long as nothing wakes it.  One GETNCNT, no polling, once the child
- * sleeps, counts it as the kernel counts its queued sleeper; and right
- * after the post that wakes it, before it has run, it is no longer
- * counted, as the kernel's waker took it off the queue.  Several rounds:
- * the waiter's first sleep is not always a pre-sleep.
- */
-static void ncnt_presleep(int argc, char **argv)
-{
-	(void)argc; (void)argv;
-	cpu_set_t one;
-	pid_t burner, c;
-
-	CPU_ZERO(&one);
-	CPU_SET(sched_getcpu(), &one);
-	sched_setaffinity(0, sizeof(one), &one);   /* the children inherit it */
-	burner = start_burner();
-	for (int k = 0; k < 4; k++) {
-		int id = dt_semget(IPC_PRIVATE, 2, 0600), bad = 0, before, after;
-
-		c = dt_fork(nc_child, &id);
-		for (int i = 0; i < RP_ROUNDS; i++)
-			bad += pp_op(id, 0, 1) < 0 || pp_op(id, 1, -1) < 0;
-		if (dt_wait_state(c, 'S', dt_deadline_ms(5000)))
-			dt_fail("round %d: the child did not go to sleep", k);
-		before = semctl(id, 0, GETNCNT);
-		bad += pp_op(id, 0, 1) < 0;
-		after = semctl(id, 0, GETNCNT);
-		dt_out("round %d: GETNCNT %d while it sleeps, %d after the post; %d failed hand-offs",
-		       k, before, after, bad);
-		dt_wakes(1);
-		dt_wait(c);
-		dt_rmid(id);
-	}
-	kill(burner, SIGKILL);
-	waitpid(burner, NULL, 0);
-}
-
-/* the child: RP_ROUNDS hand-offs, then one wait on s0 not called again
+/* the child: RP_ROUNDS hand-offs, then one wait on s0, not made again
  * after EINTR: its result to the parent */
-static void sp_child(void *p)
+static void last_wait_child(void *p)
 {
 	int id = *(int *)p, bad = 0, r;
 	struct sembuf b = { 0, -1, 0 };
@@ -769,14 +718,16 @@ static void sp_child(void *p)
 }
 
 /*
- * A waiter stopped and continued after hand-offs on one CPU beside a busy
- * process, where uipc's waiter sleeps without queueing: while stopped it
- * is not counted by GETNCNT (the kernel's left the queue when the stop
- * interrupted its sleep), and once continued its semop fails with EINTR.
+ * ROUNDS rounds on one CPU beside a busy process, where uipc's waiter
+ * sleeps without queueing (ipc/sem.c: semop_presleep) for as long as
+ * nothing wakes it: a child and we hand array ID's semaphores back and
+ * forth, then the child waits on s0 once more; once it sleeps, LOOK(ID,
+ * CHILD, ROUND) does what the scenario checks and ends the child's wait;
+ * its result is printed.  Several rounds: the waiter's last sleep is not
+ * always a pre-sleep.
  */
-static void stop_presleep(int argc, char **argv)
+static void beside_presleeper(int rounds, void (*look)(int, pid_t, int, int))
 {
-	(void)argc; (void)argv;
 	cpu_set_t one;
 	pid_t burner, c;
 
@@ -784,26 +735,62 @@ static void stop_presleep(int argc, char **argv)
 	CPU_SET(sched_getcpu(), &one);
 	sched_setaffinity(0, sizeof(one), &one);   /* the children inherit it */
 	burner = start_burner();
-	for (int k = 0; k < 3; k++) {
-		int id = dt_semget(IPC_PRIVATE, 2, 0600), bad = 0, stopped;
+	for (int k = 0; k < rounds; k++) {
+		int id = dt_semget(IPC_PRIVATE, 2, 0600), bad = 0;
 
-		c = dt_fork(sp_child, &id);
+		c = dt_fork(last_wait_child, &id);
 		for (int i = 0; i < RP_ROUNDS; i++)
 			bad += pp_op(id, 0, 1) < 0 || pp_op(id, 1, -1) < 0;
 		if (dt_wait_state(c, 'S', dt_deadline_ms(5000)))
 			dt_fail("round %d: the child did not go to sleep", k);
-		kill(c, SIGSTOP);
-		if (dt_wait_state(c, 'T', dt_deadline_ms(5000)))
-			dt_fail("round %d: the child did not stop", k);
-		stopped = semctl(id, 0, GETNCNT);
-		kill(c, SIGCONT);
-		dt_out("round %d: GETNCNT %d while it is stopped; %d failed hand-offs", k, stopped, bad);
+		look(id, c, k, bad);
 		dt_wakes(1);
 		dt_wait(c);
 		dt_rmid(id);
 	}
 	kill(burner, SIGKILL);
 	waitpid(burner, NULL, 0);
+}
+
+/* GETNCNT once, no polling, while the child sleeps: the kernel counts its
+ * queued sleeper; and right after the post that wakes it, before it has
+ * run: it is no longer counted, as the kernel's waker took it off */
+static void look_ncnt(int id, pid_t c, int k, int bad)
+{
+	int before, after;
+
+	(void)c;
+	before = semctl(id, 0, GETNCNT);
+	bad += pp_op(id, 0, 1) < 0;
+	after = semctl(id, 0, GETNCNT);
+	dt_out("round %d: GETNCNT %d while it sleeps, %d after the post; %d failed hand-offs",
+	       k, before, after, bad);
+}
+
+static void ncnt_presleep(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	beside_presleeper(4, look_ncnt);
+}
+
+/* stopped, it is not counted by GETNCNT (the kernel's left the queue when
+ * the stop interrupted its sleep); continued, its semop fails with EINTR */
+static void look_stopped(int id, pid_t c, int k, int bad)
+{
+	int stopped;
+
+	kill(c, SIGSTOP);
+	if (dt_wait_state(c, 'T', dt_deadline_ms(5000)))
+		dt_fail("round %d: the child did not stop", k);
+	stopped = semctl(id, 0, GETNCNT);
+	kill(c, SIGCONT);
+	dt_out("round %d: GETNCNT %d while it is stopped; %d failed hand-offs", k, stopped, bad);
+}
+
+static void stop_presleep(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	beside_presleeper(3, look_stopped);
 }
 
 const struct dt_case dt_cases[] = {

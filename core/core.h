@@ -529,7 +529,14 @@ UIPC_HIDDEN bool thread_alive(struct ns *ns, struct uthread *t);
  * word and value, to sleep on until it dies */
 UIPC_HIDDEN bool lock_holder_alive(struct ns *ns, uint32_t slot, uint32_t gen, uint32_t **word,
 				   uint32_t *val);
-UIPC_HIDDEN struct uthread *thread_at(struct ns *ns, uint32_t idx);  /* NULL: none */
+/* thread slot IDX (a number read from the arena: checked), NULL: none */
+static inline struct uthread *thread_at(struct ns *ns, uint32_t idx)
+{
+	if (idx >= MAX_THREADS)
+		return NULL;
+	return ns_ptr(ns, ns->lay.threads + (uoff_t)idx * sizeof(struct uthread),
+		      sizeof(struct uthread));
+}
 UIPC_HIDDEN struct uproc *proc_at(struct ns *ns, uint32_t idx);
 /* the exit work of this process (exit, _exit): every layer's proc_exit */
 UIPC_HIDDEN void proc_exit_work(void);
@@ -550,10 +557,11 @@ UIPC_HIDDEN void alive_word_wake_all(uint32_t *w, uint32_t v);
 /*
  * The kernel's robust-list pending entry aimed at W (proc.c): should this
  * thread die before proc_pending_end, the kernel wakes one sleeper on W if
- * W's low 30 bits are 0 then.  false: no robust list (nothing aimed).
- * PREV: what the slot held, for proc_pending_end.
+ * W's low 30 bits are 0 then.  Returns what the slot held, for
+ * proc_pending_end, or PENDING_NOT_AIMED: no robust list (nothing aimed).
  */
-UIPC_HIDDEN bool proc_pending_begin(_Atomic uint32_t *w, void **prev);
+#define PENDING_NOT_AIMED ((void *)1)   /* (an entry is never odd: see proc.c) */
+UIPC_HIDDEN void *proc_pending_begin(_Atomic uint32_t *w);
 UIPC_HIDDEN void proc_pending_end(void *prev);
 UIPC_HIDDEN void proc_note_continue(void);
 /* the exit work of the dead process P, unless someone else does it: true

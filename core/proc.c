@@ -196,14 +196,6 @@ struct uproc *proc_at(struct ns *ns, uint32_t idx)
 		      sizeof(struct uproc));
 }
 
-struct uthread *thread_at(struct ns *ns, uint32_t idx)
-{
-	if (idx >= MAX_THREADS)
-		return NULL;
-	return ns_ptr(ns, ns->lay.threads + (uoff_t)idx * sizeof(struct uthread),
-		      sizeof(struct uthread));
-}
-
 static uint32_t proc_index(struct ns *ns, struct uproc *p)
 {
 	return (uint32_t)((ns_off(ns, p) - ns->lay.procs) / sizeof(struct uproc));
@@ -375,17 +367,18 @@ static struct rlist_head *pending_head_get(void)
 	return h;
 }
 
-bool proc_pending_begin(_Atomic uint32_t *w, void **prev)
+void *proc_pending_begin(_Atomic uint32_t *w)
 {
 	struct rlist_head *h = pending_head_get();
+	void *prev;
 
 	if (!h)
-		return false;
-	*prev = h->pending;
+		return PENDING_NOT_AIMED;
+	prev = h->pending;
 	h->pending = (char *)w - h->futex_offset;
 	/* the kernel reads it when this thread dies: program order is all */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	return true;
+	return prev;
 }
 
 void proc_pending_end(void *prev)
@@ -393,7 +386,7 @@ void proc_pending_end(void *prev)
 	struct rlist_head *h = pending_head;
 
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (h)
+	if (h && prev != PENDING_NOT_AIMED)
 		h->pending = prev;
 }
 

@@ -124,13 +124,13 @@ struct ps_wake {
 	bool held;                 /* handlers held, pending entry aimed */
 };
 
-/* step 1, before each CAS that takes W_SLEEPERS off S's word */
-static __attribute__((noinline, cold)) void
+/* step 1, before each CAS that takes W_SLEEPERS off S's word (inline in
+ * the two cold callers: no frame of its own) */
+static __attribute__((always_inline)) inline void
 presleep_wake_prepare(struct ns *ns, struct sem *s, struct ps_wake *pw)
 {
 	uint32_t idx = atomic_load_explicit(&s->presleeper, memory_order_acquire);
 	struct uthread *t = idx ? thread_at(ns, idx - 1) : NULL;
-	void *first;
 
 	/* (a registrant that left and pre-sleeps elsewhere is not woken) */
 	if (!t || __atomic_load_n(&t->presleep_on, __ATOMIC_ACQUIRE) != ns_off(ns, s))
@@ -138,10 +138,9 @@ presleep_wake_prepare(struct ns *ns, struct sem *s, struct ps_wake *pw)
 	if (!pw->held) {
 		uipc_crit_enter();
 		pw->held = true;
-		if (!proc_pending_begin(&t->presleep, &pw->pending))
-			pw->pending = NULL;
+		pw->pending = proc_pending_begin(&t->presleep);
 	} else if (pw->word != &t->presleep) {
-		(void)proc_pending_begin(&t->presleep, &first);   /* aimed again */
+		(void)proc_pending_begin(&t->presleep);   /* aimed again */
 	}
 	atomic_store_explicit(&t->presleep, PS_WOKEN, memory_order_release);
 	pw->word = &t->presleep;
@@ -152,7 +151,7 @@ presleep_wake_prepare(struct ns *ns, struct sem *s, struct ps_wake *pw)
  * by it, wait_how, whether its poster runs on its CPU; lock-free posts
  * note it nowhere else, so that on two CPUs a stale hint would keep the
  * waiter sleeping where it should spin) */
-static __attribute__((noinline, cold)) void presleep_wake_finish(struct sem *s, struct ps_wake *pw)
+static __attribute__((always_inline)) inline void presleep_wake_finish(struct sem *s, struct ps_wake *pw)
 {
 	if (pw->word) {
 		ps_kill_if(PS_KILL_BEFORE_WAKE);

@@ -128,8 +128,8 @@ static inline unsigned uipc_handler_gen(void)
 }
 /*
  * Sleep on the shared futex words W[0..N) (while each == VAL[i]) for REL
- * (NULL: no timeout), and on this thread's count of the program's handlers (while == HAND0):
- * a handler that runs after the caller's last check but before the system
+ * (NULL: no timeout), and on this thread's count of the program's
+ * handlers (while == HAND0): a handler that runs after the caller's last check but before the system
  * call still ends the wait (futex_waitv compares every word on entry).
  * Returns the index of the word that woke us, or -1 with errno: EINTR (a
  * handler ran), EAGAIN (a word differed), ETIMEDOUT.  One word (N 1) on

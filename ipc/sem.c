@@ -124,13 +124,21 @@ struct ps_wake {
 	bool held;                 /* handlers held, pending entry aimed */
 };
 
+/* the thread slot S's presleeper names (a number from the arena, checked
+ * by thread_at), NULL if none */
+static inline struct uthread *presleeper_of(struct ns *ns, struct sem *s)
+{
+	uint32_t idx = atomic_load_explicit(&s->presleeper, memory_order_acquire);
+
+	return idx ? thread_at(ns, idx - 1) : NULL;
+}
+
 /* step 1, before each CAS that takes W_SLEEPERS off S's word (inline in
  * the two cold callers: no frame of its own) */
 static __attribute__((always_inline)) inline void
 presleep_wake_prepare(struct ns *ns, struct sem *s, struct ps_wake *pw)
 {
-	uint32_t idx = atomic_load_explicit(&s->presleeper, memory_order_acquire);
-	struct uthread *t = idx ? thread_at(ns, idx - 1) : NULL;
+	struct uthread *t = presleeper_of(ns, s);
 
 	/* (a registrant that left and pre-sleeps elsewhere is not woken) */
 	if (!t || __atomic_load_n(&t->presleep_on, __ATOMIC_ACQUIRE) != ns_off(ns, s))
@@ -1312,12 +1320,12 @@ static int count_list(struct ns *ns, struct sem_array *sma, struct qlist *l, int
  * stopped (the kernel's is then off the queue too, see below) */
 static int presleeper_waits(struct ns *ns, struct sem *s)
 {
-	uint32_t idx = atomic_load_explicit(&s->presleeper, memory_order_acquire);
-	struct uthread *t = idx ? thread_at(ns, idx - 1) : NULL;
+	struct uthread *t = presleeper_of(ns, s);
+	/* (the op is read from the arena: summed in 64 bits) */
+	int64_t after = t ? (int64_t)W_VAL(atomic_load(&s->word)) +
+				__atomic_load_n(&t->presleep_op, __ATOMIC_RELAXED) : 0;
 
-	return t && presleeper_current(ns, s, t) &&
-	       W_VAL(atomic_load(&s->word)) + __atomic_load_n(&t->presleep_op, __ATOMIC_RELAXED) < 0 &&
-	       !task_stopped(t->pid, t->tid);
+	return t && presleeper_current(ns, s, t) && after < 0 && !task_stopped(t->pid, t->tid);
 }
 
 /* SEMNUM: checked against the array by the caller */

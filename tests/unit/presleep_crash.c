@@ -75,19 +75,6 @@ static char state_of(pid_t pid)
 	return p && p[1] == ' ' ? p[2] : 0;
 }
 
-/* PID's exit status within SECS, or -1 (it is then killed) */
-static int wait_for(pid_t pid, double secs)
-{
-	int st;
-
-	for (double end = now_s() + secs; now_s() < end; usleep(1000))
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			return st;
-	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
-	return -1;
-}
-
 /* PID's exit status within SECS, or -1 (it goes on) */
 static int wait_for_exit(pid_t pid, double secs)
 {
@@ -97,6 +84,18 @@ static int wait_for_exit(pid_t pid, double secs)
 		if (waitpid(pid, &st, WNOHANG) == pid)
 			return st;
 	return -1;
+}
+
+/* the same, and killed if it did not end */
+static int wait_for(pid_t pid, double secs)
+{
+	int st = wait_for_exit(pid, secs);
+
+	if (st == -1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	return st;
 }
 
 static pid_t start_burner(void)
